@@ -1,0 +1,107 @@
+/*
+ * coll/loom: the Open MPI coll component that routes collectives on CUDA
+ * device buffers to loom and passes everything else to the module Open MPI
+ * would have used without loom (saved at module_enable: "previous").
+ *
+ * This glue sees only loom.h and Open MPI's headers.
+ */
+#ifndef MCA_COLL_LOOM_H
+#define MCA_COLL_LOOM_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+
+BEGIN_C_DECLS
+
+/* Every collective loom overrides, blocking and non-blocking. X(name) expands
+ * once per collective; the previous module's pointers and the override table
+ * are generated from this one list. */
+#define LOOM_BLOCKING_COLLS(X)                                                     \
+    X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(barrier)   \
+    X(bcast) X(exscan) X(gather) X(reduce) X(reduce_scatter)                      \
+    X(reduce_scatter_block) X(scan) X(scatter)
+#define LOOM_NONBLOCKING_COLLS(X)                                                  \
+    X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) X(ialltoallv)         \
+    X(ibarrier) X(ibcast) X(iexscan) X(igather) X(ireduce) X(ireduce_scatter)     \
+    X(ireduce_scatter_block) X(iscan) X(iscatter)
+#define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X)
+
+enum {
+#define LOOM_ENUM(name) LOOM_COLL_##name,
+    LOOM_ALL_COLLS(LOOM_ENUM)
+#undef LOOM_ENUM
+    LOOM_COLL_COUNT
+};
+extern const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT];
+
+/* How one call was served; printed once per (communicator, collective, path). */
+typedef enum {
+    LOOM_PATH_DELEGATED = 0, /* host buffers: previous module, untouched */
+    LOOM_PATH_STAGED = 1,    /* device buffers copied through host memory */
+    LOOM_PATH_GPU = 2,       /* loom's kernels */
+    LOOM_PATH_COUNT
+} mca_coll_loom_path_t;
+
+typedef struct {
+    mca_coll_base_component_2_0_0_t super;
+    int priority;
+    bool enable;
+    int verbose;
+    /* Testing aid: treat host buffers as device buffers, so the staging path
+     * (span arithmetic, copy in/out) runs on machines without a GPU. */
+    bool stage_host_buffers;
+} mca_coll_loom_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;
+
+typedef struct {
+#define LOOM_PREV(name)                     \
+    mca_coll_base_module_##name##_fn_t name; \
+    mca_coll_base_module_t *name##_module;
+    LOOM_ALL_COLLS(LOOM_PREV)
+#undef LOOM_PREV
+} mca_coll_loom_previous_t;
+
+typedef struct {
+    mca_coll_base_module_t super;
+    ompi_communicator_t *comm;
+    mca_coll_loom_previous_t prev;
+    unsigned char paths_reported[LOOM_COLL_COUNT]; /* bit per mca_coll_loom_path_t */
+} mca_coll_loom_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
+
+/* component / module */
+int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int *priority);
+
+/* Once per (communicator, collective, path) with verbose >= 1. */
+void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path);
+
+static inline void mca_coll_loom_note(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path)
+{
+    if (OPAL_UNLIKELY(mca_coll_loom_component.verbose > 0) && !(m->paths_reported[coll] & (1u << path))) {
+        mca_coll_loom_report_path(m, coll, path);
+    }
+}
+
+/* Call the previous module's function: blocking when req is NULL, otherwise
+ * its non-blocking twin (name prefixed with i). */
+#define LOOM_CALL_PREV(m, req, name, ...)                                            \
+    ((req) ? (m)->prev.i##name(__VA_ARGS__, (req), (m)->prev.i##name##_module)       \
+           : (m)->prev.name(__VA_ARGS__, (m)->prev.name##_module))
+
+/* The overrides, blocking and non-blocking, declared with exactly the types of
+ * Open MPI's function pointers (typeof of the pointee is a function type). */
+#define LOOM_DECLARE_OVERRIDE(name) __typeof__(*(mca_coll_base_module_##name##_fn_t)0) mca_coll_loom_##name;
+LOOM_ALL_COLLS(LOOM_DECLARE_OVERRIDE)
+#undef LOOM_DECLARE_OVERRIDE
+
+END_C_DECLS
+
+#endif /* MCA_COLL_LOOM_H */

@@ -1,0 +1,49 @@
+/*
+ * coll/loom component: version block, MCA parameters, per-communicator query.
+ */
+#include "coll_loom.h"
+
+#include "loom.h"
+#include "opal/mca/base/mca_base_var.h"
+
+const char *mca_coll_loom_component_version_string = "Open MPI loom collective component";
+
+static int loom_register(void);
+
+mca_coll_loom_component_t mca_coll_loom_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "loom",
+            MCA_BASE_MAKE_VERSION(component, LOOM_MAJOR, LOOM_MINOR, LOOM_PATCH),
+            .mca_register_component_params = loom_register,
+        },
+        .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .collm_init_query = mca_coll_loom_init_query,
+        .collm_comm_query = mca_coll_loom_comm_query,
+    },
+    .priority = 90,
+    .enable = true,
+    .verbose = 0,
+    .stage_host_buffers = false,
+};
+
+static int loom_register(void)
+{
+    const mca_base_component_t *c = &mca_coll_loom_component.super.collm_version;
+    mca_coll_loom_component_t *lc = &mca_coll_loom_component;
+    mca_base_component_var_register(c, "priority",
+        "Priority of coll/loom; above coll/cuda (78) and tuned (30) so that loom sees every collective first",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->priority);
+    mca_base_component_var_register(c, "enable",
+        "Offer loom on intra-communicators of size >= 2 (false: loom never selects itself)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &lc->enable);
+    mca_base_component_var_register(c, "verbose",
+        "0: silent; 1: report selection per communicator and the path (delegated/staged/gpu) taken, "
+        "once per communicator, collective and path",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &lc->verbose);
+    mca_base_component_var_register(c, "stage_host_buffers",
+        "Testing aid: treat host buffers as device buffers so that the staging path runs without a GPU",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &lc->stage_host_buffers);
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,94 @@
+/*
+ * coll/loom module: one per communicator. module_enable saves (and retains)
+ * the lower-priority module's function for every collective loom overrides:
+ * that is where host-buffer calls go, untouched.
+ */
+#include "coll_loom.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT] = {
+#define LOOM_NAME(name) #name,
+    LOOM_ALL_COLLS(LOOM_NAME)
+#undef LOOM_NAME
+};
+
+static const char *const path_names[LOOM_PATH_COUNT] = {"delegated", "staged", "gpu"};
+
+static void loom_module_construct(mca_coll_loom_module_t *m)
+{
+    m->comm = NULL;
+    memset(&m->prev, 0, sizeof(m->prev));
+    memset(m->paths_reported, 0, sizeof(m->paths_reported));
+}
+
+static void loom_module_destruct(mca_coll_loom_module_t *m)
+{
+#define LOOM_RELEASE(name) \
+    if (NULL != m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
+    LOOM_ALL_COLLS(LOOM_RELEASE)
+#undef LOOM_RELEASE
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, loom_module_construct, loom_module_destruct);
+
+static void report(mca_coll_loom_module_t *m, const char *what)
+{
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    fprintf(stderr, "coll/loom %s rank %d comm %s (cid %u, size %d): %s\n", host, ompi_comm_rank(m->comm),
+            m->comm->c_name, m->comm->c_contextid, ompi_comm_size(m->comm), what);
+}
+
+void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path)
+{
+    char what[96];
+    m->paths_reported[coll] |= (unsigned char)(1u << path);
+    snprintf(what, sizeof(what), "%s -> %s", mca_coll_loom_coll_names[coll], path_names[path]);
+    report(m, what);
+}
+
+/* Save what the lower-priority modules installed. A collective nobody below
+ * provides is not overridden either (loom never is the only implementation). */
+static int loom_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
+    m->comm = comm;
+#define LOOM_SAVE(name)                                                \
+    m->prev.name = comm->c_coll->coll_##name;                          \
+    m->prev.name##_module = comm->c_coll->coll_##name##_module;        \
+    if (NULL != m->prev.name && NULL != m->prev.name##_module) {       \
+        OBJ_RETAIN(m->prev.name##_module);                             \
+    } else {                                                           \
+        m->prev.name = NULL;                                           \
+        m->prev.name##_module = NULL;                                  \
+        m->super.coll_##name = NULL;                                   \
+    }
+    LOOM_ALL_COLLS(LOOM_SAVE)
+#undef LOOM_SAVE
+    if (mca_coll_loom_component.verbose > 0) report(m, "selected");
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+/* No CUDA call here: the application has not chosen its GPU yet. */
+mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int *priority)
+{
+    if (!mca_coll_loom_component.enable || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) return NULL;
+    mca_coll_loom_module_t *m = OBJ_NEW(mca_coll_loom_module_t);
+    if (NULL == m) return NULL;
+    *priority = mca_coll_loom_component.priority;
+    m->super.coll_module_enable = loom_module_enable;
+#define LOOM_INSTALL(name) m->super.coll_##name = mca_coll_loom_##name;
+    LOOM_ALL_COLLS(LOOM_INSTALL)
+#undef LOOM_INSTALL
+    return &m->super;
+}

@@ -1,0 +1,184 @@
+/*
+ * Data movement: barrier, bcast, gather, scatter, allgather(v), alltoall(v).
+ * Same scheme as the reductions: host buffers go to the previous module
+ * untouched, device buffers are staged through host memory.
+ */
+#include "coll_loom_stage.h"
+
+static int barrier_any(ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    LOOM_DELEGATE(m, req, barrier, comm);
+}
+
+int mca_coll_loom_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return barrier_any(comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return barrier_any(comm, LOOM(module), req);
+}
+
+static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm, loom_t *m,
+                     ompi_request_t **req)
+{
+    if (!mca_coll_loom_on_gpu(buf)) LOOM_DELEGATE(m, req, bcast, buf, count, dt, root, comm);
+    mca_coll_loom_note(m, LOOM_COLL_ID(req, bcast), LOOM_PATH_STAGED);
+    loom_type_shape_t sh = mca_coll_loom_shape(dt);
+    loom_stage_t st = {.n = 0};
+    void *hb;
+    /* The root only sends: nothing to copy back there. */
+    int rc = mca_coll_loom_stage(&st, true, buf, loom_span_of(&sh, (size_t)count), ompi_comm_rank(comm) != root, &hb);
+    if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, bcast, hb, count, dt, root, comm);
+    return mca_coll_loom_unstage(&st, rc, req);
+}
+
+int mca_coll_loom_bcast(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module)
+{
+    return bcast_any(buf, count, dt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_ibcast(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm,
+                         ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return bcast_any(buf, count, dt, root, comm, LOOM(module), req);
+}
+
+static int gather_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                      ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool is_root = ompi_comm_rank(comm) == root;
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, gather, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
+    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * (size_t)ompi_comm_size(comm));
+    LOOM_STAGED_CALL(m, req, gather, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
+}
+
+int mca_coll_loom_gather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                         ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_igather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
+                          mca_coll_base_module_t *module)
+{
+    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
+}
+
+static int scatter_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                       ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool is_root = ompi_comm_rank(comm) == root;
+    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, scatter, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * (size_t)ompi_comm_size(comm));
+    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount);
+    LOOM_STAGED_CALL(m, req, scatter, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
+}
+
+int mca_coll_loom_scatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                           ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
+                           mca_coll_base_module_t *module)
+{
+    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
+}
+
+/* allgather and alltoall: fixed-size blocks; scount_n is scount times the
+ * number of blocks read from sbuf (1 for allgather, comm size for alltoall). */
+#define LOOM_BLOCKS(name, s_blocks)                                                                          \
+    static int name##_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,         \
+                          ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)   \
+    {                                                                                                         \
+        bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                          \
+        if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, name, sbuf, scount, sdt, rbuf, rcount, rdt, comm);        \
+        size_t n = (size_t)ompi_comm_size(comm);                                                              \
+        loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);                     \
+        loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * (s_blocks));                                 \
+        loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * n);                                          \
+        (void)n;                                                                                              \
+        LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, comm); \
+    }                                                                                                         \
+    int mca_coll_loom_##name(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,     \
+                             ompi_datatype_t *rdt, ompi_communicator_t *comm, mca_coll_base_module_t *module) \
+    {                                                                                                         \
+        return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), NULL);                    \
+    }                                                                                                         \
+    int mca_coll_loom_i##name(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,    \
+                              ompi_datatype_t *rdt, ompi_communicator_t *comm, ompi_request_t **req,          \
+                              mca_coll_base_module_t *module)                                                 \
+    {                                                                                                         \
+        return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), req);                     \
+    }
+
+LOOM_BLOCKS(allgather, 1)
+LOOM_BLOCKS(alltoall, n)
+
+static int allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                          const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,
+                          ompi_request_t **req)
+{
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allgatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
+    loom_span_t r_span = loom_span_of_v(&rsh, rcounts, displs, ompi_comm_size(comm));
+    LOOM_STAGED_CALL(m, req, allgatherv, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcounts, displs, rdt,
+                     comm);
+}
+
+int mca_coll_loom_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                             const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module)
+{
+    return allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                              const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm,
+                              ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), req);
+}
+
+static int alltoallv_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,
+                         void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,
+                         ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu)
+        LOOM_DELEGATE(m, req, alltoallv, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
+    int n = ompi_comm_size(comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    /* In place, the send counts are the receive counts (MPI ignores scounts). */
+    loom_span_t s_span = MPI_IN_PLACE == sbuf ? (loom_span_t){0, 0} : loom_span_of_v(&ssh, scounts, sdispls, n);
+    loom_span_t r_span = loom_span_of_v(&rsh, rcounts, rdispls, n);
+    LOOM_STAGED_CALL(m, req, alltoallv, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdt, hr, rcounts,
+                     rdispls, rdt, comm);
+}
+
+int mca_coll_loom_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,
+                            void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,
+                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return alltoallv_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,
+                             void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,
+                             ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return alltoallv_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), req);
+}

@@ -1,0 +1,108 @@
+/*
+ * Reductions: allreduce, reduce, reduce_scatter(_block), scan, exscan.
+ * Each is written once with req == NULL meaning blocking; host buffers go to
+ * the previous module untouched, device buffers are staged through host memory
+ * (loom's GPU path takes over the calls it covers).
+ */
+#include "coll_loom_stage.h"
+
+/* allreduce, scan and exscan share a signature and the span of both buffers. */
+#define LOOM_ELEMENTWISE(name)                                                                             \
+    static int name##_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,      \
+                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)                       \
+    {                                                                                                       \
+        bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                        \
+        if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, name, sbuf, rbuf, count, dt, op, comm);                  \
+        loom_type_shape_t sh = mca_coll_loom_shape(dt);                                                     \
+        loom_span_t span = loom_span_of(&sh, (size_t)count);                                                \
+        LOOM_STAGED_CALL(m, req, name, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, comm);              \
+    }                                                                                                       \
+    int mca_coll_loom_##name(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,  \
+                             ompi_communicator_t *comm, mca_coll_base_module_t *module)                     \
+    {                                                                                                       \
+        return name##_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), NULL);                             \
+    }                                                                                                       \
+    int mca_coll_loom_i##name(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, \
+                              ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module) \
+    {                                                                                                       \
+        return name##_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);                              \
+    }
+
+LOOM_ELEMENTWISE(allreduce)
+LOOM_ELEMENTWISE(scan)
+LOOM_ELEMENTWISE(exscan)
+
+static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
+                      ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    /* rbuf means something only at the root. */
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = ompi_comm_rank(comm) == root && mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce, sbuf, rbuf, count, dt, op, root, comm);
+    loom_type_shape_t sh = mca_coll_loom_shape(dt);
+    loom_span_t span = loom_span_of(&sh, (size_t)count);
+    LOOM_STAGED_CALL(m, req, reduce, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, root, comm);
+}
+
+int mca_coll_loom_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
+                         ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return reduce_any(sbuf, rbuf, count, dt, op, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
+                          ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return reduce_any(sbuf, rbuf, count, dt, op, root, comm, LOOM(module), req);
+}
+
+static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dt,
+                              struct ompi_op_t *op, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce_scatter, sbuf, rbuf, rcounts, dt, op, comm);
+    size_t total = 0;
+    for (int r = 0; r < ompi_comm_size(comm); ++r) total += (size_t)rcounts[r];
+    loom_type_shape_t sh = mca_coll_loom_shape(dt);
+    loom_span_t s_span = loom_span_of(&sh, total);
+    /* In place, rbuf holds the whole input. */
+    loom_span_t r_span = MPI_IN_PLACE == sbuf ? s_span : loom_span_of(&sh, (size_t)rcounts[ompi_comm_rank(comm)]);
+    LOOM_STAGED_CALL(m, req, reduce_scatter, s_gpu, s_span, r_gpu, r_span, hs, hr, rcounts, dt, op, comm);
+}
+
+int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dt,
+                                 struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return reduce_scatter_any(sbuf, rbuf, rcounts, dt, op, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dt,
+                                  struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **req,
+                                  mca_coll_base_module_t *module)
+{
+    return reduce_scatter_any(sbuf, rbuf, rcounts, dt, op, comm, LOOM(module), req);
+}
+
+static int reduce_scatter_block_any(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dt, struct ompi_op_t *op,
+                                    ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce_scatter_block, sbuf, rbuf, rcount, dt, op, comm);
+    loom_type_shape_t sh = mca_coll_loom_shape(dt);
+    loom_span_t s_span = loom_span_of(&sh, (size_t)rcount * (size_t)ompi_comm_size(comm));
+    loom_span_t r_span = MPI_IN_PLACE == sbuf ? s_span : loom_span_of(&sh, (size_t)rcount);
+    LOOM_STAGED_CALL(m, req, reduce_scatter_block, s_gpu, s_span, r_gpu, r_span, hs, hr, rcount, dt, op, comm);
+}
+
+int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dt,
+                                       struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return reduce_scatter_block_any(sbuf, rbuf, rcount, dt, op, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dt,
+                                        struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **req,
+                                        mca_coll_base_module_t *module)
+{
+    return reduce_scatter_block_any(sbuf, rbuf, rcount, dt, op, comm, LOOM(module), req);
+}

@@ -1,0 +1,64 @@
+#include "coll_loom_stage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "loom.h"
+#include "ompi/datatype/ompi_datatype.h"
+
+bool mca_coll_loom_on_gpu(const void *ptr)
+{
+    if (NULL == ptr || MPI_IN_PLACE == ptr) return false;
+    if (OPAL_UNLIKELY(mca_coll_loom_component.stage_host_buffers)) return true;
+    loomPointerInfo_t info;
+    return loomSuccess == loomPointerQuery(ptr, &info) && loomMemoryHost != info.kind;
+}
+
+loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype)
+{
+    loom_type_shape_t s;
+    ptrdiff_t lb;
+    ompi_datatype_get_extent(dtype, &lb, &s.extent);
+    ompi_datatype_get_true_extent(dtype, &s.true_lb, &s.true_extent);
+    return s;
+}
+
+static int copy_error(const char *what, size_t bytes)
+{
+    fprintf(stderr, "coll/loom: staging %s of %zu bytes failed: %s\n", what, bytes, loomGetLastError());
+    return MPI_ERR_BUFFER;
+}
+
+int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t span, bool is_recv, void **view)
+{
+    *view = user;
+    if (!on_gpu || 0 == span.bytes) return MPI_SUCCESS;
+    if (st->n >= LOOM_STAGE_MAX) return MPI_ERR_INTERN;
+    void *host = malloc(span.bytes);
+    if (NULL == host) return MPI_ERR_NO_MEM;
+    loom_staged_buf_t *b = &st->buf[st->n++];
+    b->user = user;
+    b->host = host;
+    b->span = span;
+    b->copy_out = is_recv;
+    if (loomSuccess != loomMemcpySync(host, (char *)user + span.lo, span.bytes)) return copy_error("in", span.bytes);
+    *view = (char *)host - span.lo;
+    return MPI_SUCCESS;
+}
+
+int mca_coll_loom_unstage(loom_stage_t *st, int rc, ompi_request_t **req)
+{
+    if (MPI_SUCCESS == rc && NULL != req && MPI_REQUEST_NULL != *req) {
+        ompi_request_wait_completion(*req);
+        rc = (*req)->req_status.MPI_ERROR;
+    }
+    for (int i = 0; i < st->n; ++i) {
+        loom_staged_buf_t *b = &st->buf[i];
+        if (MPI_SUCCESS == rc && b->copy_out &&
+            loomSuccess != loomMemcpySync((char *)b->user + b->span.lo, b->host, b->span.bytes))
+            rc = copy_error("out", b->span.bytes);
+        free(b->host);
+    }
+    st->n = 0;
+    return rc;
+}

@@ -1,0 +1,85 @@
+/*
+ * Staging: loom's last-resort path for device buffers. The bytes a call touches
+ * are copied into host memory, the previous module runs on the host copy, and
+ * receive buffers are copied back. Correct for every collective, datatype and
+ * op; slow. Used until (and wherever) loom's GPU path does not cover a call.
+ */
+#ifndef COLL_LOOM_STAGE_H
+#define COLL_LOOM_STAGE_H
+
+#include "coll_loom.h"
+#include "coll_loom_span.h"
+
+#define LOOM_STAGE_MAX 2
+
+typedef struct {
+    void *user;
+    void *host;
+    loom_span_t span;
+    bool copy_out;
+} loom_staged_buf_t;
+
+typedef struct {
+    loom_staged_buf_t buf[LOOM_STAGE_MAX];
+    int n;
+} loom_stage_t;
+
+/* True if the call must not hand ptr to a host-only module: device or managed
+ * memory (or any real buffer when coll_loom_stage_host_buffers is set).
+ * MPI_IN_PLACE and NULL are never on the GPU. */
+bool mca_coll_loom_on_gpu(const void *ptr);
+
+loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype);
+
+/* Copies span of user into a host buffer when on_gpu and sets *view to the
+ * pointer to pass instead of user; otherwise *view = user. A receive buffer
+ * (is_recv) is copied in too, so bytes the collective does not write come back
+ * unchanged, and copied out by mca_coll_loom_unstage. */
+int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t span, bool is_recv, void **view);
+
+/* Ends a staged call whose previous-module call returned rc: for a
+ * non-blocking call (req != NULL) waits for the request (which stays valid and
+ * complete for the caller's MPI_Wait), then copies receive buffers back and
+ * frees the host copies. Returns rc or the first error after it. */
+int mca_coll_loom_unstage(loom_stage_t *st, int rc, ompi_request_t **req);
+
+/* The usual shape of a call: one send and one receive buffer (either may be
+ * absent: on_gpu false), staged in that order. */
+static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, bool s_gpu, loom_span_t s_span,
+                                           void *rbuf, bool r_gpu, loom_span_t r_span, const void **s_view,
+                                           void **r_view)
+{
+    void *sv = NULL;
+    int rc = mca_coll_loom_stage(st, s_gpu, (void *)sbuf, s_span, false, &sv);
+    *s_view = sv;
+    *r_view = rbuf;
+    if (MPI_SUCCESS == rc) rc = mca_coll_loom_stage(st, r_gpu, rbuf, r_span, true, r_view);
+    return rc;
+}
+
+/* Index of the blocking or non-blocking twin, for path reports. */
+#define LOOM_COLL_ID(req, name) ((req) ? LOOM_COLL_i##name : LOOM_COLL_##name)
+
+/* Inside a collective whose buffers are named sbuf and rbuf: stage the pair,
+ * call the previous module with the host views (hs, hr), unstage, return. */
+#define LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, ...)                      \
+    do {                                                                                       \
+        mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_STAGED);                      \
+        loom_stage_t st = {.n = 0};                                                            \
+        const void *hs;                                                                        \
+        void *hr;                                                                              \
+        int rc = mca_coll_loom_stage_pair(&st, sbuf, s_gpu, s_span, rbuf, r_gpu, r_span, &hs, &hr); \
+        if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                 \
+        return mca_coll_loom_unstage(&st, rc, req);                                            \
+    } while (0)
+
+#define LOOM_DELEGATE(m, req, name, ...)                                       \
+    do {                                                                       \
+        mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_DELEGATED);   \
+        return LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                      \
+    } while (0)
+
+typedef mca_coll_loom_module_t loom_t;
+#define LOOM(module) ((loom_t *)(module))
+
+#endif

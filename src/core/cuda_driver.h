@@ -1,0 +1,24 @@
+/*
+ * The CUDA driver API, reached through dlopen("libcuda.so.1").
+ *
+ * loom never links -lcuda: build machines and CI have no driver, and the
+ * component must load (and delegate everything) there. Loading the driver and
+ * calling cuInit(0) create no context, so this is safe inside MPI_Init.
+ */
+#pragma once
+
+#include <cuda.h>
+
+namespace loom {
+
+struct CudaDriver {
+    CUresult (*cuInit)(unsigned int);
+    CUresult (*cuPointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+};
+
+// The driver table, or nullptr when there is no usable driver (the reason is
+// logged once at INFO). Thread-safe; loads on first use.
+const CudaDriver *cudaDriver();
+
+} // namespace loom

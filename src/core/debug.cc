@@ -1,0 +1,116 @@
+#include "debug.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <strings.h>
+#include <unistd.h>
+
+namespace loom {
+
+namespace {
+
+struct SubsysName {
+    const char *name;
+    unsigned bit;
+};
+const SubsysName kSubsysNames[] = {{"INIT", kInit}, {"TOPO", kTopo}, {"GRAPH", kGraph}, {"NET", kNet},
+                                   {"PROXY", kProxy}, {"COLL", kColl}, {"TUNE", kTune}, {"ALL", kAll}};
+
+const char *subsysName(unsigned bit) {
+    for (const auto &s : kSubsysNames)
+        if (s.bit == bit) return s.name;
+    return "LOOM";
+}
+
+LogConfig g_config;
+std::once_flag g_configOnce;
+char g_host[64];
+thread_local char t_lastError[512];
+
+const LogConfig &config() {
+    std::call_once(g_configOnce, [] {
+        g_config = parseLogConfig(getenv("LOOM_DEBUG"), getenv("LOOM_DEBUG_SUBSYS"));
+        if (gethostname(g_host, sizeof(g_host)) != 0) strcpy(g_host, "?");
+        g_host[sizeof(g_host) - 1] = '\0';
+    });
+    return g_config;
+}
+
+} // namespace
+
+LogConfig parseLogConfig(const char *level, const char *subsys) {
+    LogConfig c{LogLevel::Warn, kAll};
+    if (level && *level) {
+        if (!strcasecmp(level, "NONE")) c.level = LogLevel::None;
+        else if (!strcasecmp(level, "WARN")) c.level = LogLevel::Warn;
+        else if (!strcasecmp(level, "INFO")) c.level = LogLevel::Info;
+        else if (!strcasecmp(level, "TRACE")) c.level = LogLevel::Trace;
+    }
+    if (subsys && *subsys) {
+        // "^NET,PROXY" means all but those.
+        bool invert = subsys[0] == '^';
+        unsigned mask = 0;
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s", subsys + (invert ? 1 : 0));
+        char *save = nullptr;
+        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(nullptr, ",", &save))
+            for (const auto &s : kSubsysNames)
+                if (!strcasecmp(tok, s.name)) mask |= s.bit;
+        c.subsys = invert ? ~mask : mask;
+    }
+    return c;
+}
+
+bool logEnabled(LogLevel level, unsigned subsys) {
+    const LogConfig &c = config();
+    return static_cast<int>(level) <= static_cast<int>(c.level) && (c.subsys & subsys);
+}
+
+void logPrintf(LogLevel level, unsigned subsys, const char *fmt, ...) {
+    config();
+    static const char *kLevel[] = {"", "WARN", "INFO", "TRACE"};
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s:%d:loom %s %s %s\n", g_host, static_cast<int>(getpid()), kLevel[static_cast<int>(level)],
+            subsysName(subsys), msg);
+}
+
+loomResult_t fail(loomResult_t result, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t_lastError, sizeof(t_lastError), fmt, ap);
+    va_end(ap);
+    LOOM_WARN(kAll, "%s (%s)", t_lastError, loomGetErrorString(result));
+    return result;
+}
+
+} // namespace loom
+
+extern "C" const char *loomGetLastError(void) { return loom::t_lastError; }
+
+extern "C" const char *loomGetErrorString(loomResult_t result) {
+    switch (result) {
+    case loomSuccess: return "no error";
+    case loomUnhandledCudaError: return "unhandled CUDA error";
+    case loomSystemError: return "system error";
+    case loomInternalError: return "internal error";
+    case loomInvalidArgument: return "invalid argument";
+    case loomInvalidUsage: return "invalid usage";
+    case loomRemoteError: return "remote process failed or exited";
+    case loomInProgress: return "operation in progress";
+    case loomNotSupported: return "not supported";
+    default: return "unknown loom result";
+    }
+}
+
+extern "C" loomResult_t loomGetVersion(int *version) {
+    if (!version) return loom::fail(loomInvalidArgument, "loomGetVersion: version is NULL");
+    *version = LOOM_VERSION_CODE;
+    return loomSuccess;
+}

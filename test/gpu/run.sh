@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# GPU tests on a GPU host, from a build tree made elsewhere (no autotools,
+# Check or network needed there):   test/gpu/run.sh [BUILDDIR]   (default: build)
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+B=$(cd "${1:-$top/build}" && pwd)
+export LOOM_BUILDDIR=$B LOOM_SRCDIR=$top LOOM_MPIRUN=${LOOM_MPIRUN:-mpirun}
+export LOOM_OMPI_PKGLIBDIR=${LOOM_OMPI_PKGLIBDIR:-$(ompi_info --path pkglibdir | sed -n 's/.*Pkglibdir: *//p')}
+export NCCL_NVLS_ENABLE=0
+nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
+pass=0 fail=0 skip=0
+for t in "$top"/test/gpu/*.mpitest; do
+    echo "=== $(basename "$t")"
+    bash "$top/test/run_test.sh" "$t"
+    case $? in 0) pass=$((pass + 1));; 77) skip=$((skip + 1));; *) fail=$((fail + 1));; esac
+done
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]

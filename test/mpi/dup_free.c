@@ -1,0 +1,51 @@
+/*
+ * 1000 MPI_Comm_dup / collective / MPI_Comm_free cycles must not grow the
+ * process: every loom module, and every previous module it retains, must be
+ * released with its communicator.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6)) kib = atol(line + 6);
+    if (f) fclose(f);
+    return kib;
+}
+
+static void cycles(int n)
+{
+    for (int i = 0; i < n; ++i) {
+        MPI_Comm dup;
+        int in = i, out = 0;
+        MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+        MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, dup);
+        MPI_Comm_free(&dup);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const int warmup = 200, measured = 1000;
+    const long limit_kib = 1024; /* a leaked module per cycle would be far more */
+    cycles(warmup);
+    long before = rss_kib();
+    cycles(measured);
+    long after = rss_kib();
+    long growth = after - before, worst = 0;
+    MPI_Allreduce(&growth, &worst, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("dup_free: %d dup/free cycles after %d warm-up: RSS grew by at most %ld KiB (limit %ld KiB): %s\n",
+               measured, warmup, worst, limit_kib, worst <= limit_kib ? "ok" : "FAIL");
+    MPI_Finalize();
+    return worst <= limit_kib ? 0 : 1;
+}

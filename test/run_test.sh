@@ -1,0 +1,60 @@
+#!/bin/sh
+# Runs one .mpitest file under mpirun with coll/loom taken from the build tree.
+#
+# A .mpitest file sets:
+#   NP=N              ranks (for NEEDS_GPU=1: at most the GPU count, at least 2)
+#   PROG=path         program, relative to the build tree, and ARGS
+#   MCA="..."         extra mpirun arguments
+#   EXPECT=selected|deselected
+#   EXPECT_PATH=delegated|staged|gpu   path every collective in COLLS must report
+#   COLLS="..."       collectives to look for (default: all loom overrides)
+#   NEEDS_GPU=1       skip, with the reason, where there is no GPU
+# Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
+# or test/gpu/run.sh).
+set -u
+. "$1"
+: "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}"
+ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
+  reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
+  ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
+: "${COLLS:=$ALL_COLLS}"
+B=$LOOM_BUILDDIR
+
+if [ "$NEEDS_GPU" = 1 ]; then
+    ngpu=$("$B/test/gpu/gpu_count")
+    case "$ngpu" in
+        0*) echo "SKIP: needs a CUDA GPU, found $ngpu; on a GPU host run: test/gpu/run.sh BUILDDIR"; exit 77;;
+    esac
+    ngpu=${ngpu%% *}
+    [ "$ngpu" -lt "$NP" ] && [ "$ngpu" -ge 2 ] && NP=$ngpu
+fi
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "+ mpirun -np $NP $MCA $PROG $ARGS"
+# shellcheck disable=SC2086
+timeout 600 "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE \
+    --mca mca_base_component_path "$LOOM_OMPI_PKGLIBDIR:$B/.libs" \
+    --mca coll_loom_verbose 1 $MCA "$B/$PROG" $ARGS >"$log" 2>&1
+rc=$?
+cat "$log"
+[ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
+
+selected=$(grep -c "coll/loom .*: selected$" "$log")
+if [ "$EXPECT" = deselected ]; then
+    [ "$selected" -eq 0 ] || { echo "FAIL: loom was selected although deselected"; exit 1; }
+    grep -q "coll/loom" "$log" && { echo "FAIL: loom printed although deselected"; exit 1; }
+    echo "ok: loom not selected, program passed"
+    exit 0
+fi
+# MPI_COMM_WORLD on every rank at least.
+[ "$selected" -ge "$NP" ] || { echo "FAIL: loom selected on $selected communicators, expected >= $NP"; exit 1; }
+missing=
+for c in $COLLS; do
+    # barriers carry no buffer: they are always delegated
+    case "$EXPECT_PATH:$c" in staged:*barrier|gpu:*barrier) continue;; esac
+    grep -q ": $c -> $EXPECT_PATH\$" "$log" || missing="$missing $c"
+done
+[ -z "$missing" ] || { echo "FAIL: no call took the $EXPECT_PATH path through loom for:$missing"; exit 1; }
+echo "ok: loom selected on $selected communicators; every checked collective took the $EXPECT_PATH path"

@@ -1,0 +1,13 @@
+// loom's CPU unit tests (Check). One runner, one suite per concept.
+#include <cstdlib>
+
+#include "unit_suites.h"
+
+int main() {
+    SRunner *sr = srunner_create(span_suite());
+    srunner_add_suite(sr, core_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,5 @@
+#pragma once
+#include <check.h>
+
+Suite *span_suite(void);
+Suite *core_suite(void);
