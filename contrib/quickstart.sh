@@ -63,5 +63,5 @@ compdir=$(sed -n 's/^ompicomponentdir = //p' Makefile | sed "s#\${libdir}#$prefi
 pkglibdir=$(sed -n 's/^OMPI_PKGLIBDIR = //p' Makefile)
 echo "quickstart: mpirun -np $np loom-demo (coll_loom_verbose=1 shows loom's choices)"
 mpirun -np "$np" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE \
-    --mca mca_base_component_path "$pkglibdir:$compdir" --mca coll_loom_verbose 1 \
+    --mca mca_base_component_path "$compdir:$pkglibdir" --mca coll_loom_verbose 1 \
     "$prefix/bin/loom-demo" 2>&1 | grep -E 'loom-demo|MPI_COMM_WORLD.*(selected|allreduce)' | sort -u

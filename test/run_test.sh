@@ -9,6 +9,8 @@
 #   EXPECT_PATH=delegated|staged|gpu   path every collective in COLLS must report
 #   COLLS="..."       collectives to look for (default: all loom overrides)
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
+# The build tree comes first in mca_base_component_path: Open MPI loads the
+# first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
 # or test/gpu/run.sh).
 set -u
@@ -35,7 +37,7 @@ trap 'rm -f "$log"' EXIT
 echo "+ mpirun -np $NP $MCA $PROG $ARGS"
 # shellcheck disable=SC2086
 timeout 600 "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE \
-    --mca mca_base_component_path "$LOOM_OMPI_PKGLIBDIR:$B/.libs" \
+    --mca mca_base_component_path "$B/.libs:$LOOM_OMPI_PKGLIBDIR" \
     --mca coll_loom_verbose 1 $MCA "$B/$PROG" $ARGS >"$log" 2>&1
 rc=$?
 cat "$log"
