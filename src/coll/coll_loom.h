@@ -67,9 +67,15 @@ typedef struct {
 #undef LOOM_PREV
 } mca_coll_loom_previous_t;
 
+/* Whether the loom communicator of a module exists. */
+enum { LOOM_GPU_UNKNOWN = 0, LOOM_GPU_READY = 1, LOOM_GPU_UNAVAILABLE = 2 };
+
 typedef struct {
     mca_coll_base_module_t super;
     ompi_communicator_t *comm;
+    struct loomComm *lcomm; /* created at the first GPU-path call */
+    int gpu_state;
+    int gpu_device;
     mca_coll_loom_previous_t prev;
     unsigned char paths_reported[LOOM_COLL_COUNT]; /* bit per mca_coll_loom_path_t */
 } mca_coll_loom_module_t;

@@ -4,6 +4,7 @@
  * that is where host-buffer calls go, untouched.
  */
 #include "coll_loom.h"
+#include "coll_loom_gpu.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,12 +21,16 @@ static const char *const path_names[LOOM_PATH_COUNT] = {"delegated", "staged", "
 static void loom_module_construct(mca_coll_loom_module_t *m)
 {
     m->comm = NULL;
+    m->lcomm = NULL;
+    m->gpu_state = LOOM_GPU_UNKNOWN;
+    m->gpu_device = -1;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }
 
 static void loom_module_destruct(mca_coll_loom_module_t *m)
 {
+    mca_coll_loom_gpu_release(m);
 #define LOOM_RELEASE(name) \
     if (NULL != m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
     LOOM_ALL_COLLS(LOOM_RELEASE)

@@ -4,9 +4,35 @@
  * the previous module untouched, device buffers are staged through host memory
  * (loom's GPU path takes over the calls it covers).
  */
+#include "coll_loom_gpu.h"
 #include "coll_loom_stage.h"
 
-/* allreduce, scan and exscan share a signature and the span of both buffers. */
+/* Blocking allreduce on device buffers tries loom's GPU path first. */
+static int allreduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
+                         ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allreduce, sbuf, rbuf, count, dt, op, comm);
+    int rc;
+    if (NULL == req && mca_coll_loom_gpu_allreduce(sbuf, rbuf, count, dt, op, comm, m, &rc)) return rc;
+    loom_type_shape_t sh = mca_coll_loom_shape(dt);
+    loom_span_t span = loom_span_of(&sh, (size_t)count);
+    LOOM_STAGED_CALL(m, req, allreduce, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, comm);
+}
+
+int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
+                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return allreduce_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
+                             ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return allreduce_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);
+}
+
+/* scan and exscan share a signature and the span of both buffers. */
 #define LOOM_ELEMENTWISE(name)                                                                             \
     static int name##_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,      \
                           ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)                       \
@@ -28,7 +54,6 @@
         return name##_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);                              \
     }
 
-LOOM_ELEMENTWISE(allreduce)
 LOOM_ELEMENTWISE(scan)
 LOOM_ELEMENTWISE(exscan)
 

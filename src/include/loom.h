@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda_runtime_api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,6 +64,53 @@ loomResult_t loomPointerQuery(const void *ptr, loomPointerInfo_t *info);
 
 /* Synchronous copy between any two memories (host, device, managed). */
 loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes);
+
+/* ------------------------------------------------------------ communicators */
+
+typedef enum {
+    loomInt8 = 0, loomUint8 = 1, loomInt32 = 2, loomUint32 = 3, loomInt64 = 4, loomUint64 = 5,
+    loomFloat16 = 6, loomFloat32 = 7, loomFloat64 = 8, loomBfloat16 = 9, loomNumTypes = 10
+} loomDataType_t;
+
+typedef enum { loomSum = 0, loomProd = 1, loomMax = 2, loomMin = 3, loomNumOps = 4 } loomRedOp_t;
+
+size_t loomTypeSize(loomDataType_t type); /* 0 for an unknown type */
+
+#define LOOM_UNIQUE_ID_BYTES 128
+typedef struct { char internal[LOOM_UNIQUE_ID_BYTES]; } loomUniqueId;
+
+/* Made by one rank, given to all (the component sends it with MPI_Bcast). */
+loomResult_t loomGetUniqueId(loomUniqueId *id);
+
+/* How the ranks of a new communicator exchange their connection data. The
+ * component implements it with the MPI communicator's allgather; loom has no
+ * bootstrap network of its own. allgather: every rank contributes `bytes` at
+ * send, recv receives nranks * bytes in rank order. Returns 0 on success. */
+typedef struct {
+    void *ctx;
+    int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes);
+} loomBootstrap_t;
+
+typedef struct loomComm *loomComm_t;
+
+/* Collective over the nranks ranks: creates loom's resources (FIFOs, IPC
+ * mappings, stream) on CUDA device cudaDev. loomNotSupported when some pair of
+ * ring neighbours has no transport yet (the caller falls back). */
+loomResult_t loomCommInitRank(loomComm_t *comm, int nranks, loomUniqueId id, int rank, int cudaDev,
+                              const loomBootstrap_t *bootstrap);
+loomResult_t loomCommDestroy(loomComm_t comm);
+loomResult_t loomCommCount(loomComm_t comm, int *count);
+loomResult_t loomCommUserRank(loomComm_t comm, int *rank);
+/* GPU memory loom holds for this communicator. */
+loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes);
+
+/* Stream-ordered, NCCL-shaped. stream == NULL: loom's own stream of comm. */
+loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
+                           loomRedOp_t op, loomComm_t comm, cudaStream_t stream);
+
+/* Blocks until every operation enqueued on loom's own stream has finished;
+ * loomRemoteError when a peer stopped answering (the comm is then unusable). */
+loomResult_t loomCommWait(loomComm_t comm);
 
 #ifdef __cplusplus
 }

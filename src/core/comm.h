@@ -1,0 +1,31 @@
+/*
+ * A loom communicator: the ranks, the GPU, loom's stream and the ring
+ * connections (FIFO region of this rank, mapped regions of its neighbours).
+ */
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "btl_gpu/p2p/p2p.h"
+#include "device/ring_args.h"
+#include "loom.h"
+
+struct loomComm {
+    int rank = 0, nranks = 0, cudaDev = -1;
+    int next = 0, prev = 0;      // ring neighbours (ring by rank until topology search lands)
+    int maxChannels = 1, nslots = 2;
+    size_t slotBytes = 0;
+    size_t channelBytes = 0;     // FifoFlags + slots of one channel
+    loom::P2pRegion region;      // this rank's FIFOs, one per channel
+    char *nextBase = nullptr;    // the next rank's region, mapped
+    char *prevBase = nullptr;    // the previous rank's region, mapped
+    cudaStream_t stream = nullptr;
+    volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
+    int *abortFlagDev = nullptr;
+    unsigned long long timeoutCycles = 0;
+    uint64_t step[loom::kMaxChannels] = {}; // slots sent per channel so far
+    bool failed = false;
+    char busId[16] = "";
+};

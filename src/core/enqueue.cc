@@ -1,0 +1,86 @@
+/*
+ * Plan and enqueue: how many channels a call uses and what each kernel CTA
+ * is told; advances the per-channel FIFO step counters exactly as the kernel
+ * will (the same schedule functions, so both sides of a ring stay in step).
+ */
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/debug.h"
+#include "core/params.h"
+#include "device/collectives.h"
+#include "device/ring_schedule.h"
+
+using namespace loom;
+
+extern "C" size_t loomTypeSize(loomDataType_t type) {
+    switch (type) {
+    case loomInt8: case loomUint8: return 1;
+    case loomFloat16: case loomBfloat16: return 2;
+    case loomInt32: case loomUint32: case loomFloat32: return 4;
+    case loomInt64: case loomUint64: case loomFloat64: return 8;
+    default: return 0;
+    }
+}
+
+namespace {
+
+// Every rank derives the same number from the same count.
+int channelsFor(const loomComm *comm, size_t bytes) {
+    size_t n = bytes / (size_t)params().minChannelBytes;
+    if (n < 1) n = 1;
+    return n < (size_t)comm->maxChannels ? (int)n : comm->maxChannels;
+}
+
+} // namespace
+
+extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
+                                      loomRedOp_t op, loomComm_t comm, cudaStream_t stream) {
+    if (!comm) return fail(loomInvalidArgument, "loomAllReduce: comm is NULL");
+    if (comm->failed) return fail(loomRemoteError, "loomAllReduce: rank %d: communicator failed earlier", comm->rank);
+    size_t esize = loomTypeSize(datatype);
+    if (!esize) return fail(loomInvalidArgument, "loomAllReduce: unknown datatype %d", (int)datatype);
+    if ((int)op < 0 || op >= loomNumOps) return fail(loomInvalidArgument, "loomAllReduce: unknown op %d", (int)op);
+    if (count == 0) return loomSuccess;
+    if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
+
+    RingArgs a;
+    memset(&a, 0, sizeof(a));
+    a.in = sendbuff;
+    a.out = recvbuff;
+    a.count = count;
+    a.nranks = comm->nranks;
+    a.pos = comm->rank;
+    a.nchannels = channelsFor(comm, count * esize);
+    a.nslots = comm->nslots;
+    a.slotBytes = comm->slotBytes;
+    a.timeoutCycles = comm->timeoutCycles;
+    a.abortFlag = comm->abortFlagDev;
+    char *mine = static_cast<char *>(comm->region.base);
+    for (int c = 0; c < a.nchannels; ++c) {
+        size_t at = (size_t)c * comm->channelBytes;
+        RingChannel &ch = a.ch[c];
+        ch.myFlags = reinterpret_cast<FifoFlags *>(mine + at);
+        ch.mySlots = mine + at + sizeof(FifoFlags);
+        if (comm->nranks > 1) {
+            ch.nextFlags = reinterpret_cast<FifoFlags *>(comm->nextBase + at);
+            ch.nextSlots = comm->nextBase + at + sizeof(FifoFlags);
+            ch.prevFlags = reinterpret_cast<FifoFlags *>(comm->prevBase + at);
+        }
+        ch.step = comm->step[c];
+    }
+    cudaError_t err = launchRingAllreduce(a, datatype, op, stream ? stream : comm->stream);
+    if (err != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): allreduce launch: %s", comm->rank, comm->cudaDev,
+                    comm->busId, cudaGetErrorString(err));
+    // The kernel sends 2(n-1) slots per round on each channel it runs.
+    const size_t align = 16 / esize;
+    for (int c = 0; c < a.nchannels && comm->nranks > 1; ++c) {
+        size_t b, e;
+        channelRange(count, a.nchannels, c, align * 4, &b, &e);
+        size_t chunk = ringChunkElems(e - b, comm->nranks, comm->slotBytes / esize, align);
+        comm->step[c] += ringRounds(e - b, comm->nranks, chunk) * (uint64_t)ringSendsPerRound(comm->nranks);
+    }
+    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B on %d channels", comm->rank, count, esize, a.nchannels);
+    return loomSuccess;
+}

@@ -1,0 +1,41 @@
+#include "core/params.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "core/debug.h"
+#include "device/ring_args.h"
+
+namespace loom {
+
+long envLong(const char *name, long def, long lo, long hi) {
+    const char *s = getenv(name);
+    if (!s || !*s) return def;
+    char *end = nullptr;
+    long v = strtol(s, &end, 0);
+    if (*end != '\0') {
+        LOOM_WARN(kInit, "%s=%s is not a number; using %ld", name, s, def);
+        return def;
+    }
+    if (v < lo || v > hi) {
+        long c = v < lo ? lo : hi;
+        LOOM_WARN(kInit, "%s=%ld is outside [%ld, %ld]; using %ld", name, v, lo, hi, c);
+        return c;
+    }
+    return v;
+}
+
+const Params &params() {
+    static Params p;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        p.maxChannels = (int)envLong("LOOM_MAX_NCHANNELS", 16, 1, kMaxChannels);
+        p.slotBytes = envLong("LOOM_SLOT_BYTES", 512 * 1024, 4096, 64L << 20) & ~255L;
+        p.nslots = (int)envLong("LOOM_NSLOTS", 4, 2, 64);
+        p.minChannelBytes = envLong("LOOM_MIN_CHANNEL_BYTES", 64 * 1024, 256, 1L << 30);
+        p.timeoutSeconds = (double)envLong("LOOM_TIMEOUT", 60, 1, 86400);
+    });
+    return p;
+}
+
+} // namespace loom

@@ -1,0 +1,23 @@
+/*
+ * loom's tunables, read from LOOM_* environment variables (the component maps
+ * its coll_loom_* MCA parameters onto the same names).
+ */
+#pragma once
+
+namespace loom {
+
+struct Params {
+    int maxChannels;        // LOOM_MAX_NCHANNELS: CTAs (rings) per allreduce
+    long slotBytes;         // LOOM_SLOT_BYTES: bytes per FIFO slot
+    int nslots;             // LOOM_NSLOTS: slots per channel FIFO
+    long minChannelBytes;   // LOOM_MIN_CHANNEL_BYTES: fewer channels below this much data each
+    double timeoutSeconds;  // LOOM_TIMEOUT: a peer silent this long fails the call
+};
+
+// Parsed once per process; out-of-range values are clamped and logged.
+const Params &params();
+
+// Parse helper, exposed for tests: value of env `name` or `def`, clamped to [lo, hi].
+long envLong(const char *name, long def, long lo, long hi);
+
+} // namespace loom

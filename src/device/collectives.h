@@ -1,0 +1,17 @@
+/*
+ * Host-callable launchers of loom's device collectives (the only door from
+ * core into src/device).
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "device/ring_args.h"
+#include "loom.h"
+
+namespace loom {
+
+// Enqueues one ring allreduce (a.nchannels CTAs) on stream.
+cudaError_t launchRingAllreduce(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+
+} // namespace loom

@@ -1,0 +1,47 @@
+/*
+ * What the host hands the ring kernels: per channel, where this rank's FIFO is,
+ * where the next rank's FIFO is (mapped through CUDA IPC) and where the
+ * previous rank's credit counter is. Shared by host (core) and device code.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace loom {
+
+constexpr int kMaxChannels = 32;
+constexpr int kRingThreads = 512;
+
+// Head of one channel's FIFO in a rank's GPU memory; the slots follow it.
+struct alignas(256) FifoFlags {
+    volatile uint64_t recvTail; // slots the previous rank has written into our slots
+    uint64_t pad0[15];
+    volatile uint64_t sendHead; // of our sends, slots the next rank has consumed
+    uint64_t pad1[15];
+};
+
+struct RingChannel {
+    char *mySlots;
+    FifoFlags *myFlags;
+    char *nextSlots;       // the next rank's slots (we write them)
+    FifoFlags *nextFlags;  // the next rank's flags (we bump its recvTail)
+    FifoFlags *prevFlags;  // the previous rank's flags (we bump its sendHead)
+    uint64_t step;         // slots sent (= received) on this channel by earlier calls
+};
+
+struct RingArgs {
+    const void *in;
+    void *out;
+    size_t count;
+    int nranks;
+    int pos; // this rank's ring position
+    int nchannels;
+    int nslots;
+    size_t slotBytes;
+    unsigned long long timeoutCycles; // a peer silent for this long fails the call
+    volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
+    RingChannel ch[kMaxChannels];
+};
+
+} // namespace loom
