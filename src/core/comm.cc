@@ -51,11 +51,15 @@ uint64_t hostHash() {
                         what, cudaGetErrorString(e_));                                               \
     } while (0)
 
-// Maps next's and prev's FIFO regions (one mapping when they are the same rank).
-loomResult_t connectRing(loomComm *comm, const std::vector<PeerInfo> &peers) {
+// Maps the peers' regions: every peer when all are p2p-reachable and few
+// enough for one-shot LL, otherwise the ring neighbours only.
+loomResult_t connectPeers(loomComm *comm, const std::vector<PeerInfo> &peers) {
     const uint64_t me = peers[comm->rank].hostHash;
+    auto reachable = [&](int q) {
+        return peers[q].hostHash == me && p2pCanConnect(comm->cudaDev, peers[q].endpoint);
+    };
     for (int peer : {comm->next, comm->prev}) {
-        if (peers[peer].hostHash != me || !p2pCanConnect(comm->cudaDev, peers[peer].endpoint)) {
+        if (!reachable(peer)) {
             // Between hosts or GPUs without peer access: the shm and net
             // transports will carry this; until then the caller falls back.
             LOOM_INFO(kInit, "rank %d: no p2p path to rank %d (GPU %s); loom GPU path not available", comm->rank,
@@ -63,17 +67,23 @@ loomResult_t connectRing(loomComm *comm, const std::vector<PeerInfo> &peers) {
             return loomNotSupported;
         }
     }
-    void *p = nullptr;
-    loomResult_t r = p2pOpen(peers[comm->next].endpoint, &p);
-    if (r != loomSuccess) return r;
-    comm->nextBase = static_cast<char *>(p);
-    if (comm->prev == comm->next) {
-        comm->prevBase = comm->nextBase;
-        return loomSuccess;
+    bool all = comm->nranks <= kMaxOneShotRanks && comm->llMaxBytes > 0;
+    for (int q = 0; all && q < comm->nranks; ++q) all = q == comm->rank || reachable(q);
+    std::vector<int> wanted = {comm->next, comm->prev};
+    if (all)
+        for (int q = 0; q < comm->nranks; ++q) wanted.push_back(q);
+    comm->peerBase.assign(comm->nranks, nullptr);
+    for (int q : wanted) {
+        if (q == comm->rank || comm->peerBase[q]) continue;
+        void *p = nullptr;
+        loomResult_t r = p2pOpen(peers[q].endpoint, &p);
+        if (r != loomSuccess) return r;
+        comm->peerBase[q] = static_cast<char *>(p);
     }
-    r = p2pOpen(peers[comm->prev].endpoint, &p);
-    comm->prevBase = static_cast<char *>(p);
-    return r;
+    comm->nextBase = comm->peerBase[comm->next];
+    comm->prevBase = comm->peerBase[comm->prev];
+    comm->allPeersMapped = all;
+    return loomSuccess;
 }
 
 loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
@@ -82,11 +92,17 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     comm->nslots = p.nslots;
     comm->slotBytes = (size_t)p.slotBytes;
     comm->channelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->slotBytes;
+    comm->llMaxBytes = comm->nranks <= kMaxOneShotRanks ? (size_t)p.llMaxBytes : 0;
+    comm->llSlotBytes = (llBytes(comm->llMaxBytes) + 255) / 256 * 256;
+    comm->llOffset = (size_t)comm->maxChannels * comm->channelBytes;
     comm->next = (comm->rank + 1) % comm->nranks;
     comm->prev = (comm->rank + comm->nranks - 1) % comm->nranks;
 
     CUDA_TRY(cudaSetDevice(comm->cudaDev), "cudaSetDevice");
-    CUDA_TRY(cudaStreamCreateWithFlags(&comm->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    // A blocking stream: loom's kernels are ordered after the application's
+    // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
+    // DMA may still run when the call returns), as CUDA-aware MPI users expect.
+    CUDA_TRY(cudaStreamCreateWithFlags(&comm->stream, cudaStreamDefault), "cudaStreamCreate");
     CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
     *comm->abortFlag = 0;
     CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->abortFlagDev, (void *)comm->abortFlag, 0),
@@ -99,7 +115,8 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.hostHash = hostHash();
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    loomResult_t r = p2pAllocRegion((size_t)comm->maxChannels * comm->channelBytes, &comm->region, &mine.endpoint);
+    size_t regionBytes = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
+    loomResult_t r = p2pAllocRegion(regionBytes, &comm->region, &mine.endpoint);
     if (r != loomSuccess) return r;
     memcpy(comm->busId, mine.endpoint.busId, sizeof(comm->busId));
 
@@ -107,12 +124,14 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     if (bs->allgather(bs->ctx, &mine, peers.data(), sizeof(PeerInfo)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of peer info failed", comm->rank);
     if (comm->nranks > 1) {
-        r = connectRing(comm, peers);
+        r = connectPeers(comm, peers);
         if (r != loomSuccess) return r;
     }
-    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -> %d -> %d over p2p, %d channels x %d slots x %zu KiB = %.1f MiB",
+    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -> %d -> %d over p2p, %d channels x %d slots x %zu KiB; "
+              "one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
               comm->rank, comm->nranks, comm->cudaDev, comm->busId, comm->prev, comm->rank, comm->next,
-              comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->region.bytes / 1048576.0);
+              comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->llMaxBytes >> 10,
+              comm->allPeersMapped ? "yes" : "no", comm->region.bytes / 1048576.0);
     return loomSuccess;
 }
 
@@ -121,8 +140,8 @@ void releaseComm(loomComm *comm) {
     cudaGetDevice(&current);
     if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
     if (comm->stream) cudaStreamSynchronize(comm->stream);
-    if (comm->prevBase && comm->prevBase != comm->nextBase) p2pClose(comm->prevBase);
-    if (comm->nextBase) p2pClose(comm->nextBase);
+    for (char *m : comm->peerBase)
+        if (m) p2pClose(m);
     p2pFreeRegion(&comm->region);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);

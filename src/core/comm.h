@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime.h>
 
 #include "btl_gpu/p2p/p2p.h"
+#include "device/oneshot_args.h"
 #include "device/ring_args.h"
 #include "loom.h"
 
@@ -18,9 +20,15 @@ struct loomComm {
     int maxChannels = 1, nslots = 2;
     size_t slotBytes = 0;
     size_t channelBytes = 0;     // FifoFlags + slots of one channel
-    loom::P2pRegion region;      // this rank's FIFOs, one per channel
+    loom::P2pRegion region;      // this rank's FIFOs (one per channel), then its LL slots
+    std::vector<char *> peerBase; // peers' regions mapped into this process (null: not mapped)
     char *nextBase = nullptr;    // the next rank's region, mapped
     char *prevBase = nullptr;    // the previous rank's region, mapped
+    bool allPeersMapped = false; // one-shot LL possible
+    size_t llOffset = 0;         // LL slots: [2 parities][nranks senders] x llSlotBytes
+    size_t llSlotBytes = 0;
+    size_t llMaxBytes = 0;
+    uint32_t llCalls = 0;        // one-shot calls so far (flag and parity)
     cudaStream_t stream = nullptr;
     volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
     int *abortFlagDev = nullptr;

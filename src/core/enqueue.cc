@@ -32,6 +32,40 @@ int channelsFor(const loomComm *comm, size_t bytes) {
     return n < (size_t)comm->maxChannels ? (int)n : comm->maxChannels;
 }
 
+// Small messages: every rank pushes its input to every peer as LL lines and
+// reduces locally (one hop). Slots alternate between two parities per call.
+loomResult_t oneShotAllReduce(const void *in, void *out, size_t bytes, loomDataType_t dtype, loomRedOp_t op,
+                              loomComm *comm, cudaStream_t stream) {
+    OneShotArgs a;
+    memset(&a, 0, sizeof(a));
+    a.in = in;
+    a.out = out;
+    a.bytes = bytes;
+    a.nranks = comm->nranks;
+    a.rank = comm->rank;
+    size_t units = (bytes + 7) / 8;
+    size_t blocks = (units + kOneShotThreads - 1) / kOneShotThreads;
+    a.nblocks = (int)(blocks < (size_t)kMaxOneShotBlocks ? blocks : kMaxOneShotBlocks);
+    uint32_t call = ++comm->llCalls;
+    if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
+    a.flag = call;
+    size_t parity = (size_t)(call & 1) * comm->nranks;
+    for (int q = 0; q < comm->nranks; ++q) {
+        char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;
+        a.mine[q] = reinterpret_cast<const LLLine *>(mine + (parity + q) * comm->llSlotBytes);
+        if (q != comm->rank)
+            a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->llOffset +
+                                                   (parity + comm->rank) * comm->llSlotBytes);
+    }
+    a.timeoutCycles = comm->timeoutCycles;
+    a.abortFlag = comm->abortFlagDev;
+    cudaError_t err = launchOneShotAllreduce(a, dtype, op, stream);
+    if (err != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot allreduce launch: %s", comm->rank,
+                    comm->cudaDev, comm->busId, cudaGetErrorString(err));
+    return loomSuccess;
+}
+
 } // namespace
 
 extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
@@ -43,6 +77,9 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if ((int)op < 0 || op >= loomNumOps) return fail(loomInvalidArgument, "loomAllReduce: unknown op %d", (int)op);
     if (count == 0) return loomSuccess;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
+    if (!stream) stream = comm->stream;
+    if (comm->allPeersMapped && count * esize <= comm->llMaxBytes)
+        return oneShotAllReduce(sendbuff, recvbuff, count * esize, datatype, op, comm, stream);
 
     RingArgs a;
     memset(&a, 0, sizeof(a));
@@ -52,6 +89,7 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     a.nranks = comm->nranks;
     a.pos = comm->rank;
     a.nchannels = channelsFor(comm, count * esize);
+    a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
     a.slotBytes = comm->slotBytes;
     a.timeoutCycles = comm->timeoutCycles;
@@ -69,7 +107,7 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
         }
         ch.step = comm->step[c];
     }
-    cudaError_t err = launchRingAllreduce(a, datatype, op, stream ? stream : comm->stream);
+    cudaError_t err = launchRingAllreduce(a, datatype, op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): allreduce launch: %s", comm->rank, comm->cudaDev,
                     comm->busId, cudaGetErrorString(err));

@@ -8,10 +8,12 @@ namespace loom {
 
 struct Params {
     int maxChannels;        // LOOM_MAX_NCHANNELS: CTAs (rings) per allreduce
+    int ringThreads;        // LOOM_NTHREADS: threads per ring CTA
     long slotBytes;         // LOOM_SLOT_BYTES: bytes per FIFO slot
     int nslots;             // LOOM_NSLOTS: slots per channel FIFO
     long minChannelBytes;   // LOOM_MIN_CHANNEL_BYTES: fewer channels below this much data each
     double timeoutSeconds;  // LOOM_TIMEOUT: a peer silent this long fails the call
+    long llMaxBytes;        // LOOM_LL_MAX_BYTES: one-shot LL allreduce up to this size (0: never)
 };
 
 // Parsed once per process; out-of-range values are clamped and logged.

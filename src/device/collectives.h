@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include "device/oneshot_args.h"
 #include "device/ring_args.h"
 #include "loom.h"
 
@@ -13,5 +14,8 @@ namespace loom {
 
 // Enqueues one ring allreduce (a.nchannels CTAs) on stream.
 cudaError_t launchRingAllreduce(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+
+// Enqueues one one-shot LL allreduce (a.nblocks CTAs) on stream.
+cudaError_t launchOneShotAllreduce(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
 } // namespace loom

@@ -54,13 +54,33 @@ __device__ void moveChunk(const T *src, const T *in, T *dst0, T *dst1, size_t le
     uintptr_t bits = (uintptr_t)src | (uintptr_t)in | (uintptr_t)dst0 | (uintptr_t)dst1;
     size_t done = 0;
     if ((bits & 15) == 0) {
-        size_t nvec = len / V;
+        // U independent 16-byte vectors per thread in flight per iteration.
+        constexpr int U = 4;
+        const size_t nvec = len / V;
         const uint4 *s4 = (const uint4 *)src, *i4 = (const uint4 *)in;
         uint4 *d0 = (uint4 *)dst0, *d1 = (uint4 *)dst1;
-#pragma unroll 4
-        for (size_t v = tid; v < nvec; v += nthr) {
+        size_t v = tid;
+        for (; v + (U - 1) * nthr < nvec; v += U * nthr) {
+            Vec x[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) x[u].u = s4 ? __ldcg(s4 + v + u * nthr) : i4[v + u * nthr];
+            if (reduceIn) {
+                Vec y[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) y[u].u = i4[v + u * nthr];
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+#pragma unroll
+                    for (int k = 0; k < V; ++k) x[u].t[k] = reduce<T, Op>(x[u].t[k], y[u].t[k]);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (d0) d0[v + u * nthr] = x[u].u;
+                if (d1) d1[v + u * nthr] = x[u].u;
+            }
+        }
+        for (; v < nvec; v += nthr) {
             Vec x;
-            // Slots are written by a peer over NVLink: read them from L2, not L1.
             x.u = s4 ? __ldcg(s4 + v) : i4[v];
             if (reduceIn) {
                 Vec y;
@@ -82,7 +102,7 @@ __device__ void moveChunk(const T *src, const T *in, T *dst0, T *dst1, size_t le
 }
 
 template <typename T, typename Op>
-__global__ void __launch_bounds__(kRingThreads) ringAllreduceKernel(RingArgs a) {
+__global__ void __launch_bounds__(kMaxRingThreads) ringAllreduceKernel(RingArgs a) {
     __shared__ bool abort;
     const RingChannel &c = a.ch[blockIdx.x];
     size_t begin, end;
@@ -115,9 +135,12 @@ __global__ void __launch_bounds__(kRingThreads) ringAllreduceKernel(RingArgs a) 
             if (st.send) __threadfence_system(); // our stores reach the peer before its tail moves
             __syncthreads();
             if (threadIdx.x == 0) {
-                if (st.send) c.nextFlags->recvTail = ++sent;
-                if (st.recv) c.prevFlags->sendHead = ++recvd;
+                if (st.send) c.nextFlags->recvTail = sent + 1;
+                if (st.recv) c.prevFlags->sendHead = recvd + 1;
             }
+            // Every thread keeps the counters: they pick the slots above.
+            sent += st.send;
+            recvd += st.recv;
         }
     }
     // Single rank or empty channel: nothing above ran. Copy in to out for nranks == 1.
@@ -126,7 +149,7 @@ __global__ void __launch_bounds__(kRingThreads) ringAllreduceKernel(RingArgs a) 
 
 template <typename T>
 cudaError_t launchForType(const RingArgs &a, loomRedOp_t op, cudaStream_t stream) {
-    dim3 grid(a.nchannels), block(kRingThreads);
+    dim3 grid(a.nchannels), block(a.nthreads);
     switch (op) {
     case loomSum: ringAllreduceKernel<T, OpSum><<<grid, block, 0, stream>>>(a); break;
     case loomProd: ringAllreduceKernel<T, OpProd><<<grid, block, 0, stream>>>(a); break;

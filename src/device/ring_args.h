@@ -10,8 +10,8 @@
 
 namespace loom {
 
-constexpr int kMaxChannels = 32;
-constexpr int kRingThreads = 512;
+constexpr int kMaxChannels = 64;
+constexpr int kMaxRingThreads = 1024;
 
 // Head of one channel's FIFO in a rank's GPU memory; the slots follow it.
 struct alignas(256) FifoFlags {
@@ -37,6 +37,7 @@ struct RingArgs {
     int nranks;
     int pos; // this rank's ring position
     int nchannels;
+    int nthreads; // per channel CTA, a multiple of 32 up to kMaxRingThreads
     int nslots;
     size_t slotBytes;
     unsigned long long timeoutCycles; // a peer silent for this long fails the call

@@ -1,0 +1,44 @@
+/*
+ * The one-shot LL allreduce (small messages): every rank writes its input as
+ * LL lines into a slot of every peer, then reduces the n inputs it holds.
+ * Shared by host (core) and device code.
+ *
+ * LL line: 16 bytes = {data0, flag, data1, flag}; a 16-byte aligned store
+ * lands whole, so a reader that sees both flags equal to the call's flag has
+ * the 8 data bytes, with no fence and no separate flag write.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace loom {
+
+constexpr int kMaxOneShotRanks = 8;
+constexpr int kOneShotThreads = 512;
+constexpr int kMaxOneShotBlocks = 32;
+
+struct LLLine {
+    uint32_t data0, flag0, data1, flag1;
+};
+
+// Bytes of LL lines holding `dataBytes` of payload.
+inline size_t llBytes(size_t dataBytes) { return (dataBytes + 7) / 8 * sizeof(LLLine); }
+
+struct OneShotArgs {
+    const void *in;
+    void *out;
+    size_t bytes;   // payload bytes per rank
+    int nranks;
+    int rank;
+    int nblocks;
+    uint32_t flag;  // this call's flag (never 0; slots start zeroed)
+    // slot[q]: where this rank's lines go in peer q's memory (this call's parity);
+    // mine[q]: where peer q's lines arrive in our memory.
+    LLLine *slot[kMaxOneShotRanks];
+    const LLLine *mine[kMaxOneShotRanks];
+    unsigned long long timeoutCycles;
+    volatile int *abortFlag;
+};
+
+} // namespace loom

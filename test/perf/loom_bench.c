@@ -1,0 +1,191 @@
+/*
+ * loom-bench: MPI_Allreduce on CUDA device buffers through Open MPI + loom,
+ * and ncclAllReduce (the system libnccl.so.2, opened with dlopen; unique id
+ * sent with MPI_Bcast) in the same run, on the same buffers. Both are timed
+ * as a blocking call: NCCL's stream is synchronized after every call, as
+ * MPI_Allreduce must (and as OSU's osu_xccl_allreduce does).
+ *
+ *   loom-bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]
+ *
+ * Sizes are bytes of float; -c checks every size against a host reference.
+ * busbw = algbw * 2(n-1)/n. ratio = loom busbw / NCCL busbw (> 1: loom faster).
+ */
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The slice of NCCL's ABI used here (nccl.h is not needed to build). */
+typedef struct { char internal[128]; } nccl_id_t;
+typedef void *nccl_comm_t;
+enum { NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
+static struct {
+    int (*get_unique_id)(nccl_id_t *);
+    int (*comm_init_rank)(nccl_comm_t *, int, nccl_id_t, int);
+    int (*all_reduce)(const void *, void *, size_t, int, int, nccl_comm_t, cudaStream_t);
+    int (*comm_destroy)(nccl_comm_t);
+    const char *(*error_string)(int);
+} nccl;
+
+static int load_nccl(void)
+{
+    void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return 0;
+    *(void **)&nccl.get_unique_id = dlsym(lib, "ncclGetUniqueId");
+    *(void **)&nccl.comm_init_rank = dlsym(lib, "ncclCommInitRank");
+    *(void **)&nccl.all_reduce = dlsym(lib, "ncclAllReduce");
+    *(void **)&nccl.comm_destroy = dlsym(lib, "ncclCommDestroy");
+    *(void **)&nccl.error_string = dlsym(lib, "ncclGetErrorString");
+    return nccl.get_unique_id && nccl.comm_init_rank && nccl.all_reduce && nccl.comm_destroy;
+}
+
+#define CUDA(call)                                                                                  \
+    do {                                                                                            \
+        cudaError_t e_ = (call);                                                                    \
+        if (e_ != cudaSuccess) {                                                                    \
+            fprintf(stderr, "loom-bench: %s: %s\n", #call, cudaGetErrorString(e_));                 \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                                           \
+        }                                                                                           \
+    } while (0)
+
+static float input(int rank, size_t i) { return (float)((rank + 1) * (int)(i % 7) - 3); }
+
+/* Seconds per blocking call, the slowest rank's. */
+static double time_loom(const float *s, float *r, size_t count, int iters, int warmup)
+{
+    for (int i = 0; i < warmup; ++i) MPI_Allreduce(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) MPI_Allreduce(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double t = (MPI_Wtime() - t0) / iters;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return t;
+}
+
+static double time_nccl(nccl_comm_t comm, cudaStream_t st, const float *s, float *r, size_t count, int iters,
+                        int warmup)
+{
+    for (int i = 0; i < warmup; ++i) {
+        nccl.all_reduce(s, r, count, NCCL_FLOAT32, NCCL_SUM, comm, st);
+        CUDA(cudaStreamSynchronize(st));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) {
+        nccl.all_reduce(s, r, count, NCCL_FLOAT32, NCCL_SUM, comm, st);
+        CUDA(cudaStreamSynchronize(st));
+    }
+    double t = (MPI_Wtime() - t0) / iters;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return t;
+}
+
+/* Wrong elements of loom's result for count floats (all ranks summed). */
+static long check(float *s, float *r, float *host, size_t count, int rank, int size)
+{
+    for (size_t i = 0; i < count; ++i) host[i] = input(rank, i);
+    CUDA(cudaMemcpy(s, host, count * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA(cudaMemset(r, 0xff, count * sizeof(float)));
+    MPI_Allreduce(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    CUDA(cudaMemcpy(host, r, count * sizeof(float), cudaMemcpyDeviceToHost));
+    long bad = 0;
+    for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int q = 0; q < size; ++q) want += input(q, i);
+        bad += host[i] != want;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    size_t minb = 8, maxb = 1ul << 30;
+    int factor = 2, iters = 0, warmup = 5, do_check = 0, use_nccl = 1;
+    const char *csv = NULL;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "-b") && i + 1 < argc) minb = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "-e") && i + 1 < argc) maxb = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "-f") && i + 1 < argc) factor = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-w") && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-c")) do_check = 1;
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+        else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
+        else {
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    if (factor < 2) factor = 2;
+    if (minb < 4) minb = 4;
+
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int ndev = 0;
+    CUDA(cudaGetDeviceCount(&ndev));
+    CUDA(cudaSetDevice((lr ? atoi(lr) : rank) % ndev));
+    float *s, *r, *host = malloc(maxb);
+    CUDA(cudaMalloc((void **)&s, maxb));
+    CUDA(cudaMalloc((void **)&r, maxb));
+    CUDA(cudaMemset(s, 0, maxb));
+    cudaStream_t st;
+    CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+
+    nccl_comm_t ncomm = NULL;
+    if (use_nccl) {
+        int ok = load_nccl(), all = 0;
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (all) {
+            nccl_id_t id;
+            if (rank == 0) nccl.get_unique_id(&id);
+            MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+            int rc = nccl.comm_init_rank(&ncomm, size, id, rank);
+            if (rc != 0) {
+                fprintf(stderr, "loom-bench: ncclCommInitRank: %s\n", nccl.error_string ? nccl.error_string(rc) : "?");
+                ncomm = NULL;
+            }
+        } else if (rank == 0) {
+            printf("# libnccl.so.2 not found: loom only\n");
+        }
+    }
+    FILE *out = rank == 0 && csv ? fopen(csv, "w") : NULL;
+    if (out) fprintf(out, "bytes,loom_us,loom_busbw_GBs,nccl_us,nccl_busbw_GBs,ratio,check\n");
+    if (rank == 0) {
+        printf("# loom-bench: MPI_Allreduce(float, sum) through loom vs ncclAllReduce, %d ranks, blocking calls\n", size);
+        printf("%12s %10s %10s %10s %10s %8s %6s\n", "bytes", "loom_us", "loom_GB/s", "nccl_us", "nccl_GB/s",
+               "ratio", "check");
+    }
+    const double bus = 2.0 * (size - 1) / size;
+    long total_bad = 0;
+    for (size_t bytes = minb; bytes <= maxb; bytes *= factor) {
+        size_t count = bytes / sizeof(float);
+        int n = iters ? iters : (int)(bytes >= (64u << 20) ? 20 : bytes >= (1u << 20) ? 100 : 1000);
+        long bad = do_check ? check(s, r, host, count, rank, size) : -1;
+        if (bad > 0) total_bad += bad;
+        double tl = time_loom(s, r, count, n, warmup);
+        double tn = ncomm ? time_nccl(ncomm, st, s, r, count, n, warmup) : 0;
+        double bl = bytes / tl * bus / 1e9, bn = ncomm ? bytes / tn * bus / 1e9 : 0;
+        const char *verdict = bad < 0 ? "-" : bad ? "FAIL" : "ok";
+        if (rank == 0) {
+            printf("%12zu %10.2f %10.2f %10.2f %10.2f %8.3f %6s\n", bytes, tl * 1e6, bl, tn * 1e6, bn,
+                   ncomm ? bl / bn : 0.0, verdict);
+            fflush(stdout);
+        }
+        if (out) fprintf(out, "%zu,%.3f,%.3f,%.3f,%.3f,%.4f,%s\n", bytes, tl * 1e6, bl, tn * 1e6, bn,
+                         ncomm ? bl / bn : 0.0, verdict);
+    }
+    if (out) fclose(out);
+    if (ncomm) nccl.comm_destroy(ncomm);
+    cudaFree(s);
+    cudaFree(r);
+    free(host);
+    MPI_Finalize();
+    return total_bad ? 1 : 0;
+}
