@@ -36,7 +36,7 @@ static int loom_register(void)
         "Priority of coll/loom; above coll/cuda (78) and tuned (30) so that loom sees every collective first",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->priority);
     mca_base_component_var_register(c, "enable",
-        "Offer loom on intra-communicators of size >= 2 (false: loom never selects itself)",
+        "Offer loom on every intra-communicator (false: loom never selects itself)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &lc->enable);
     mca_base_component_var_register(c, "verbose",
         "0: silent; 1: report selection per communicator and the path (delegated/staged/gpu) taken, "

@@ -29,13 +29,13 @@ const Params &params() {
     static Params p;
     static std::once_flag once;
     std::call_once(once, [] {
-        p.maxChannels = (int)envLong("LOOM_MAX_NCHANNELS", 32, 1, kMaxChannels);
+        p.maxChannels = (int)envLong("LOOM_MAX_NCHANNELS", 64, 1, kMaxChannels);
         p.ringThreads = (int)envLong("LOOM_NTHREADS", 512, 64, kMaxRingThreads) / 32 * 32;
-        p.slotBytes = envLong("LOOM_SLOT_BYTES", 1024 * 1024, 4096, 64L << 20) & ~255L;
+        p.slotBytes = envLong("LOOM_SLOT_BYTES", 512 * 1024, 4096, 64L << 20) & ~255L;
         p.nslots = (int)envLong("LOOM_NSLOTS", 4, 2, 64);
         p.minChannelBytes = envLong("LOOM_MIN_CHANNEL_BYTES", 64 * 1024, 256, 1L << 30);
         p.timeoutSeconds = (double)envLong("LOOM_TIMEOUT", 60, 1, 86400);
-        p.llMaxBytes = envLong("LOOM_LL_MAX_BYTES", 256 * 1024, 0, 16L << 20) & ~7L;
+        p.llMaxBytes = envLong("LOOM_LL_MAX_BYTES", 1024 * 1024, 0, 16L << 20) & ~7L;
     });
     return p;
 }
