@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Plot loom-bench CSV files: busbw against message size, loom vs NCCL.
+
+usage: plot_bench.py OUT.png TITLE bench_np4.csv [bench_np2.csv ...]
+Needs matplotlib (Debian: python3-matplotlib). One panel per CSV file.
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [(int(r["bytes"]), float(r["loom_busbw_GBs"]), float(r["nccl_busbw_GBs"]),
+             float(r["loom_us"]), float(r["nccl_us"])) for r in rows]
+
+
+def human(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:g} {unit}"
+        n /= 1024
+    return f"{n:g} TiB"
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    out, title, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    fig, axes = plt.subplots(2, len(files), figsize=(6 * len(files), 8), squeeze=False)
+    for col, path in enumerate(files):
+        rows = load(path)
+        sizes = [r[0] for r in rows]
+        name = os.path.splitext(os.path.basename(path))[0]
+        bw, lat = axes[0][col], axes[1][col]
+        bw.plot(sizes, [r[1] for r in rows], "o-", label="loom (MPI_Allreduce)")
+        bw.plot(sizes, [r[2] for r in rows], "s--", label="NCCL")
+        bw.set_ylabel("busbw (GB/s)")
+        lat.plot(sizes, [r[3] for r in rows], "o-", label="loom")
+        lat.plot(sizes, [r[4] for r in rows], "s--", label="NCCL")
+        lat.set_ylabel("time per call (us)")
+        lat.set_yscale("log")
+        for ax in (bw, lat):
+            ax.set_xscale("log", base=2)
+            ticks = [s for s in sizes if s in (8, 1024, 65536, 1 << 20, 1 << 24, 1 << 30)]
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([human(s) for s in ticks])
+            ax.set_xlabel("message size")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend()
+        bw.set_title(f"{title}: {name}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+
+
+if __name__ == "__main__":
+    main()
