@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "device/collectives.h"
-#include "device/reduce_ops.h"
+#include "device/dispatch.h"
 
 namespace loom {
 namespace {
@@ -94,35 +94,17 @@ __global__ void __launch_bounds__(kOneShotThreads) oneShotKernel(OneShotArgs a) 
     }
 }
 
-template <typename T>
-cudaError_t launchForType(const OneShotArgs &a, loomRedOp_t op, cudaStream_t stream) {
-    dim3 grid(a.nblocks), block(kOneShotThreads);
-    switch (op) {
-    case loomSum: oneShotKernel<T, OpSum><<<grid, block, 0, stream>>>(a); break;
-    case loomProd: oneShotKernel<T, OpProd><<<grid, block, 0, stream>>>(a); break;
-    case loomMin: oneShotKernel<T, OpMin><<<grid, block, 0, stream>>>(a); break;
-    case loomMax: oneShotKernel<T, OpMax><<<grid, block, 0, stream>>>(a); break;
-    default: return cudaErrorInvalidValue;
+template <typename T, typename Op> struct OneShotKernel {
+    static cudaError_t launch(const OneShotArgs &a, cudaStream_t stream) {
+        oneShotKernel<T, Op><<<a.nblocks, kOneShotThreads, 0, stream>>>(a);
+        return cudaGetLastError();
     }
-    return cudaGetLastError();
-}
+};
 
 } // namespace
 
 cudaError_t launchOneShotAllreduce(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream) {
-    switch (dtype) {
-    case loomInt8: return launchForType<int8_t>(a, op, stream);
-    case loomUint8: return launchForType<uint8_t>(a, op, stream);
-    case loomInt32: return launchForType<int32_t>(a, op, stream);
-    case loomUint32: return launchForType<uint32_t>(a, op, stream);
-    case loomInt64: return launchForType<int64_t>(a, op, stream);
-    case loomUint64: return launchForType<uint64_t>(a, op, stream);
-    case loomFloat16: return launchForType<__half>(a, op, stream);
-    case loomBfloat16: return launchForType<__nv_bfloat16>(a, op, stream);
-    case loomFloat32: return launchForType<float>(a, op, stream);
-    case loomFloat64: return launchForType<double>(a, op, stream);
-    default: return cudaErrorInvalidValue;
-    }
+    return dispatchTypeOp<OneShotKernel>(dtype, op, a, stream);
 }
 
 } // namespace loom

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "device/collectives.h"
-#include "device/reduce_ops.h"
+#include "device/dispatch.h"
 #include "device/ring_schedule.h"
 
 namespace loom {
@@ -147,35 +147,17 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringAllreduceKernel(RingArgs 
     if (a.nranks == 1 && a.in != a.out) moveChunk<T, Op>(nullptr, in, out, nullptr, n, false);
 }
 
-template <typename T>
-cudaError_t launchForType(const RingArgs &a, loomRedOp_t op, cudaStream_t stream) {
-    dim3 grid(a.nchannels), block(a.nthreads);
-    switch (op) {
-    case loomSum: ringAllreduceKernel<T, OpSum><<<grid, block, 0, stream>>>(a); break;
-    case loomProd: ringAllreduceKernel<T, OpProd><<<grid, block, 0, stream>>>(a); break;
-    case loomMin: ringAllreduceKernel<T, OpMin><<<grid, block, 0, stream>>>(a); break;
-    case loomMax: ringAllreduceKernel<T, OpMax><<<grid, block, 0, stream>>>(a); break;
-    default: return cudaErrorInvalidValue;
+template <typename T, typename Op> struct RingKernel {
+    static cudaError_t launch(const RingArgs &a, cudaStream_t stream) {
+        ringAllreduceKernel<T, Op><<<a.nchannels, a.nthreads, 0, stream>>>(a);
+        return cudaGetLastError();
     }
-    return cudaGetLastError();
-}
+};
 
 } // namespace
 
 cudaError_t launchRingAllreduce(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream) {
-    switch (dtype) {
-    case loomInt8: return launchForType<int8_t>(a, op, stream);
-    case loomUint8: return launchForType<uint8_t>(a, op, stream);
-    case loomInt32: return launchForType<int32_t>(a, op, stream);
-    case loomUint32: return launchForType<uint32_t>(a, op, stream);
-    case loomInt64: return launchForType<int64_t>(a, op, stream);
-    case loomUint64: return launchForType<uint64_t>(a, op, stream);
-    case loomFloat16: return launchForType<__half>(a, op, stream);
-    case loomBfloat16: return launchForType<__nv_bfloat16>(a, op, stream);
-    case loomFloat32: return launchForType<float>(a, op, stream);
-    case loomFloat64: return launchForType<double>(a, op, stream);
-    default: return cudaErrorInvalidValue;
-    }
+    return dispatchTypeOp<RingKernel>(dtype, op, a, stream);
 }
 
 } // namespace loom
