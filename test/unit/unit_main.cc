@@ -7,6 +7,7 @@ int main() {
     SRunner *sr = srunner_create(span_suite());
     srunner_add_suite(sr, core_suite());
     srunner_add_suite(sr, ring_schedule_suite());
+    srunner_add_suite(sr, topo_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
