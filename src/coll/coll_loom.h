@@ -55,6 +55,10 @@ typedef struct {
     /* Testing aid: treat host buffers as device buffers, so the staging path
      * (span arithmetic, copy in/out) runs on machines without a GPU. */
     bool stage_host_buffers;
+    /* Topology files, handed to loom's core as LOOM_TOPO_FILE etc. */
+    char *topo_file;
+    char *topo_dump_file;
+    char *graph_dump_file;
 } mca_coll_loom_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;

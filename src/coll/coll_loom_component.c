@@ -26,6 +26,9 @@ mca_coll_loom_component_t mca_coll_loom_component = {
     .enable = true,
     .verbose = 0,
     .stage_host_buffers = false,
+    .topo_file = NULL,
+    .topo_dump_file = NULL,
+    .graph_dump_file = NULL,
 };
 
 static int loom_register(void)
@@ -45,5 +48,15 @@ static int loom_register(void)
     mca_base_component_var_register(c, "stage_host_buffers",
         "Testing aid: treat host buffers as device buffers so that the staging path runs without a GPU",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &lc->stage_host_buffers);
+    mca_base_component_var_register(c, "topo_file",
+        "Read this host's topology from this XML file instead of detecting it (same as LOOM_TOPO_FILE)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->topo_file);
+    mca_base_component_var_register(c, "topo_dump_file",
+        "Write the detected system of each new loom communicator to this XML file (LOOM_TOPO_DUMP_FILE)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->topo_dump_file);
+    mca_base_component_var_register(c, "graph_dump_file",
+        "Write the rings, trees and channel count chosen for each new loom communicator to this XML file "
+        "(LOOM_GRAPH_DUMP_FILE)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->graph_dump_file);
     return OMPI_SUCCESS;
 }

@@ -14,6 +14,7 @@
 
 #include "core/debug.h"
 #include "core/params.h"
+#include "core/topology.h"
 
 using namespace loom;
 
@@ -86,19 +87,42 @@ loomResult_t connectPeers(loomComm *comm, const std::vector<PeerInfo> &peers) {
     return loomSuccess;
 }
 
+// Ring neighbours and channel count from the topology search.
+loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, uint64_t myHost) {
+    RankIdentity me{};
+    me.hostHash = myHost;
+    CUDA_TRY(cudaDeviceGetPCIBusId(me.busId, sizeof(me.busId), comm->cudaDev), "cudaDeviceGetPCIBusId");
+    memcpy(comm->busId, me.busId, sizeof(comm->busId));
+    std::vector<RankIdentity> ids(comm->nranks);
+    if (bs->allgather(bs->ctx, &me, ids.data(), sizeof(me)) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of GPU identities failed", comm->rank);
+    topo::Graphs g;
+    loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g);
+    if (r != loomSuccess) return r;
+    const std::vector<int> &ring = g.rings[0].ranks;
+    for (size_t i = 0; i < ring.size(); ++i)
+        if (ring[i] == comm->rank) {
+            comm->next = ring[(i + 1) % ring.size()];
+            comm->prev = ring[(i + ring.size() - 1) % ring.size()];
+        }
+    int ch = params().maxChannels > 0 ? params().maxChannels : g.channels;
+    comm->maxChannels = ch < 1 ? 1 : ch > kMaxChannels ? kMaxChannels : ch;
+    return loomSuccess;
+}
+
 loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     const Params &p = params();
-    comm->maxChannels = p.maxChannels;
+    CUDA_TRY(cudaSetDevice(comm->cudaDev), "cudaSetDevice");
+    const uint64_t myHost = hostHash();
+    loomResult_t r = planFromTopology(comm, bs, myHost);
+    if (r != loomSuccess) return r;
     comm->nslots = p.nslots;
     comm->slotBytes = (size_t)p.slotBytes;
     comm->channelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->slotBytes;
     comm->llMaxBytes = comm->nranks <= kMaxOneShotRanks ? (size_t)p.llMaxBytes : 0;
     comm->llSlotBytes = (llBytes(comm->llMaxBytes) + 255) / 256 * 256;
     comm->llOffset = (size_t)comm->maxChannels * comm->channelBytes;
-    comm->next = (comm->rank + 1) % comm->nranks;
-    comm->prev = (comm->rank + comm->nranks - 1) % comm->nranks;
 
-    CUDA_TRY(cudaSetDevice(comm->cudaDev), "cudaSetDevice");
     // A blocking stream: loom's kernels are ordered after the application's
     // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
     // DMA may still run when the call returns), as CUDA-aware MPI users expect.
@@ -112,13 +136,12 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     comm->timeoutCycles = (unsigned long long)(p.timeoutSeconds * clockKHz * 1000.0);
 
     PeerInfo mine{};
-    mine.hostHash = hostHash();
+    mine.hostHash = myHost;
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     size_t regionBytes = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
-    loomResult_t r = p2pAllocRegion(regionBytes, &comm->region, &mine.endpoint);
+    r = p2pAllocRegion(regionBytes, &comm->region, &mine.endpoint);
     if (r != loomSuccess) return r;
-    memcpy(comm->busId, mine.endpoint.busId, sizeof(comm->busId));
 
     std::vector<PeerInfo> peers(comm->nranks);
     if (bs->allgather(bs->ctx, &mine, peers.data(), sizeof(PeerInfo)) != 0)

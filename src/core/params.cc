@@ -29,7 +29,8 @@ const Params &params() {
     static Params p;
     static std::once_flag once;
     std::call_once(once, [] {
-        p.maxChannels = (int)envLong("LOOM_MAX_NCHANNELS", 64, 1, kMaxChannels);
+        p.maxChannels = (int)envLong("LOOM_MAX_NCHANNELS", 0, 0, kMaxChannels);
+        p.channelGBs = (double)envLong("LOOM_CHANNEL_BW", 7500, 100, 1000000) / 1000.0; // in MB/s
         p.ringThreads = (int)envLong("LOOM_NTHREADS", 512, 64, kMaxRingThreads) / 32 * 32;
         p.slotBytes = envLong("LOOM_SLOT_BYTES", 512 * 1024, 4096, 64L << 20) & ~255L;
         p.nslots = (int)envLong("LOOM_NSLOTS", 4, 2, 64);

@@ -7,7 +7,8 @@
 namespace loom {
 
 struct Params {
-    int maxChannels;        // LOOM_MAX_NCHANNELS: CTAs (rings) per allreduce
+    int maxChannels;        // LOOM_MAX_NCHANNELS: CTAs (rings) per allreduce; 0: the topology decides
+    double channelGBs;      // LOOM_CHANNEL_BW: GB/s one channel moves (topology's channel count)
     int ringThreads;        // LOOM_NTHREADS: threads per ring CTA
     long slotBytes;         // LOOM_SLOT_BYTES: bytes per FIFO slot
     int nslots;             // LOOM_NSLOTS: slots per channel FIFO

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "topo/detect.h"
 #include "topo/paths.h"
 #include "topo/search.h"
 #include "topo/xml.h"
@@ -243,6 +244,35 @@ START_TEST(double_binary_trees) {
 }
 END_TEST
 
+START_TEST(detection_degrades_without_gpu_and_topo_file_replaces_it) {
+    std::string notes;
+    System sys = detectLocalSystem(&notes); // CI machines: no driver, no GPU, maybe no NIC
+    ck_assert_int_eq((int)sys.hosts.size(), 1);
+    bool cpu = false;
+    for (const Node &n : sys.nodes) cpu = cpu || n.type == NodeType::Cpu;
+    ck_assert(cpu);
+    std::string xml = systemToXml(sys), err;
+    System again;
+    ck_assert_msg(parseSystemXml(xml, &again, &err), "%s", err.c_str());
+
+    std::string file = std::string(LOOM_TOPO_FIXTURES) + "/vm_4gpu_nv18.xml";
+    setenv("LOOM_TOPO_FILE", file.c_str(), 1);
+    std::string fromFile = localSystemXml(&notes);
+    unsetenv("LOOM_TOPO_FILE");
+    System vm;
+    ck_assert(parseSystemXml(fromFile, &vm, &err));
+    ck_assert_int_eq((int)vm.gpus(0).size(), 4);
+    ck_assert_str_eq(vm.hosts[0].name.c_str(), sys.hosts[0].name.c_str()); // renamed to this machine
+    ck_assert(notes.find("LOOM_TOPO_FILE") != std::string::npos);
+
+    setenv("LOOM_TOPO_FILE", "/nonexistent/topo.xml", 1);
+    notes.clear();
+    localSystemXml(&notes); // falls back to detection, says so
+    unsetenv("LOOM_TOPO_FILE");
+    ck_assert(notes.find("unusable") != std::string::npos);
+}
+END_TEST
+
 Suite *topo_suite(void) {
     Suite *s = suite_create("topo");
     TCase *tc = tcase_create("topo");
@@ -256,6 +286,7 @@ Suite *topo_suite(void) {
     tcase_add_test(tc, single_gpu_and_no_p2p);
     tcase_add_test(tc, reordered_input_gives_identical_graphs);
     tcase_add_test(tc, double_binary_trees);
+    tcase_add_test(tc, detection_degrades_without_gpu_and_topo_file_replaces_it);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,89 @@
+#include "core/topology.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "core/debug.h"
+#include "core/params.h"
+#include "device/ring_args.h"
+#include "topo/detect.h"
+#include "topo/xml.h"
+
+namespace loom {
+
+namespace {
+
+// Allgather of one string per rank (sizes first, then padded texts).
+bool allgatherStrings(const loomBootstrap_t *bs, int nranks, const std::string &mine, std::vector<std::string> *all) {
+    uint64_t len = mine.size(), maxLen = 0;
+    std::vector<uint64_t> lens(nranks);
+    if (bs->allgather(bs->ctx, &len, lens.data(), sizeof(len)) != 0) return false;
+    for (uint64_t l : lens) maxLen = l > maxLen ? l : maxLen;
+    std::vector<char> send(maxLen + 1, 0), recv((maxLen + 1) * nranks);
+    memcpy(send.data(), mine.data(), mine.size());
+    if (bs->allgather(bs->ctx, send.data(), recv.data(), maxLen + 1) != 0) return false;
+    all->resize(nranks);
+    for (int r = 0; r < nranks; ++r) (*all)[r].assign(&recv[(maxLen + 1) * r], lens[r]);
+    return true;
+}
+
+void dumpIfAsked(const char *env, const std::string &text) {
+    const char *path = getenv(env);
+    if (!path || !*path) return;
+    if (topo::writeFile(path, text)) LOOM_INFO(kTopo, "wrote %s (%s)", path, env);
+    else LOOM_WARN(kTopo, "cannot write %s (%s)", path, env);
+}
+
+} // namespace
+
+loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> &ids, const loomBootstrap_t *bs,
+                          topo::Graphs *graphs) {
+    // The first rank of each host describes it.
+    std::map<uint64_t, int> firstOfHost;
+    for (int r = 0; r < nranks; ++r) firstOfHost.emplace(ids[r].hostHash, r);
+    std::string notes, mine;
+    if (firstOfHost[ids[rank].hostHash] == rank) mine = topo::localSystemXml(&notes);
+    std::vector<std::string> xml;
+    if (!allgatherStrings(bs, nranks, mine, &xml))
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of topologies failed", rank);
+    if (!notes.empty()) LOOM_INFO(kTopo, "rank %d: %s", rank, notes.c_str());
+
+    topo::System sys;
+    std::map<uint64_t, std::string> hostName; // host hash -> unique name in sys
+    for (const auto &f : firstOfHost) {
+        std::string err;
+        size_t before = sys.hosts.size();
+        if (!topo::parseSystemXml(xml[f.second], &sys, &err) || sys.hosts.size() != before + 1)
+            return fail(loomInternalError, "rank %d: topology of rank %d unreadable: %s", rank, f.second, err.c_str());
+        // Two machines may share a host name: keep them apart.
+        for (size_t h = 0; h < before; ++h)
+            if (sys.hosts[h].name == sys.hosts[before].name) sys.hosts[before].name += "#" + std::to_string(before);
+        hostName[f.first] = sys.hosts[before].name;
+    }
+    sys.canonicalize();
+    std::vector<std::string> hosts(nranks), bus(nranks);
+    for (int r = 0; r < nranks; ++r) {
+        hosts[r] = hostName[ids[r].hostHash];
+        bus[r] = ids[r].busId;
+    }
+    topo::RankPlacement place;
+    std::string err;
+    if (!topo::placeRanks(sys, hosts, bus, &place, &err))
+        return fail(loomInternalError, "rank %d: topology: %s", rank, err.c_str());
+    topo::SearchParams sp;
+    sp.channelBw = params().channelGBs;
+    sp.maxChannels = kMaxChannels;
+    *graphs = topo::searchGraphs(sys, place, sp);
+
+    if (rank == 0) {
+        LOOM_INFO(kTopo, "system: %zu host(s), %zu nodes, %zu links", sys.hosts.size(), sys.nodes.size(),
+                  sys.links.size());
+        LOOM_INFO(kGraph, "%s", topo::describeGraphs(sys, *graphs).c_str());
+        dumpIfAsked("LOOM_TOPO_DUMP_FILE", topo::systemToXml(sys));
+        dumpIfAsked("LOOM_GRAPH_DUMP_FILE", topo::graphsToXml(*graphs));
+    }
+    return loomSuccess;
+}
+
+} // namespace loom
