@@ -102,6 +102,7 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, uint64_
     const std::vector<int> &ring = g.rings[0].ranks;
     for (size_t i = 0; i < ring.size(); ++i)
         if (ring[i] == comm->rank) {
+            comm->ringPos = (int)i;
             comm->next = ring[(i + 1) % ring.size()];
             comm->prev = ring[(i + ring.size() - 1) % ring.size()];
         }
@@ -122,6 +123,10 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     comm->llMaxBytes = comm->nranks <= kMaxOneShotRanks ? (size_t)p.llMaxBytes : 0;
     comm->llSlotBytes = (llBytes(comm->llMaxBytes) + 255) / 256 * 256;
     comm->llOffset = (size_t)comm->maxChannels * comm->channelBytes;
+    comm->llRingMaxBytes = (size_t)p.llRingMaxBytes;
+    comm->llRingSlotBytes = (size_t)p.llSlotBytes;
+    comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
+    comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
 
     // A blocking stream: loom's kernels are ordered after the application's
     // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
@@ -139,7 +144,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.hostHash = myHost;
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    size_t regionBytes = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
+    size_t regionBytes = comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
     r = p2pAllocRegion(regionBytes, &comm->region, &mine.endpoint);
     if (r != loomSuccess) return r;
 
@@ -150,11 +155,12 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
         r = connectPeers(comm, peers);
         if (r != loomSuccess) return r;
     }
-    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -> %d -> %d over p2p, %d channels x %d slots x %zu KiB; "
-              "one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
+    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -> %d -> %d over p2p, %d channels x %d slots x %zu KiB "
+              "(LL ring up to %zu KiB: %zu KiB slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
               comm->rank, comm->nranks, comm->cudaDev, comm->busId, comm->prev, comm->rank, comm->next,
-              comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->llMaxBytes >> 10,
-              comm->allPeersMapped ? "yes" : "no", comm->region.bytes / 1048576.0);
+              comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->llRingMaxBytes >> 10,
+              comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10, comm->allPeersMapped ? "yes" : "no",
+              comm->region.bytes / 1048576.0);
     return loomSuccess;
 }
 

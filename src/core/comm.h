@@ -16,7 +16,8 @@
 
 struct loomComm {
     int rank = 0, nranks = 0, cudaDev = -1;
-    int next = 0, prev = 0;      // ring neighbours (ring by rank until topology search lands)
+    int next = 0, prev = 0;      // ring neighbours, from the topology search
+    int ringPos = 0;             // this rank's position in the ring order (not its rank)
     int maxChannels = 1, nslots = 2;
     size_t slotBytes = 0;
     size_t channelBytes = 0;     // FifoFlags + slots of one channel
@@ -29,6 +30,13 @@ struct loomComm {
     size_t llSlotBytes = 0;
     size_t llMaxBytes = 0;
     uint32_t llCalls = 0;        // one-shot calls so far (flag and parity)
+    // The ring on the LL protocol has FIFOs of its own (lines must never meet
+    // Simple's raw data) after the one-shot slots, and its own step counters.
+    size_t llRingOffset = 0;
+    size_t llRingSlotBytes = 0;
+    size_t llRingChannelBytes = 0; // FifoFlags + slots of one channel
+    size_t llRingMaxBytes = 0;
+    uint64_t llRingStep[loom::kMaxChannels] = {};
     cudaStream_t stream = nullptr;
     volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
     int *abortFlagDev = nullptr;

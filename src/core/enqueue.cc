@@ -81,22 +81,28 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (comm->allPeersMapped && count * esize <= comm->llMaxBytes)
         return oneShotAllReduce(sendbuff, recvbuff, count * esize, datatype, op, comm, stream);
 
+    // Mid sizes: the ring on LL (low latency per step); large: Simple.
+    const bool ll = count * esize <= comm->llRingMaxBytes;
+    const size_t base = ll ? comm->llRingOffset : 0;
+    const size_t chBytes = ll ? comm->llRingChannelBytes : comm->channelBytes;
+    uint64_t *steps = ll ? comm->llRingStep : comm->step;
     RingArgs a;
     memset(&a, 0, sizeof(a));
+    a.proto = ll ? kProtoLL : kProtoSimple;
     a.in = sendbuff;
     a.out = recvbuff;
     a.count = count;
     a.nranks = comm->nranks;
-    a.pos = comm->rank;
+    a.pos = comm->ringPos; // the schedule is in ring positions
     a.nchannels = channelsFor(comm, count * esize);
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
-    a.slotBytes = comm->slotBytes;
+    a.slotBytes = ll ? comm->llRingSlotBytes : comm->slotBytes;
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
     char *mine = static_cast<char *>(comm->region.base);
     for (int c = 0; c < a.nchannels; ++c) {
-        size_t at = (size_t)c * comm->channelBytes;
+        size_t at = base + (size_t)c * chBytes;
         RingChannel &ch = a.ch[c];
         ch.myFlags = reinterpret_cast<FifoFlags *>(mine + at);
         ch.mySlots = mine + at + sizeof(FifoFlags);
@@ -105,7 +111,7 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
             ch.nextSlots = comm->nextBase + at + sizeof(FifoFlags);
             ch.prevFlags = reinterpret_cast<FifoFlags *>(comm->prevBase + at);
         }
-        ch.step = comm->step[c];
+        ch.step = steps[c];
     }
     cudaError_t err = launchRingAllreduce(a, datatype, op, stream);
     if (err != cudaSuccess)
@@ -113,12 +119,14 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
                     comm->busId, cudaGetErrorString(err));
     // The kernel sends 2(n-1) slots per round on each channel it runs.
     const size_t align = 16 / esize;
+    const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
     for (int c = 0; c < a.nchannels && comm->nranks > 1; ++c) {
         size_t b, e;
         channelRange(count, a.nchannels, c, align * 4, &b, &e);
-        size_t chunk = ringChunkElems(e - b, comm->nranks, comm->slotBytes / esize, align);
-        comm->step[c] += ringRounds(e - b, comm->nranks, chunk) * (uint64_t)ringSendsPerRound(comm->nranks);
+        size_t chunk = ringChunkElems(e - b, comm->nranks, slotElems, align);
+        steps[c] += ringRounds(e - b, comm->nranks, chunk) * (uint64_t)ringSendsPerRound(comm->nranks);
     }
-    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B on %d channels", comm->rank, count, esize, a.nchannels);
+    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, ring %s on %d channels", comm->rank, count, esize,
+               ll ? "LL" : "Simple", a.nchannels);
     return loomSuccess;
 }

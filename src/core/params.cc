@@ -37,6 +37,10 @@ const Params &params() {
         p.minChannelBytes = envLong("LOOM_MIN_CHANNEL_BYTES", 64 * 1024, 256, 1L << 30);
         p.timeoutSeconds = (double)envLong("LOOM_TIMEOUT", 60, 1, 86400);
         p.llMaxBytes = envLong("LOOM_LL_MAX_BYTES", 1024 * 1024, 0, 16L << 20) & ~7L;
+        // The LL ring is off by default: on 4x H200 it won only at 1-4 MiB and the
+        // GPU matrix caught a deadlock in it (see the issue note).
+        p.llRingMaxBytes = envLong("LOOM_LL_RING_MAX_BYTES", 0, 0, 1L << 30);
+        p.llSlotBytes = envLong("LOOM_LL_SLOT_BYTES", 64 * 1024, 4096, 16L << 20) & ~255L;
     });
     return p;
 }

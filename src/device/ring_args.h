@@ -11,6 +11,15 @@
 namespace loom {
 
 constexpr int kMaxChannels = 64;
+constexpr int kProtoSimple = 0;
+constexpr int kProtoLL = 1;
+
+// Payload one FIFO slot of slotBytes carries under a protocol (LL lines carry
+// 8 data bytes in 16). Host and device must agree on it.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline size_t ringSlotDataBytes(int proto, size_t slotBytes) { return proto == kProtoLL ? slotBytes / 2 : slotBytes; }
 constexpr int kMaxRingThreads = 1024;
 
 // Head of one channel's FIFO in a rank's GPU memory; the slots follow it.
@@ -31,6 +40,7 @@ struct RingChannel {
 };
 
 struct RingArgs {
+    int proto; // kProtoSimple or kProtoLL: which FIFOs ch[] points at
     const void *in;
     void *out;
     size_t count;

@@ -1,0 +1,69 @@
+/*
+ * The LL protocol's unit: a 16-byte line {data0, flag, data1, flag}. A
+ * 16-byte aligned store lands whole, so a reader that sees both flags equal
+ * to the expected tag holds the 8 data bytes: no fence, no separate flag.
+ * Payload is handled in 8-byte units, zero-padded past the end of a buffer.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "device/oneshot_args.h"
+#include "device/reduce_ops.h"
+
+namespace loom {
+
+__device__ __forceinline__ void llStore(LLLine *p, uint64_t v, uint32_t tag) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"((uint32_t)v), "r"(tag),
+                 "r"((uint32_t)(v >> 32)), "r"(tag)
+                 : "memory");
+}
+
+// True (and *v set) when the line carries `tag`.
+__device__ __forceinline__ bool llLoad(const LLLine *p, uint32_t tag, uint64_t *v) {
+    uint32_t a, f0, b, f1;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a), "=r"(f0), "=r"(b), "=r"(f1)
+                 : "l"(p)
+                 : "memory");
+    *v = (uint64_t)a | ((uint64_t)b << 32);
+    return f0 == tag && f1 == tag;
+}
+
+// Polls until the line carries `tag`; false after timeoutCycles since `start`.
+__device__ __forceinline__ bool llWait(const LLLine *p, uint32_t tag, uint64_t *v, unsigned long long start,
+                                       unsigned long long timeoutCycles) {
+    int spins = 0;
+    while (!llLoad(p, tag, v))
+        if (++spins > 1000 && clock64() - start > timeoutCycles) return false;
+    return true;
+}
+
+// 8 bytes of buf starting at byte `at`, zero-padded past `bytes`.
+__device__ __forceinline__ uint64_t loadUnit(const char *buf, size_t at, size_t bytes) {
+    if (at + 8 <= bytes && ((uintptr_t)(buf + at) & 7) == 0) return *(const uint64_t *)(buf + at);
+    uint64_t v = 0;
+    for (int k = 0; k < 8 && at + k < bytes; ++k) v |= (uint64_t)(unsigned char)buf[at + k] << (8 * k);
+    return v;
+}
+
+__device__ __forceinline__ void storeUnit(char *buf, size_t at, size_t bytes, uint64_t v) {
+    if (at + 8 <= bytes && ((uintptr_t)(buf + at) & 7) == 0) {
+        *(uint64_t *)(buf + at) = v;
+        return;
+    }
+    for (int k = 0; k < 8 && at + k < bytes; ++k) buf[at + k] = (char)(v >> (8 * k));
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ uint64_t reduceUnit(uint64_t a, uint64_t b) {
+    constexpr int E = 8 / sizeof(T);
+    union U { uint64_t u; T t[E]; } x, y;
+    x.u = a;
+    y.u = b;
+#pragma unroll
+    for (int k = 0; k < E; ++k) x.t[k] = reduce<T, Op>(x.t[k], y.t[k]);
+    return x.u;
+}
+
+} // namespace loom

@@ -1,0 +1,103 @@
+/*
+ * Simple protocol for ring steps: the chunk is written in bulk into the
+ * peer's slot, every writer fences, then one thread bumps the peer's tail.
+ * Full bandwidth; a fence and a flag round trip per step.
+ */
+#pragma once
+
+#include <type_traits>
+
+#include "device/ring_args.h"
+#include "device/reduce_ops.h"
+
+namespace loom {
+
+struct ProtoSimple {
+    static constexpr int kId = kProtoSimple;
+
+    // Thread 0: wait until the previous rank has posted step `recvd`.
+    template <typename Wait>
+    __device__ static bool waitData(const RingChannel &c, uint64_t recvd, Wait wait) {
+        return wait([&] { return c.myFlags->recvTail > recvd; });
+    }
+
+    // A scalar load that bypasses L1 (slot data is written by a peer GPU).
+    template <typename T>
+    __device__ static T loadCg(const T *p) {
+        using Bits = typename std::conditional<sizeof(T) == 1, unsigned char,
+                     typename std::conditional<sizeof(T) == 2, unsigned short,
+                     typename std::conditional<sizeof(T) == 4, unsigned int, unsigned long long>::type>::type>::type;
+        Bits b = __ldcg(reinterpret_cast<const Bits *>(p));
+        T v;
+        memcpy(&v, &b, sizeof(T));
+        return v;
+    }
+
+    // out/toNext[i] = recv ? (reduce ? op(slot[i], in[i]) : slot[i]) : in[i]
+    template <typename T, typename Op>
+    __device__ static bool move(const RingArgs &, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
+                                bool reduceIn, uint32_t, uint32_t, unsigned long long) {
+        const T *src = (const T *)slotIn;
+        T *dst0 = (T *)slotOut, *dst1 = out;
+        constexpr int V = 16 / sizeof(T);
+        union Vec { uint4 u; T t[V]; };
+        const int tid = threadIdx.x, nthr = blockDim.x;
+        uintptr_t bits = (uintptr_t)src | (uintptr_t)in | (uintptr_t)dst0 | (uintptr_t)dst1;
+        size_t done = 0;
+        if ((bits & 15) == 0) {
+            // U independent 16-byte vectors per thread in flight per iteration.
+            constexpr int U = 4;
+            const size_t nvec = len / V;
+            const uint4 *s4 = (const uint4 *)src, *i4 = (const uint4 *)in;
+            uint4 *d0 = (uint4 *)dst0, *d1 = (uint4 *)dst1;
+            size_t v = tid;
+            for (; v + (U - 1) * nthr < nvec; v += U * nthr) {
+                Vec x[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) x[u].u = s4 ? __ldcg(s4 + v + u * nthr) : i4[v + u * nthr];
+                if (reduceIn) {
+                    Vec y[U];
+#pragma unroll
+                    for (int u = 0; u < U; ++u) y[u].u = i4[v + u * nthr];
+#pragma unroll
+                    for (int u = 0; u < U; ++u)
+#pragma unroll
+                        for (int k = 0; k < V; ++k) x[u].t[k] = reduce<T, Op>(x[u].t[k], y[u].t[k]);
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    if (d0) d0[v + u * nthr] = x[u].u;
+                    if (d1) d1[v + u * nthr] = x[u].u;
+                }
+            }
+            for (; v < nvec; v += nthr) {
+                Vec x;
+                x.u = s4 ? __ldcg(s4 + v) : i4[v];
+                if (reduceIn) {
+                    Vec y;
+                    y.u = i4[v];
+#pragma unroll
+                    for (int k = 0; k < V; ++k) x.t[k] = reduce<T, Op>(x.t[k], y.t[k]);
+                }
+                if (d0) d0[v] = x.u;
+                if (d1) d1[v] = x.u;
+            }
+            done = nvec * V;
+        }
+        for (size_t i = done + tid; i < len; i += nthr) {
+            T x = src ? loadCg(src + i) : in[i];
+            if (reduceIn) x = reduce<T, Op>(x, in[i]);
+            if (dst0) dst0[i] = x;
+            if (dst1) dst1[i] = x;
+        }
+        return true;
+    }
+
+    // Every thread that wrote into the peer's slot: before the tail moves.
+    __device__ static void fenceSend() { __threadfence_system(); }
+
+    // Thread 0: step `sent` is in the next rank's slot.
+    __device__ static void publish(const RingChannel &c, uint64_t sent) { c.nextFlags->recvTail = sent + 1; }
+};
+
+} // namespace loom
