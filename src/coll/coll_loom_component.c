@@ -3,6 +3,8 @@
  */
 #include "coll_loom.h"
 
+#include <stddef.h>
+
 #include "loom.h"
 #include "opal/mca/base/mca_base_var.h"
 
@@ -33,30 +35,37 @@ mca_coll_loom_component_t mca_coll_loom_component = {
 
 static int loom_register(void)
 {
-    const mca_base_component_t *c = &mca_coll_loom_component.super.collm_version;
     mca_coll_loom_component_t *lc = &mca_coll_loom_component;
-    mca_base_component_var_register(c, "priority",
-        "Priority of coll/loom; above coll/cuda (78) and tuned (30) so that loom sees every collective first",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->priority);
-    mca_base_component_var_register(c, "enable",
-        "Offer loom on every intra-communicator (false: loom never selects itself)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &lc->enable);
-    mca_base_component_var_register(c, "verbose",
-        "0: silent; 1: report selection per communicator and the path (delegated/staged/gpu) taken, "
-        "once per communicator, collective and path",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &lc->verbose);
-    mca_base_component_var_register(c, "stage_host_buffers",
-        "Testing aid: treat host buffers as device buffers so that the staging path runs without a GPU",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &lc->stage_host_buffers);
-    mca_base_component_var_register(c, "topo_file",
-        "Read this host's topology from this XML file instead of detecting it (same as LOOM_TOPO_FILE)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->topo_file);
-    mca_base_component_var_register(c, "topo_dump_file",
-        "Write the detected system of each new loom communicator to this XML file (LOOM_TOPO_DUMP_FILE)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->topo_dump_file);
-    mca_base_component_var_register(c, "graph_dump_file",
-        "Write the rings, trees and channel count chosen for each new loom communicator to this XML file "
-        "(LOOM_GRAPH_DUMP_FILE)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &lc->graph_dump_file);
+    static const struct {
+        const char *name;
+        const char *help;
+        mca_base_var_type_t type;
+        mca_base_var_info_lvl_t level;
+        mca_base_var_scope_t scope;
+        size_t offset; /* of the storage in the component */
+    } params[] = {
+        {"priority", "Priority of coll/loom; above coll/cuda (78) and tuned (30) so that loom sees every collective first",
+         MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, offsetof(mca_coll_loom_component_t, priority)},
+        {"enable", "Offer loom on every intra-communicator (false: loom never selects itself)",
+         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, offsetof(mca_coll_loom_component_t, enable)},
+        {"verbose", "0: silent; 1: report selection per communicator and the path (delegated/staged/gpu) taken, "
+                    "once per communicator, collective and path",
+         MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, offsetof(mca_coll_loom_component_t, verbose)},
+        {"stage_host_buffers", "Testing aid: treat host buffers as device buffers so that the staging path runs without a GPU",
+         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+         offsetof(mca_coll_loom_component_t, stage_host_buffers)},
+        {"topo_file", "Read this host's topology from this XML file instead of detecting it (same as LOOM_TOPO_FILE)",
+         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, offsetof(mca_coll_loom_component_t, topo_file)},
+        {"topo_dump_file", "Write the detected system of each new loom communicator to this XML file (LOOM_TOPO_DUMP_FILE)",
+         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+         offsetof(mca_coll_loom_component_t, topo_dump_file)},
+        {"graph_dump_file", "Write the rings, trees and channel count chosen for each new loom communicator to this XML "
+                            "file (LOOM_GRAPH_DUMP_FILE)",
+         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+         offsetof(mca_coll_loom_component_t, graph_dump_file)},
+    };
+    for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); ++i)
+        mca_base_component_var_register(&lc->super.collm_version, params[i].name, params[i].help, params[i].type, NULL,
+                                        0, 0, params[i].level, params[i].scope, (char *)lc + params[i].offset);
     return OMPI_SUCCESS;
 }
