@@ -9,13 +9,14 @@
 #   EXPECT_PATH=delegated|staged|gpu   path every collective in COLLS must report
 #   COLLS="..."       collectives to look for (default: all loom overrides)
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
+#   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
 # The build tree comes first in mca_base_component_path: Open MPI loads the
 # first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
 # or test/gpu/run.sh).
 set -u
 . "$1"
-: "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}"
+: "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
@@ -32,11 +33,16 @@ if [ "$NEEDS_GPU" = 1 ]; then
 fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+fwd=
+for kv in $ENV; do
+    export "${kv?}"
+    fwd="$fwd -x ${kv%%=*}"
+done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-echo "+ mpirun -np $NP $MCA $PROG $ARGS"
+echo "+ $ENV mpirun -np $NP $MCA $PROG $ARGS"
 # shellcheck disable=SC2086
-timeout 600 "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE \
+timeout 600 "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
     --mca mca_base_component_path "$B/.libs:$LOOM_OMPI_PKGLIBDIR" \
     --mca coll_loom_verbose 1 $MCA "$B/$PROG" $ARGS >"$log" 2>&1
 rc=$?

@@ -13,19 +13,13 @@
 #include <vector>
 
 #include "core/debug.h"
+#include "core/connect.h"
 #include "core/params.h"
 #include "core/topology.h"
 
 using namespace loom;
 
 namespace {
-
-struct PeerInfo {
-    uint64_t hostHash;
-    int pid;
-    int cudaDev;
-    P2pEndpoint endpoint;
-};
 
 uint64_t fnv1a(const std::string &s) {
     uint64_t h = 1469598103934665603ull;
@@ -51,41 +45,6 @@ uint64_t hostHash() {
             return fail(loomUnhandledCudaError, "rank %d GPU %d: %s: %s", comm->rank, comm->cudaDev, \
                         what, cudaGetErrorString(e_));                                               \
     } while (0)
-
-// Maps the peers' regions: every peer when all are p2p-reachable and few
-// enough for one-shot LL, otherwise the ring neighbours only.
-loomResult_t connectPeers(loomComm *comm, const std::vector<PeerInfo> &peers) {
-    const uint64_t me = peers[comm->rank].hostHash;
-    auto reachable = [&](int q) {
-        return peers[q].hostHash == me && p2pCanConnect(comm->cudaDev, peers[q].endpoint);
-    };
-    for (int peer : {comm->next, comm->prev}) {
-        if (!reachable(peer)) {
-            // Between hosts or GPUs without peer access: the shm and net
-            // transports will carry this; until then the caller falls back.
-            LOOM_INFO(kInit, "rank %d: no p2p path to rank %d (GPU %s); loom GPU path not available", comm->rank,
-                      peer, peers[peer].endpoint.busId);
-            return loomNotSupported;
-        }
-    }
-    bool all = comm->nranks <= kMaxOneShotRanks && comm->llMaxBytes > 0;
-    for (int q = 0; all && q < comm->nranks; ++q) all = q == comm->rank || reachable(q);
-    std::vector<int> wanted = {comm->next, comm->prev};
-    if (all)
-        for (int q = 0; q < comm->nranks; ++q) wanted.push_back(q);
-    comm->peerBase.assign(comm->nranks, nullptr);
-    for (int q : wanted) {
-        if (q == comm->rank || comm->peerBase[q]) continue;
-        void *p = nullptr;
-        loomResult_t r = p2pOpen(peers[q].endpoint, &p);
-        if (r != loomSuccess) return r;
-        comm->peerBase[q] = static_cast<char *>(p);
-    }
-    comm->nextBase = comm->peerBase[comm->next];
-    comm->prevBase = comm->peerBase[comm->prev];
-    comm->allPeersMapped = all;
-    return loomSuccess;
-}
 
 // Ring neighbours and channel count from the topology search.
 loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, uint64_t myHost) {
@@ -152,12 +111,13 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     if (bs->allgather(bs->ctx, &mine, peers.data(), sizeof(PeerInfo)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of peer info failed", comm->rank);
     if (comm->nranks > 1) {
-        r = connectPeers(comm, peers);
+        r = connectRing(comm, bs, peers);
         if (r != loomSuccess) return r;
     }
-    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -> %d -> %d over p2p, %d channels x %d slots x %zu KiB "
+    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -(%s)-> %d -(%s)-> %d, %d channels x %d slots x %zu KiB "
               "(LL ring up to %zu KiB: %zu KiB slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
-              comm->rank, comm->nranks, comm->cudaDev, comm->busId, comm->prev, comm->rank, comm->next,
+              comm->rank, comm->nranks, comm->cudaDev, comm->busId, comm->prev, comm->recvShm ? "shm" : "p2p",
+              comm->rank, comm->sendShm ? "shm" : "p2p", comm->next,
               comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->llRingMaxBytes >> 10,
               comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10, comm->allPeersMapped ? "yes" : "no",
               comm->region.bytes / 1048576.0);
@@ -171,6 +131,8 @@ void releaseComm(loomComm *comm) {
     if (comm->stream) cudaStreamSynchronize(comm->stream);
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
+    shmClose(&comm->shmSend);
+    shmClose(&comm->shmRecv);
     p2pFreeRegion(&comm->region);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);

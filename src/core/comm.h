@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "btl_gpu/p2p/p2p.h"
+#include "btl_gpu/shm/shm.h"
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
 #include "loom.h"
@@ -23,8 +24,15 @@ struct loomComm {
     size_t channelBytes = 0;     // FifoFlags + slots of one channel
     loom::P2pRegion region;      // this rank's FIFOs (one per channel), then its LL slots
     std::vector<char *> peerBase; // peers' regions mapped into this process (null: not mapped)
-    char *nextBase = nullptr;    // the next rank's region, mapped
-    char *prevBase = nullptr;    // the previous rank's region, mapped
+    // Ring connections per protocol area ([kProtoSimple], [kProtoLL]); each
+    // points at an area of channels x [FifoFlags + slots]:
+    char *recvArea[2] = {};      // my receive FIFO (my region, or my shm segment)
+    char *prevCreditArea[2] = {}; // where I grant the previous rank credit
+    char *sendArea[2] = {};      // the next rank's receive FIFO (mapped region or its shm)
+    char *creditArea[2] = {};    // where my credit arrives
+    bool recvShm = false, sendShm = false; // which connections go through host memory
+    loom::ShmSegment shmRecv;    // created here when the previous rank cannot reach my GPU
+    loom::ShmSegment shmSend;    // the next rank's, when my GPU cannot reach it
     bool allPeersMapped = false; // one-shot LL possible
     size_t llOffset = 0;         // LL slots: [2 parities][nranks senders] x llSlotBytes
     size_t llSlotBytes = 0;

@@ -83,12 +83,12 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
 
     // Mid sizes: the ring on LL (low latency per step); large: Simple.
     const bool ll = count * esize <= comm->llRingMaxBytes;
-    const size_t base = ll ? comm->llRingOffset : 0;
+    const int proto = ll ? kProtoLL : kProtoSimple;
     const size_t chBytes = ll ? comm->llRingChannelBytes : comm->channelBytes;
     uint64_t *steps = ll ? comm->llRingStep : comm->step;
     RingArgs a;
     memset(&a, 0, sizeof(a));
-    a.proto = ll ? kProtoLL : kProtoSimple;
+    a.proto = proto;
     a.in = sendbuff;
     a.out = recvbuff;
     a.count = count;
@@ -100,17 +100,16 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     a.slotBytes = ll ? comm->llRingSlotBytes : comm->slotBytes;
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
-    char *mine = static_cast<char *>(comm->region.base);
-    for (int c = 0; c < a.nchannels; ++c) {
-        size_t at = base + (size_t)c * chBytes;
+    for (int c = 0; c < a.nchannels && comm->nranks > 1; ++c) {
+        const size_t at = (size_t)c * chBytes;
+        auto flags = [&](char *area) { return reinterpret_cast<FifoFlags *>(area + at); };
         RingChannel &ch = a.ch[c];
-        ch.myFlags = reinterpret_cast<FifoFlags *>(mine + at);
-        ch.mySlots = mine + at + sizeof(FifoFlags);
-        if (comm->nranks > 1) {
-            ch.nextFlags = reinterpret_cast<FifoFlags *>(comm->nextBase + at);
-            ch.nextSlots = comm->nextBase + at + sizeof(FifoFlags);
-            ch.prevFlags = reinterpret_cast<FifoFlags *>(comm->prevBase + at);
-        }
+        ch.recvSlots = comm->recvArea[proto] + at + sizeof(FifoFlags);
+        ch.recvTail = &flags(comm->recvArea[proto])->recvTail;
+        ch.sendHead = &flags(comm->creditArea[proto])->sendHead;
+        ch.sendSlots = comm->sendArea[proto] + at + sizeof(FifoFlags);
+        ch.nextRecvTail = &flags(comm->sendArea[proto])->recvTail;
+        ch.prevSendHead = &flags(comm->prevCreditArea[proto])->sendHead;
         ch.step = steps[c];
     }
     cudaError_t err = launchRingAllreduce(a, datatype, op, stream);

@@ -18,7 +18,7 @@ struct ProtoSimple {
     // Thread 0: wait until the previous rank has posted step `recvd`.
     template <typename Wait>
     __device__ static bool waitData(const RingChannel &c, uint64_t recvd, Wait wait) {
-        return wait([&] { return c.myFlags->recvTail > recvd; });
+        return wait([&] { return *c.recvTail > recvd; });
     }
 
     // A scalar load that bypasses L1 (slot data is written by a peer GPU).
@@ -97,7 +97,7 @@ struct ProtoSimple {
     __device__ static void fenceSend() { __threadfence_system(); }
 
     // Thread 0: step `sent` is in the next rank's slot.
-    __device__ static void publish(const RingChannel &c, uint64_t sent) { c.nextFlags->recvTail = sent + 1; }
+    __device__ static void publish(const RingChannel &c, uint64_t sent) { *c.nextRecvTail = sent + 1; }
 };
 
 } // namespace loom

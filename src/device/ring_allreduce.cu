@@ -63,14 +63,14 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringAllreduceKernel(RingArgs 
             if (threadIdx.x == 0) {
                 bool ok = true;
                 if (st.recv) ok = Proto::waitData(c, recvd, wait);
-                if (ok && st.send) ok = wait([&] { return sent - c.myFlags->sendHead < (uint64_t)a.nslots; });
+                if (ok && st.send) ok = wait([&] { return sent - *c.sendHead < (uint64_t)a.nslots; });
                 waitFailed = !ok;
                 __threadfence(); // order the flag reads before the data reads below
             }
             __syncthreads();
             if ((abort = waitFailed)) break;
-            const void *src = st.recv ? c.mySlots + (recvd % a.nslots) * a.slotBytes : nullptr;
-            void *toNext = st.send ? c.nextSlots + (sent % a.nslots) * a.slotBytes : nullptr;
+            const void *src = st.recv ? c.recvSlots + (recvd % a.nslots) * a.slotBytes : nullptr;
+            void *toNext = st.send ? c.sendSlots + (sent % a.nslots) * a.slotBytes : nullptr;
             bool ok = Proto::template move<T, Op>(a, src, in + off, toNext, st.toOutput ? out + off : nullptr, len,
                                                   st.reduce, (uint32_t)(recvd + 1), (uint32_t)(sent + 1), clock64());
             if (!ok) moveFailed = true;
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringAllreduceKernel(RingArgs 
             if ((abort = moveFailed)) break;
             if (threadIdx.x == 0) {
                 if (st.send) Proto::publish(c, sent);
-                if (st.recv) c.prevFlags->sendHead = recvd + 1;
+                if (st.recv) *c.prevSendHead = recvd + 1;
             }
             // Every thread keeps the counters: they pick the slots above.
             sent += st.send;

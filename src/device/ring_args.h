@@ -30,13 +30,17 @@ struct alignas(256) FifoFlags {
     uint64_t pad1[15];
 };
 
+// One channel's ring connections as the kernel sees them, whatever carries
+// them (p2p: GPU memory mapped with CUDA IPC; shm: host memory mapped into
+// both GPUs). The FIFO of a pair lives on the receiving side.
 struct RingChannel {
-    char *mySlots;
-    FifoFlags *myFlags;
-    char *nextSlots;       // the next rank's slots (we write them)
-    FifoFlags *nextFlags;  // the next rank's flags (we bump its recvTail)
-    FifoFlags *prevFlags;  // the previous rank's flags (we bump its sendHead)
-    uint64_t step;         // slots sent (= received) on this channel by earlier calls
+    char *recvSlots;                 // my receive FIFO (the previous rank writes it)
+    volatile uint64_t *recvTail;     // ... and its tail: slots posted to me
+    volatile uint64_t *sendHead;     // credit for my sends: slots the next rank consumed
+    char *sendSlots;                 // the next rank's receive FIFO (I write it)
+    volatile uint64_t *nextRecvTail; // its tail (I bump it)
+    volatile uint64_t *prevSendHead; // the previous rank's credit (I bump it)
+    uint64_t step;                   // slots sent (= received) on this channel by earlier calls
 };
 
 struct RingArgs {

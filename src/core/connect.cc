@@ -1,0 +1,102 @@
+#include "core/connect.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/debug.h"
+
+namespace loom {
+
+namespace {
+
+// Offsets of the protocol areas inside a GPU region and inside a shm segment.
+void regionAreas(const loomComm *comm, char *base, char *areas[2]) {
+    areas[kProtoSimple] = base;
+    areas[kProtoLL] = base + comm->llRingOffset;
+}
+size_t shmBytes(const loomComm *comm) {
+    return (size_t)comm->maxChannels * comm->channelBytes +
+           (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
+}
+void shmAreas(const loomComm *comm, void *base, char *areas[2]) {
+    areas[kProtoSimple] = static_cast<char *>(base);
+    areas[kProtoLL] = static_cast<char *>(base) + (size_t)comm->maxChannels * comm->channelBytes;
+}
+
+loomResult_t mapPeer(loomComm *comm, const std::vector<PeerInfo> &peers, int q) {
+    if (comm->peerBase[q]) return loomSuccess;
+    void *p = nullptr;
+    loomResult_t r = p2pOpen(peers[q].endpoint, &p);
+    comm->peerBase[q] = static_cast<char *>(p);
+    return r;
+}
+
+} // namespace
+
+loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
+    const int n = comm->nranks, me = comm->rank;
+    const uint64_t host = peers[me].hostHash;
+    const bool p2pOff = getenv("LOOM_P2P_DISABLE") && atoi(getenv("LOOM_P2P_DISABLE")) != 0;
+    // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.
+    std::vector<uint8_t> mine(n, 0), can((size_t)n * n, 0);
+    for (int q = 0; q < n; ++q)
+        mine[q] = q == me || (!p2pOff && peers[q].hostHash == host && p2pCanConnect(comm->cudaDev, peers[q].endpoint));
+    if (bs->allgather(bs->ctx, mine.data(), can.data(), (size_t)n) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of reachability failed", me);
+    auto p2p = [&](int a, int b) { return can[(size_t)a * n + b] && can[(size_t)b * n + a]; };
+    for (int q : {comm->prev, comm->next})
+        if (peers[q].hostHash != host) {
+            LOOM_INFO(kInit, "rank %d: ring neighbour %d is on another host; the net transport will carry this, "
+                             "until then loom's GPU path is not available", me, q);
+            return loomNotSupported;
+        }
+    comm->recvShm = !p2p(comm->prev, me);
+    comm->sendShm = !p2p(me, comm->next);
+
+    // Receivers whose previous rank cannot reach them publish a shm FIFO.
+    ShmEndpoint myShm{};
+    if (comm->recvShm) {
+        loomResult_t r = shmCreate(shmBytes(comm), "fifo", &comm->shmRecv, &myShm);
+        if (r != loomSuccess) return r;
+    }
+    std::vector<ShmEndpoint> shm(n);
+    if (bs->allgather(bs->ctx, &myShm, shm.data(), sizeof(myShm)) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of shm FIFOs failed", me);
+
+    bool all = n <= kMaxOneShotRanks && comm->llMaxBytes > 0;
+    for (int a = 0; all && a < n; ++a)
+        for (int b = 0; all && b < n; ++b) all = p2p(a, b);
+    comm->peerBase.assign(n, nullptr);
+    loomResult_t r = loomSuccess;
+    for (int q = 0; q < n && r == loomSuccess; ++q)
+        if (q != me && (all || (q == comm->next && !comm->sendShm) || (q == comm->prev && !comm->recvShm)))
+            r = mapPeer(comm, peers, q);
+    if (r == loomSuccess && comm->sendShm) r = shmOpen(shm[comm->next], &comm->shmSend);
+    // Everyone has mapped what it needs: the names can go.
+    int token = 0;
+    std::vector<int> tokens(n);
+    if (r == loomSuccess && bs->allgather(bs->ctx, &token, tokens.data(), sizeof(token)) != 0)
+        r = fail(loomRemoteError, "rank %d: bootstrap barrier failed", me);
+    shmUnlink(&comm->shmRecv);
+    if (r != loomSuccess) return r;
+    comm->allPeersMapped = all;
+
+    char *myRegion = static_cast<char *>(comm->region.base);
+    if (comm->recvShm) {
+        shmAreas(comm, comm->shmRecv.device, comm->recvArea);
+        shmAreas(comm, comm->shmRecv.device, comm->prevCreditArea);
+    } else {
+        regionAreas(comm, myRegion, comm->recvArea);
+        regionAreas(comm, comm->peerBase[comm->prev], comm->prevCreditArea);
+    }
+    if (comm->sendShm) {
+        shmAreas(comm, comm->shmSend.device, comm->sendArea);
+        shmAreas(comm, comm->shmSend.device, comm->creditArea);
+    } else {
+        regionAreas(comm, comm->peerBase[comm->next], comm->sendArea);
+        regionAreas(comm, myRegion, comm->creditArea);
+    }
+    return loomSuccess;
+}
+
+} // namespace loom
