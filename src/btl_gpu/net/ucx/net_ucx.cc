@@ -1,0 +1,378 @@
+/*
+ * `ucx` net plugin: loom's network interface over UCP tag matching, for any
+ * fabric UCX drives (and TCP, which the CPU tests use on loopback).
+ *
+ * One UCP worker per communicator. The receiver's worker address is the
+ * listen handle; the sender connects an endpoint to it and sends a hello
+ * carrying its own worker address, so the receiver connects back. Both
+ * endpoints use peer error handling: a peer that dies fails the
+ * communicator's requests instead of leaving them pending forever.
+ */
+#include "btl_gpu/net/ucx/net_ucx.h"
+
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "core/debug.h"
+
+namespace loom {
+namespace net {
+
+namespace {
+
+constexpr uint64_t kHelloTag = 1;         // connection handshake
+constexpr uint64_t kDataBit = 1ull << 63; // data: kDataBit | user tag
+constexpr uint64_t kFullMask = ~0ull;
+constexpr uint32_t kMagic = 0x6d6f6f6c;   // "loom"
+
+// The listen handle: the receiving worker's address, plus the connect state
+// of the sender that uses it (NCCL-style: connect is re-entered with the handle).
+struct HandleData {
+    uint32_t magic;
+    uint32_t addrLen;
+    void *pending; // sender side: the comm being connected
+    char addr[kHandleBytes - 16];
+};
+static_assert(sizeof(HandleData) <= kHandleBytes, "handle too large");
+
+ucp_context_h g_ctx = nullptr;
+
+struct Comm {
+    ucp_worker_h worker = nullptr;
+    ucp_ep_h ep = nullptr; // sender: to the receiver; receiver: back to the sender
+    bool failed = false;
+    void *hello = nullptr; // handshake request in flight
+    std::vector<char> helloBuf;
+    bool helloDone = false;
+    ucs_status_t helloStatus = UCS_OK;
+};
+
+struct Request {
+    Comm *comm;
+    void *ucx = nullptr;
+    bool recv;
+    bool done = false;
+    ucs_status_t status = UCS_OK;
+    size_t size;
+};
+
+void onEpError(void *arg, ucp_ep_h, ucs_status_t status) {
+    Comm *c = static_cast<Comm *>(arg);
+    c->failed = true;
+    LOOM_WARN(kNet, "ucx: peer failed or closed (%s)", ucs_status_string(status));
+}
+
+void onSend(void *, ucs_status_t status, void *user) {
+    Request *r = static_cast<Request *>(user);
+    r->status = status;
+    r->done = true;
+}
+
+void onRecv(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void *user) {
+    Request *r = static_cast<Request *>(user);
+    r->status = status;
+    if (status == UCS_OK) r->size = info->length;
+    r->done = true;
+}
+
+void onHelloSend(void *, ucs_status_t status, void *user) {
+    Comm *c = static_cast<Comm *>(user);
+    c->helloStatus = status;
+    c->helloDone = true;
+}
+
+void onHelloRecv(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void *user) {
+    Comm *c = static_cast<Comm *>(user);
+    c->helloStatus = status;
+    if (status == UCS_OK) c->helloBuf.resize(info->length);
+    c->helloDone = true;
+}
+
+loomResult_t ucsFail(const char *what, ucs_status_t s) {
+    return fail(loomSystemError, "ucx: %s: %s", what, ucs_status_string(s));
+}
+
+loomResult_t newWorker(Comm *c) {
+    ucp_worker_params_t wp;
+    memset(&wp, 0, sizeof(wp));
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE; // used by one (proxy) thread
+    ucs_status_t s = ucp_worker_create(g_ctx, &wp, &c->worker);
+    return s == UCS_OK ? loomSuccess : ucsFail("worker", s);
+}
+
+loomResult_t connectEp(Comm *c, const void *address) {
+    ucp_ep_params_t ep;
+    memset(&ep, 0, sizeof(ep));
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = static_cast<const ucp_address_t *>(address);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = onEpError;
+    ep.err_handler.arg = c;
+    ucs_status_t s = ucp_ep_create(c->worker, &ep, &c->ep);
+    return s == UCS_OK ? loomSuccess : ucsFail("endpoint", s);
+}
+
+// Waits (bounded) for a UCX request of a closing endpoint.
+void drain(ucp_worker_h w, void *req) {
+    if (!UCS_PTR_IS_PTR(req)) return;
+    for (int i = 0; i < 1000000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++i) ucp_worker_progress(w);
+    ucp_request_free(req);
+}
+
+void destroy(Comm *c) {
+    if (!c) return;
+    if (c->ep) {
+        ucp_request_param_t p;
+        memset(&p, 0, sizeof(p));
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = c->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        drain(c->worker, ucp_ep_close_nbx(c->ep, &p));
+    }
+    if (c->hello && UCS_PTR_IS_PTR(c->hello)) {
+        ucp_request_cancel(c->worker, c->hello);
+        drain(c->worker, c->hello);
+    }
+    if (c->worker) ucp_worker_destroy(c->worker);
+    delete c;
+}
+
+// ------------------------------------------------------------------ the table
+
+loomResult_t ucxInit() {
+    if (g_ctx) return loomSuccess;
+    ucp_config_t *cfg;
+    ucs_status_t s = ucp_config_read(nullptr, nullptr, &cfg);
+    if (s != UCS_OK) return ucsFail("config", s);
+    ucp_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCP_PARAM_FIELD_FEATURES;
+    p.features = UCP_FEATURE_TAG;
+    s = ucp_init(&p, cfg, &g_ctx);
+    ucp_config_release(cfg);
+    return s == UCS_OK ? loomSuccess : ucsFail("init", s);
+}
+
+loomResult_t ucxDevices(int *n) {
+    *n = 1; // UCX chooses and aggregates the interfaces itself
+    return loomSuccess;
+}
+
+loomResult_t ucxGetProperties(int dev, Properties *p) {
+    if (dev != 0) return fail(loomInvalidArgument, "ucx: no device %d", dev);
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "ucx");
+    p->maxRecvs = 1;
+    return loomSuccess; // speed, latency, PCI path: unknown to the UCP API
+}
+
+loomResult_t ucxListen(int dev, Handle *handle, void **listenComm) {
+    if (!g_ctx || dev != 0) return fail(loomInvalidUsage, "ucx: listen before init or on device %d", dev);
+    Comm *c = new Comm;
+    loomResult_t r = newWorker(c);
+    ucp_address_t *addr = nullptr;
+    size_t len = 0;
+    if (r == loomSuccess) {
+        ucs_status_t s = ucp_worker_get_address(c->worker, &addr, &len);
+        if (s != UCS_OK) r = ucsFail("worker address", s);
+    }
+    HandleData *h = reinterpret_cast<HandleData *>(handle->data);
+    if (r == loomSuccess && len > sizeof(h->addr))
+        r = fail(loomNotSupported, "ucx: worker address of %zu bytes exceeds the %zu-byte handle (set UCX_TLS)", len,
+                 sizeof(h->addr));
+    if (r == loomSuccess) {
+        memset(handle, 0, sizeof(*handle));
+        h->magic = kMagic;
+        h->addrLen = (uint32_t)len;
+        memcpy(h->addr, addr, len);
+    }
+    if (addr) ucp_worker_release_address(c->worker, addr);
+    if (r != loomSuccess) {
+        destroy(c);
+        return r;
+    }
+    *listenComm = c;
+    return loomSuccess;
+}
+
+loomResult_t ucxConnect(int dev, Handle *handle, void **sendComm) {
+    *sendComm = nullptr;
+    HandleData *h = reinterpret_cast<HandleData *>(handle->data);
+    if (h->magic != kMagic) return fail(loomInvalidArgument, "ucx: not a ucx listen handle");
+    Comm *c = static_cast<Comm *>(h->pending);
+    if (!c) { // first call: endpoint, then the hello with our address
+        c = new Comm;
+        loomResult_t r = newWorker(c);
+        if (r == loomSuccess) r = connectEp(c, h->addr);
+        ucp_address_t *mine = nullptr;
+        size_t len = 0;
+        if (r == loomSuccess && ucp_worker_get_address(c->worker, &mine, &len) != UCS_OK)
+            r = fail(loomSystemError, "ucx: worker address");
+        if (r != loomSuccess) {
+            destroy(c);
+            return r;
+        }
+        c->helloBuf.assign(reinterpret_cast<char *>(mine), reinterpret_cast<char *>(mine) + len);
+        ucp_worker_release_address(c->worker, mine);
+        ucp_request_param_t p;
+        memset(&p, 0, sizeof(p));
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        p.cb.send = onHelloSend;
+        p.user_data = c;
+        c->hello = ucp_tag_send_nbx(c->ep, c->helloBuf.data(), c->helloBuf.size(), kHelloTag, &p);
+        if (UCS_PTR_IS_ERR(c->hello)) {
+            ucs_status_t s = UCS_PTR_STATUS(c->hello);
+            c->hello = nullptr;
+            destroy(c);
+            return ucsFail("hello", s);
+        }
+        h->pending = c;
+    }
+    ucp_worker_progress(c->worker);
+    if (!c->helloDone && !c->failed) return loomSuccess; // not yet: call again
+    h->pending = nullptr;
+    ucp_request_free(c->hello);
+    c->hello = nullptr;
+    if (c->failed || c->helloStatus != UCS_OK) {
+        destroy(c);
+        return fail(loomRemoteError, "ucx: connect: the receiver did not answer");
+    }
+    *sendComm = c;
+    return loomSuccess;
+}
+
+loomResult_t ucxAccept(void *listenComm, void **recvComm) {
+    *recvComm = nullptr;
+    Comm *l = static_cast<Comm *>(listenComm);
+    if (!l || !l->worker) return fail(loomInvalidUsage, "ucx: accept on a closed or used listen comm");
+    if (!l->hello) {
+        l->helloBuf.resize(kHandleBytes);
+        ucp_request_param_t p;
+        memset(&p, 0, sizeof(p));
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        p.cb.recv = onHelloRecv;
+        p.user_data = l;
+        l->hello = ucp_tag_recv_nbx(l->worker, l->helloBuf.data(), l->helloBuf.size(), kHelloTag, kFullMask, &p);
+        if (UCS_PTR_IS_ERR(l->hello)) {
+            ucs_status_t s = UCS_PTR_STATUS(l->hello);
+            l->hello = nullptr;
+            return ucsFail("accept", s);
+        }
+    }
+    ucp_worker_progress(l->worker);
+    if (!l->helloDone) return loomSuccess; // not yet: call again
+    ucp_request_free(l->hello);
+    l->hello = nullptr;
+    if (l->helloStatus != UCS_OK) return ucsFail("accept hello", l->helloStatus);
+    // The worker moves to the receive comm; the listen comm stays empty.
+    Comm *c = new Comm;
+    c->worker = l->worker;
+    l->worker = nullptr;
+    loomResult_t r = connectEp(c, l->helloBuf.data());
+    if (r != loomSuccess) {
+        destroy(c);
+        return r;
+    }
+    *recvComm = c;
+    return loomSuccess;
+}
+
+loomResult_t ucxRegMr(void *, void *data, size_t size, MemType, void **mhandle) {
+    // UCP's tag API registers (or copies) internally; the handle only records
+    // the range. GPU memory needs a UCX built with CUDA support.
+    *mhandle = new (std::nothrow) std::pair<void *, size_t>(data, size);
+    return *mhandle ? loomSuccess : fail(loomSystemError, "ucx: out of memory");
+}
+
+loomResult_t ucxRegMrDmaBuf(void *, void *, size_t, MemType, int, size_t, void **) {
+    return fail(loomNotSupported, "ucx: no dma-buf registration");
+}
+
+loomResult_t ucxDeregMr(void *, void *mhandle) {
+    delete static_cast<std::pair<void *, size_t> *>(mhandle);
+    return loomSuccess;
+}
+
+loomResult_t post(Comm *c, bool recv, void *data, size_t size, int tag, void **request) {
+    *request = nullptr;
+    if (!c) return fail(loomInvalidArgument, "ucx: NULL communicator");
+    if (c->failed) return fail(loomRemoteError, "ucx: %s on a failed connection", recv ? "irecv" : "isend");
+    if (tag < 0) return fail(loomInvalidArgument, "ucx: negative tag %d", tag);
+    Request *r = new Request{c, nullptr, recv, false, UCS_OK, size};
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.user_data = r;
+    const uint64_t t = kDataBit | (uint32_t)tag;
+    if (recv) {
+        p.cb.recv = onRecv;
+        r->ucx = ucp_tag_recv_nbx(c->worker, data, size, t, kFullMask, &p);
+    } else {
+        p.cb.send = onSend;
+        r->ucx = ucp_tag_send_nbx(c->ep, data, size, t, &p);
+    }
+    if (UCS_PTR_IS_ERR(r->ucx)) {
+        ucs_status_t s = UCS_PTR_STATUS(r->ucx);
+        delete r;
+        return ucsFail(recv ? "irecv" : "isend", s);
+    }
+    *request = r;
+    return loomSuccess;
+}
+
+loomResult_t ucxIsend(void *comm, void *data, size_t size, int tag, void *, void **request) {
+    return post(static_cast<Comm *>(comm), false, data, size, tag, request);
+}
+
+loomResult_t ucxIrecv(void *comm, void *data, size_t size, int tag, void *, void **request) {
+    return post(static_cast<Comm *>(comm), true, data, size, tag, request);
+}
+
+loomResult_t ucxIflush(void *, void *, size_t, void *, void **request) {
+    *request = nullptr; // host memory, or UCX's own GPU support: nothing to flush
+    return loomSuccess;
+}
+
+loomResult_t ucxTest(void *request, int *done, size_t *size) {
+    Request *r = static_cast<Request *>(request);
+    *done = 0;
+    ucp_worker_progress(r->comm->worker);
+    if (!r->done && r->comm->failed) {
+        // A receive is not tied to the dead endpoint: cancel it ourselves.
+        ucp_request_cancel(r->comm->worker, r->ucx);
+        for (int i = 0; i < 1000 && !r->done; ++i) ucp_worker_progress(r->comm->worker);
+    }
+    if (!r->done) return loomSuccess;
+    ucs_status_t s = r->status;
+    size_t n = r->size;
+    bool recv = r->recv;
+    ucp_request_free(r->ucx);
+    delete r;
+    if (s == UCS_ERR_MESSAGE_TRUNCATED)
+        return fail(loomInvalidArgument, "ucx: received more than the %zu bytes posted", n);
+    if (s != UCS_OK) return fail(loomRemoteError, "ucx: %s failed: %s", recv ? "irecv" : "isend", ucs_status_string(s));
+    *done = 1;
+    if (size) *size = n;
+    return loomSuccess;
+}
+
+loomResult_t ucxClose(void *comm) {
+    destroy(static_cast<Comm *>(comm));
+    return loomSuccess;
+}
+
+const NetPlugin kUcx = {"ucx",         ucxInit,         ucxDevices,   ucxGetProperties, ucxListen,
+                        ucxConnect,    ucxAccept,       ucxRegMr,     ucxRegMrDmaBuf,   ucxDeregMr,
+                        ucxIsend,      ucxIrecv,        ucxIflush,    ucxTest,          ucxClose,
+                        ucxClose,      ucxClose};
+
+} // namespace
+
+const NetPlugin *ucxPlugin() { return &kUcx; }
+
+} // namespace net
+} // namespace loom
