@@ -1,0 +1,86 @@
+/*
+ * The proxy: one progress thread per process that moves the steps of net
+ * connections. It meets the GPU at the same counters the ring kernels use for
+ * p2p and shm, in host-mapped memory:
+ *
+ *   send side: the GPU writes a step into the send FIFO, stores its size in
+ *     sizes[slot] and bumps `tail`; the proxy sends it (isend) and, once the
+ *     network is done with the slot, bumps `head` (the GPU's credit).
+ *   recv side: the proxy posts receives into free slots (while the GPU's
+ *     `head` allows), and when a step has arrived (and is flushed) stores its
+ *     size and bumps `tail` for the GPU.
+ *
+ * Idle, the thread sleeps on a condition variable; kick() (called when the
+ * host enqueues work that uses the network) wakes it within microseconds.
+ * Busy, it spins; after `idleSpinUs` without progress it sleeps again, for
+ * 1 ms at first and up to 16 ms while nothing happens.
+ */
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "btl_gpu/net/net.h"
+#include "loom.h"
+
+namespace loom {
+
+struct ProxyFifo {
+    char *slots;                 // nslots x slotBytes
+    size_t slotBytes;
+    int nslots;
+    volatile uint64_t *tail;     // steps posted (send: by the GPU; recv: by the proxy)
+    volatile uint64_t *head;     // steps freed (send: by the proxy; recv: by the GPU)
+    volatile uint64_t *sizes;    // bytes of the step in each slot
+};
+
+class Proxy {
+  public:
+    explicit Proxy(const net::NetPlugin *plugin, int idleSpinUs = 200);
+    ~Proxy(); // stops the thread; connections must be removed first
+
+    // Connections; the comm belongs to the caller (close it after remove).
+    int addSend(void *sendComm, const ProxyFifo &fifo, int tag);
+    int addRecv(void *recvComm, const ProxyFifo &fifo, int tag);
+    void remove(int id);
+
+    // Work was enqueued: run now.
+    void kick();
+
+    // First error seen on any connection (loomSuccess if none).
+    loomResult_t error() const { return error_.load(); }
+    // Sleeps of the thread so far (for tests of idle behaviour).
+    uint64_t sleeps() const { return sleeps_.load(); }
+
+  private:
+    struct Conn {
+        bool send = false;
+        void *comm = nullptr;
+        ProxyFifo fifo{};
+        int tag = 0;
+        uint64_t posted = 0; // steps handed to the network
+        uint64_t done = 0;   // steps completed
+        std::vector<void *> requests; // per slot, in flight
+        bool active = true;
+    };
+    int add(bool send, void *comm, const ProxyFifo &fifo, int tag); // with mu_ held
+    void run();
+    bool progress(Conn &c); // true if anything moved
+
+    const net::NetPlugin *plugin_;
+    const int idleSpinUs_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::vector<Conn> conns_;
+    bool stop_ = false;
+    bool kicked_ = false;
+    std::atomic<loomResult_t> error_{loomSuccess};
+    std::atomic<uint64_t> sleeps_{0};
+    std::thread thread_;
+};
+
+} // namespace loom
