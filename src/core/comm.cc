@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/debug.h"
+#include "core/bootstrap.h"
 #include "core/connect.h"
 #include "core/params.h"
 #include "core/topology.h"
@@ -46,12 +47,28 @@ uint64_t hostHash() {
                         what, cudaGetErrorString(e_));                                               \
     } while (0)
 
-// Ring neighbours and channel count from the topology search.
-loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, uint64_t myHost) {
-    RankIdentity me{};
-    me.hostHash = myHost;
-    CUDA_TRY(cudaDeviceGetPCIBusId(me.busId, sizeof(me.busId), comm->cudaDev), "cudaDeviceGetPCIBusId");
-    memcpy(comm->busId, me.busId, sizeof(comm->busId));
+// Phase 1, local: the GPU, loom's stream, the abort flag.
+loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
+    const Params &p = params();
+    CUDA_TRY(cudaSetDevice(comm->cudaDev), "cudaSetDevice");
+    CUDA_TRY(cudaDeviceGetPCIBusId(me->busId, sizeof(me->busId), comm->cudaDev), "cudaDeviceGetPCIBusId");
+    memcpy(comm->busId, me->busId, sizeof(comm->busId));
+    // A blocking stream: loom's kernels are ordered after the application's
+    // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
+    // DMA may still run when the call returns), as CUDA-aware MPI users expect.
+    CUDA_TRY(cudaStreamCreateWithFlags(&comm->stream, cudaStreamDefault), "cudaStreamCreate");
+    CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
+    *comm->abortFlag = 0;
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->abortFlagDev, (void *)comm->abortFlag, 0),
+             "cudaHostGetDevicePointer");
+    int clockKHz = 0;
+    CUDA_TRY(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, comm->cudaDev), "clock rate");
+    comm->timeoutCycles = (unsigned long long)(p.timeoutSeconds * clockKHz * 1000.0);
+    return loomSuccess;
+}
+
+// Phase 2, collective and deterministic: ring neighbours and channel count.
+loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const RankIdentity &me) {
     std::vector<RankIdentity> ids(comm->nranks);
     if (bs->allgather(bs->ctx, &me, ids.data(), sizeof(me)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of GPU identities failed", comm->rank);
@@ -70,12 +87,9 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, uint64_
     return loomSuccess;
 }
 
-loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
+// Phase 3, local: FIFO sizes and this rank's region.
+loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     const Params &p = params();
-    CUDA_TRY(cudaSetDevice(comm->cudaDev), "cudaSetDevice");
-    const uint64_t myHost = hostHash();
-    loomResult_t r = planFromTopology(comm, bs, myHost);
-    if (r != loomSuccess) return r;
     comm->nslots = p.nslots;
     comm->slotBytes = (size_t)p.slotBytes;
     comm->channelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->slotBytes;
@@ -86,38 +100,38 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     comm->llRingSlotBytes = (size_t)p.llSlotBytes;
     comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
     comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
+    size_t regionBytes =
+        comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
+    return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
+}
 
-    // A blocking stream: loom's kernels are ordered after the application's
-    // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
-    // DMA may still run when the call returns), as CUDA-aware MPI users expect.
-    CUDA_TRY(cudaStreamCreateWithFlags(&comm->stream, cudaStreamDefault), "cudaStreamCreate");
-    CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
-    *comm->abortFlag = 0;
-    CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->abortFlagDev, (void *)comm->abortFlag, 0),
-             "cudaHostGetDevicePointer");
-    int clockKHz = 0;
-    CUDA_TRY(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, comm->cudaDev), "clock rate");
-    comm->timeoutCycles = (unsigned long long)(p.timeoutSeconds * clockKHz * 1000.0);
-
-    PeerInfo mine{};
-    mine.hostHash = myHost;
-    mine.pid = (int)getpid();
-    mine.cudaDev = comm->cudaDev;
-    size_t regionBytes = comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
-    r = p2pAllocRegion(regionBytes, &comm->region, &mine.endpoint);
+// Every phase that can fail on one rank is followed by agreeAll, so all ranks
+// leave together instead of some waiting in the next exchange.
+loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
+    const int rank = comm->rank, n = comm->nranks;
+    RankIdentity me{};
+    me.hostHash = hostHash();
+    loomResult_t r = agreeAll(bs, rank, n, setupGpu(comm, &me), "GPU setup");
+    if (r == loomSuccess) r = planFromTopology(comm, bs, me);
     if (r != loomSuccess) return r;
 
-    std::vector<PeerInfo> peers(comm->nranks);
+    PeerInfo mine{};
+    mine.hostHash = me.hostHash;
+    mine.pid = (int)getpid();
+    mine.cudaDev = comm->cudaDev;
+    r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
+    if (r != loomSuccess) return r;
+    std::vector<PeerInfo> peers(n);
     if (bs->allgather(bs->ctx, &mine, peers.data(), sizeof(PeerInfo)) != 0)
-        return fail(loomRemoteError, "rank %d: bootstrap allgather of peer info failed", comm->rank);
-    if (comm->nranks > 1) {
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of peer info failed", rank);
+    if (n > 1) {
         r = connectRing(comm, bs, peers);
         if (r != loomSuccess) return r;
     }
     LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -(%s)-> %d -(%s)-> %d, %d channels x %d slots x %zu KiB "
               "(LL ring up to %zu KiB: %zu KiB slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
-              comm->rank, comm->nranks, comm->cudaDev, comm->busId, comm->prev, comm->recvShm ? "shm" : "p2p",
-              comm->rank, comm->sendShm ? "shm" : "p2p", comm->next,
+              rank, n, comm->cudaDev, comm->busId, comm->prev, comm->recvShm ? "shm" : "p2p",
+              rank, comm->sendShm ? "shm" : "p2p", comm->next,
               comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->llRingMaxBytes >> 10,
               comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10, comm->allPeersMapped ? "yes" : "no",
               comm->region.bytes / 1048576.0);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/bootstrap.h"
 #include "core/debug.h"
 
 namespace loom {
@@ -55,10 +56,9 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
 
     // Receivers whose previous rank cannot reach them publish a shm FIFO.
     ShmEndpoint myShm{};
-    if (comm->recvShm) {
-        loomResult_t r = shmCreate(shmBytes(comm), "fifo", &comm->shmRecv, &myShm);
-        if (r != loomSuccess) return r;
-    }
+    loomResult_t made = comm->recvShm ? shmCreate(shmBytes(comm), "fifo", &comm->shmRecv, &myShm) : loomSuccess;
+    made = agreeAll(bs, me, n, made, "shm FIFO creation");
+    if (made != loomSuccess) return made;
     std::vector<ShmEndpoint> shm(n);
     if (bs->allgather(bs->ctx, &myShm, shm.data(), sizeof(myShm)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of shm FIFOs failed", me);
@@ -72,11 +72,8 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
         if (q != me && (all || (q == comm->next && !comm->sendShm) || (q == comm->prev && !comm->recvShm)))
             r = mapPeer(comm, peers, q);
     if (r == loomSuccess && comm->sendShm) r = shmOpen(shm[comm->next], &comm->shmSend);
-    // Everyone has mapped what it needs: the names can go.
-    int token = 0;
-    std::vector<int> tokens(n);
-    if (r == loomSuccess && bs->allgather(bs->ctx, &token, tokens.data(), sizeof(token)) != 0)
-        r = fail(loomRemoteError, "rank %d: bootstrap barrier failed", me);
+    // Everyone has mapped what it needs (or failed): the names can go.
+    r = agreeAll(bs, me, n, r, "mapping peers");
     shmUnlink(&comm->shmRecv);
     if (r != loomSuccess) return r;
     comm->allPeersMapped = all;

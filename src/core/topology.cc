@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "core/bootstrap.h"
 #include "core/debug.h"
 #include "core/params.h"
 #include "device/ring_args.h"
@@ -13,20 +14,6 @@
 namespace loom {
 
 namespace {
-
-// Allgather of one string per rank (sizes first, then padded texts).
-bool allgatherStrings(const loomBootstrap_t *bs, int nranks, const std::string &mine, std::vector<std::string> *all) {
-    uint64_t len = mine.size(), maxLen = 0;
-    std::vector<uint64_t> lens(nranks);
-    if (bs->allgather(bs->ctx, &len, lens.data(), sizeof(len)) != 0) return false;
-    for (uint64_t l : lens) maxLen = l > maxLen ? l : maxLen;
-    std::vector<char> send(maxLen + 1, 0), recv((maxLen + 1) * nranks);
-    memcpy(send.data(), mine.data(), mine.size());
-    if (bs->allgather(bs->ctx, send.data(), recv.data(), maxLen + 1) != 0) return false;
-    all->resize(nranks);
-    for (int r = 0; r < nranks; ++r) (*all)[r].assign(&recv[(maxLen + 1) * r], lens[r]);
-    return true;
-}
 
 void dumpIfAsked(const char *env, const std::string &text) {
     const char *path = getenv(env);
@@ -45,8 +32,8 @@ loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> 
     std::string notes, mine;
     if (firstOfHost[ids[rank].hostHash] == rank) mine = topo::localSystemXml(&notes);
     std::vector<std::string> xml;
-    if (!allgatherStrings(bs, nranks, mine, &xml))
-        return fail(loomRemoteError, "rank %d: bootstrap allgather of topologies failed", rank);
+    loomResult_t gathered = allgatherStrings(bs, rank, nranks, mine, &xml);
+    if (gathered != loomSuccess) return gathered;
     if (!notes.empty()) LOOM_INFO(kTopo, "rank %d: %s", rank, notes.c_str());
 
     topo::System sys;

@@ -5,3 +5,4 @@ Suite *span_suite(void);
 Suite *core_suite(void);
 Suite *ring_schedule_suite(void);
 Suite *topo_suite(void);
+Suite *bootstrap_suite(void);

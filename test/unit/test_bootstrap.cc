@@ -1,0 +1,116 @@
+// Communicator creation never leaves a rank waiting for a peer that failed:
+// ranks are threads over an in-process bootstrap.
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "loom.h"
+#include "unit_suites.h"
+
+namespace {
+
+// Allgather among `n` threads: each writes its slot, all wait, all read.
+struct ThreadGroup {
+    explicit ThreadGroup(int ranks) : n(ranks) {}
+    int n;
+    std::mutex mu;
+    std::condition_variable cv;
+    int arrived = 0;
+    unsigned generation = 0;
+    std::vector<char> buf;
+
+    void barrier() {
+        std::unique_lock<std::mutex> l(mu);
+        unsigned g = generation;
+        if (++arrived == n) {
+            arrived = 0;
+            ++generation;
+            cv.notify_all();
+        } else {
+            cv.wait(l, [&] { return generation != g; });
+        }
+    }
+};
+
+struct Rank {
+    ThreadGroup *group;
+    int rank;
+};
+
+int threadAllgather(void *ctx, const void *send, void *recv, size_t bytes) {
+    Rank *r = static_cast<Rank *>(ctx);
+    ThreadGroup *g = r->group;
+    {
+        std::lock_guard<std::mutex> l(g->mu);
+        if (g->buf.size() < bytes * g->n) g->buf.resize(bytes * g->n);
+    }
+    g->barrier();
+    memcpy(g->buf.data() + bytes * r->rank, send, bytes);
+    g->barrier();
+    memcpy(recv, g->buf.data(), bytes * g->n);
+    g->barrier();
+    return 0;
+}
+
+} // namespace
+
+START_TEST(agree_all_reports_who_failed) {
+    ThreadGroup g(3);
+    std::vector<loomResult_t> out(3);
+    const loomResult_t local[3] = {loomSuccess, loomSuccess, loomSystemError};
+    std::vector<std::thread> t;
+    std::vector<Rank> ranks = {{&g, 0}, {&g, 1}, {&g, 2}};
+    for (int r = 0; r < 3; ++r)
+        t.emplace_back([&, r] {
+            loomBootstrap_t bs = {&ranks[r], threadAllgather};
+            out[r] = loom::agreeAll(&bs, r, 3, local[r], "a test stage");
+        });
+    for (auto &x : t) x.join();
+    ck_assert_int_eq(out[0], loomRemoteError);
+    ck_assert_int_eq(out[1], loomRemoteError);
+    ck_assert_int_eq(out[2], loomSystemError); // its own error, not a remote one
+}
+END_TEST
+
+START_TEST(all_ranks_fail_together_without_gpu) {
+    // Here (CI: no driver) every rank fails at GPU setup; on a GPU machine the
+    // ranks share one process, so mapping each other's memory fails instead.
+    // Either way all must return an error; a hang trips the test timeout.
+    const int n = 3;
+    ThreadGroup g(n);
+    std::vector<Rank> ranks;
+    for (int r = 0; r < n; ++r) ranks.push_back(Rank{&g, r});
+    std::vector<loomResult_t> out(n, loomSuccess);
+    std::vector<loomComm_t> comms(n, nullptr);
+    loomUniqueId id;
+    ck_assert_int_eq(loomGetUniqueId(&id), loomSuccess);
+    std::vector<std::thread> t;
+    for (int r = 0; r < n; ++r)
+        t.emplace_back([&, r] {
+            loomBootstrap_t bs = {&ranks[r], threadAllgather};
+            out[r] = loomCommInitRank(&comms[r], n, id, r, 0, &bs);
+        });
+    for (auto &x : t) x.join();
+    for (int r = 0; r < n; ++r) {
+        ck_assert_int_ne(out[r], loomSuccess);
+        ck_assert_ptr_null(comms[r]);
+    }
+    ck_assert_int_eq(loomCommInitRank(nullptr, n, id, 0, 0, nullptr), loomInvalidArgument);
+    loomBootstrap_t bs = {&ranks[0], threadAllgather};
+    loomComm_t c;
+    ck_assert_int_eq(loomCommInitRank(&c, 2, id, 5, 0, &bs), loomInvalidArgument);
+}
+END_TEST
+
+Suite *bootstrap_suite(void) {
+    Suite *s = suite_create("bootstrap");
+    TCase *tc = tcase_create("bootstrap");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, agree_all_reports_who_failed);
+    tcase_add_test(tc, all_ranks_fail_together_without_gpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
