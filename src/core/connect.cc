@@ -45,9 +45,11 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     if (bs->allgather(bs->ctx, mine.data(), can.data(), (size_t)n) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of reachability failed", me);
     auto p2p = [&](int a, int b) { return can[(size_t)a * n + b] && can[(size_t)b * n + a]; };
-    for (int q : {comm->prev, comm->next})
-        if (peers[q].hostHash != host) {
-            LOOM_INFO(kInit, "rank %d: ring neighbour %d is on another host; the net transport will carry this, "
+    // Decided from gathered data, identically on every rank: one rank leaving
+    // here while another goes on to the next exchange would hang that one.
+    for (int q = 0; q < n; ++q)
+        if (peers[q].hostHash != peers[0].hostHash) {
+            LOOM_INFO(kInit, "rank %d: the communicator spans hosts (rank %d); the net transport will carry this, "
                              "until then loom's GPU path is not available", me, q);
             return loomNotSupported;
         }
