@@ -63,16 +63,17 @@ std::vector<int> bestOrder(std::vector<int> ranks, int first, int last, Score sc
     return best;
 }
 
-// GPU of `ranks` nearest to `nic`, not `except`: best route class (PIX before
-// PHB: a shared switch beats a trip through the CPU even at equal bottleneck),
-// then highest bandwidth, then lowest rank.
+// Which of two routes is closer: better class (PIX before PHB: a shared switch
+// beats a trip through the CPU even at equal bottleneck), then more bandwidth.
+bool closer(const Path &p, const Path &q) { return p.type < q.type || (p.type == q.type && p.bw > q.bw); }
+
+// GPU of `ranks` nearest to `nic`, not `except`; ties: lowest rank.
 int nearestRank(const Paths &paths, const RankPlacement &place, const std::vector<int> &ranks, int nic, int except) {
     int best = -1;
     for (int r : ranks) {
         if (r == except) continue;
         if (best < 0) { best = r; continue; }
-        const Path &p = paths.between(place.gpuOfRank[r], nic), &q = paths.between(place.gpuOfRank[best], nic);
-        if (p.type < q.type || (p.type == q.type && p.bw > q.bw)) best = r;
+        if (closer(paths.between(place.gpuOfRank[r], nic), paths.between(place.gpuOfRank[best], nic))) best = r;
     }
     return best;
 }
@@ -259,6 +260,15 @@ Graphs searchGraphs(const System &sys, const RankPlacement &place, const SearchP
         hostTree(ring, byHost, place, sys, hostParent, &g.trees[t]);
     }
     return g;
+}
+
+int closestNic(const System &sys, const Paths &paths, int gpu) {
+    int best = -1;
+    for (int nic : sys.nics(sys.nodes[gpu].host)) { // bus id order: ties keep the first
+        if (best < 0) { best = nic; continue; }
+        if (closer(paths.between(gpu, nic), paths.between(gpu, best))) best = nic;
+    }
+    return best;
 }
 
 std::string graphsToXml(const Graphs &g) {

@@ -69,6 +69,10 @@ void binaryTree(int n, std::vector<int> *parent);
 // The complementary tree: shifted by one (n even) or mirrored (n odd).
 void complementaryTree(int n, std::vector<int> *parent);
 
+// The NIC a GPU should use: best route class (PIX before PHB before SYS), then
+// bandwidth, then bus id. -1 when its host has no NIC.
+int closestNic(const System &sys, const Paths &paths, int gpu);
+
 std::string graphsToXml(const Graphs &g);
 std::string describeGraphs(const System &sys, const Graphs &g); // a few readable lines
 

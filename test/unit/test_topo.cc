@@ -247,6 +247,26 @@ START_TEST(double_binary_trees) {
 }
 END_TEST
 
+START_TEST(each_gpu_uses_its_closest_nic) {
+    System dgx = load("dgx_h100_8gpu_8nic.xml");
+    Paths dp(dgx);
+    for (int i = 0; i < 8; ++i) {
+        std::string g = "gpu" + std::to_string(i), n = "mlx5_" + std::to_string(i);
+        ck_assert_int_eq(closestNic(dgx, dp, dgx.find(0, g)), dgx.find(0, n));
+    }
+    System two = load("two_nodes_4gpu_2nic.xml");
+    Paths tp(two);
+    for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 4; ++i) {
+            std::string g = "gpu" + std::to_string(i), n = "mlx5_" + std::to_string(i / 2);
+            ck_assert_int_eq(closestNic(two, tp, two.find(h, g)), two.find(h, n));
+        }
+    System vm = load("vm_4gpu_nv18.xml");
+    Paths vp(vm);
+    ck_assert_int_eq(closestNic(vm, vp, vm.gpus(0)[0]), -1);
+}
+END_TEST
+
 START_TEST(detection_degrades_without_gpu_and_topo_file_replaces_it) {
     std::string notes;
     System sys = detectLocalSystem(&notes); // CI machines: no driver, no GPU, maybe no NIC
@@ -289,6 +309,7 @@ Suite *topo_suite(void) {
     tcase_add_test(tc, single_gpu_and_no_p2p);
     tcase_add_test(tc, reordered_input_gives_identical_graphs);
     tcase_add_test(tc, double_binary_trees);
+    tcase_add_test(tc, each_gpu_uses_its_closest_nic);
     tcase_add_test(tc, detection_degrades_without_gpu_and_topo_file_replaces_it);
     suite_add_tcase(s, tc);
     return s;
