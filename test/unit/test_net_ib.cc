@@ -140,9 +140,41 @@ START_TEST(rdma_write_with_imm_0B_to_16MiB) {
         for (size_t i = 0; i < m[k].size; ++i)
             if (m[k].buf[i] != pattern(k, i)) ck_abort_msg("message %zu byte %zu corrupted", k, i);
         for (size_t i = m[k].size; i < m[k].size + 16; ++i) ck_assert_uint_eq(m[k].buf[i], 0xee);
+    }
+    // The flush read through the loopback QP, forced on for host memory.
+    setenv("LOOM_NET_GDR_FLUSH", "on", 1);
+    for (size_t k = 0; k < m.size(); ++k) {
+        void *req = nullptr;
+        ck_assert_int_eq(P()->iflush(rc, m[k].buf.data(), m[k].size, m[k].mr, &req), loomSuccess);
+        if (m[k].size == 0) {
+            ck_assert_ptr_null(req);
+            continue;
+        }
+        ck_assert_ptr_nonnull(req);
+        int done = 0;
+        for (double end = now() + 30; !done && now() < end;)
+            ck_assert_int_eq(P()->test(req, &done, nullptr), loomSuccess);
+        ck_assert_msg(done, "flush of message %zu did not complete", k);
+        ck_assert_uint_eq(m[k].buf[0], pattern(k, 0));
         P()->deregMr(rc, m[k].mr);
     }
     ck_assert_int_eq(childStatus(pid), 0);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+}
+END_TEST
+
+START_TEST(auto_flush_policy_skips_host_memory) {
+    unsetenv("LOOM_NET_GDR_FLUSH"); // auto
+    void *lc, *rc;
+    pid_t pid = startPair(&lc, &rc, kDie);
+    std::vector<unsigned char> buf(64);
+    void *mr = nullptr, *req = (void *)1;
+    ck_assert_int_eq(P()->regMr(rc, buf.data(), buf.size(), MemType::Host, &mr), loomSuccess);
+    ck_assert_int_eq(P()->iflush(rc, buf.data(), buf.size(), mr, &req), loomSuccess);
+    ck_assert_ptr_null(req); // host memory: nothing to flush
+    ck_assert_int_eq(childStatus(pid), 0);
+    P()->deregMr(rc, mr);
     P()->closeRecv(rc);
     P()->closeListen(lc);
 }
@@ -200,6 +232,7 @@ int main() {
     tcase_add_test(tc, rdma_write_with_imm_0B_to_16MiB);
     tcase_add_test(tc, bad_rkey_is_an_error_on_the_sender);
     tcase_add_test(tc, dead_sender_is_an_error_not_a_hang);
+    tcase_add_test(tc, auto_flush_policy_skips_host_memory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -93,6 +93,9 @@ struct Comm {
     ibv_mr *ringMr = nullptr;
     uint64_t remoteRing = 0;
     uint32_t remoteRingRkey = 0;
+    ibv_qp *loopQp = nullptr;   // receiver: connected to itself, for flush reads
+    char *scratch = nullptr;    // ... their 8-byte destination
+    ibv_mr *scratchMr = nullptr;
     uint64_t seq = 0;      // next isend / irecv
     uint64_t completed = 0; // receiver: irecvs finished
     bool failed = false;
@@ -106,6 +109,12 @@ struct ListenComm {
     Device *dev;
     int fd;
     Comm *accepting = nullptr;
+};
+
+// A registration: the MR and what memory it covers (flush policy).
+struct IbMr {
+    ibv_mr *mr;
+    MemType type;
 };
 
 struct Request {
@@ -278,26 +287,35 @@ loomResult_t createQp(Comm *c, bool sender) {
     return loomSuccess;
 }
 
+loomResult_t qpToRts(Device *d, ibv_qp *qp, const ConnInfo &local, const ConnInfo &remote);
+
 loomResult_t toRts(Comm *c) {
+    loomResult_t r = qpToRts(c->dev, c->qp, c->local, c->remote);
+    c->remoteRing = c->remote.ctsAddr;
+    c->remoteRingRkey = c->remote.ctsRkey;
+    return r;
+}
+
+// Moves a QP in INIT to RTR and RTS towards `remote`.
+loomResult_t qpToRts(Device *d, ibv_qp *qp, const ConnInfo &local, const ConnInfo &remote) {
     const Ibv *v = ibv();
-    Device *d = c->dev;
     ibv_qp_attr a;
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = (ibv_mtu)(c->local.mtu < c->remote.mtu ? c->local.mtu : c->remote.mtu);
-    a.dest_qp_num = c->remote.qpn;
-    a.rq_psn = c->remote.psn;
+    a.path_mtu = (ibv_mtu)(local.mtu < remote.mtu ? local.mtu : remote.mtu);
+    a.dest_qp_num = remote.qpn;
+    a.rq_psn = remote.psn;
     a.max_dest_rd_atomic = 1;
     a.min_rnr_timer = 12;
     a.ah_attr.port_num = (uint8_t)d->port;
-    a.ah_attr.dlid = c->remote.lid;
+    a.ah_attr.dlid = remote.lid;
     if (d->roce) {
         a.ah_attr.is_global = 1;
-        memcpy(a.ah_attr.grh.dgid.raw, c->remote.gid, 16);
+        memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
         a.ah_attr.grh.sgid_index = (uint8_t)d->gidIndex;
         a.ah_attr.grh.hop_limit = 255;
     }
-    if (v->modifyQp(c->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+    if (v->modifyQp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
         return fail(loomSystemError, "ib: %s: QP to RTR: %s", d->props.name, strerror(errno));
     memset(&a, 0, sizeof(a));
@@ -305,21 +323,64 @@ loomResult_t toRts(Comm *c) {
     a.timeout = 14;  // 4.096 us x 2^14 = 67 ms per try
     a.retry_cnt = 7; // a silent peer fails the QP after about half a second
     a.rnr_retry = 7;
-    a.sq_psn = c->local.psn;
+    a.sq_psn = local.psn;
     a.max_rd_atomic = 1;
-    if (v->modifyQp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+    if (v->modifyQp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                                    IBV_QP_MAX_QP_RD_ATOMIC) != 0)
         return fail(loomSystemError, "ib: %s: QP to RTS: %s", d->props.name, strerror(errno));
-    c->remoteRing = c->remote.ctsAddr;
-    c->remoteRingRkey = c->remote.ctsRkey;
     return loomSuccess;
+}
+
+// The receiver's flush QP: an RC QP connected to itself. Its RDMA READ of a
+// received GPU buffer completes only after the NIC's earlier writes to that
+// buffer are visible, which is what the GPU needs before it reads the data.
+loomResult_t createLoopback(Comm *c) {
+    const Ibv *v = ibv();
+    Device *d = c->dev;
+    ibv_qp_init_attr ia;
+    memset(&ia, 0, sizeof(ia));
+    ia.send_cq = ia.recv_cq = c->cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = ia.cap.max_recv_wr = kCtsSlots;
+    ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+    c->loopQp = v->createQp(d->pd, &ia);
+    c->scratch = static_cast<char *>(calloc(1, 8));
+    if (!c->loopQp || !c->scratch) return fail(loomSystemError, "ib: %s: flush QP: %s", d->props.name, strerror(errno));
+    c->scratchMr = v->regMr(d->pd, c->scratch, 8, IBV_ACCESS_LOCAL_WRITE);
+    ibv_qp_attr a;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = (uint8_t)d->port;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (!c->scratchMr || v->modifyQp(c->loopQp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        return fail(loomSystemError, "ib: %s: flush QP to INIT: %s", d->props.name, strerror(errno));
+    ConnInfo self = c->local;
+    self.qpn = c->loopQp->qp_num;
+    return qpToRts(d, c->loopQp, self, self);
+}
+
+enum class FlushPolicy { Auto, On, Off };
+
+// LOOM_NET_GDR_FLUSH=auto|on|off; auto flushes GPU buffers only. Logged once.
+FlushPolicy flushPolicy() {
+    static FlushPolicy p = [] {
+        const char *e = getenv("LOOM_NET_GDR_FLUSH");
+        FlushPolicy f = !e || !strcmp(e, "auto") ? FlushPolicy::Auto : !strcmp(e, "on") ? FlushPolicy::On : FlushPolicy::Off;
+        LOOM_INFO(kNet, "ib: GDR flush %s", f == FlushPolicy::Auto ? "auto: after receives into GPU memory"
+                                             : f == FlushPolicy::On ? "on: after every receive" : "off");
+        return f;
+    }();
+    return p;
 }
 
 void destroy(Comm *c) {
     if (!c) return;
     const Ibv *v = ibv();
     if (c->qp) v->destroyQp(c->qp);
+    if (c->loopQp) v->destroyQp(c->loopQp);
     if (c->cq) v->destroyCq(c->cq);
+    if (c->scratchMr) v->deregMr(c->scratchMr);
+    free(c->scratch);
     if (c->ringMr) v->deregMr(c->ringMr);
     free(c->ring);
     if (c->fd >= 0) close(c->fd);
@@ -438,6 +499,7 @@ loomResult_t ibAccept(void *listenComm, void **recvComm) {
     if (!err && c->state == 1 && pump(c->fd, true, &c->local, sizeof(ConnInfo), &c->moved, &err)) {
         l->accepting = nullptr;
         loomResult_t r = toRts(c);
+        if (r == loomSuccess) r = createLoopback(c);
         if (r != loomSuccess) {
             destroy(c);
             return r;
@@ -459,30 +521,36 @@ loomResult_t ibRegMr(void *comm, void *data, size_t size, MemType type, void **m
     Device *d = *static_cast<Device **>(comm); // every comm starts with its device
     int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     ibv_mr *mr = ibv()->regMr(d->pd, data, size, access);
-    if (!mr)
-        return fail(type == MemType::Cuda ? loomNotSupported : loomSystemError,
+    if (mr) {
+        *mhandle = new IbMr{mr, type};
+        return loomSuccess;
+    }
+    return fail(type == MemType::Cuda ? loomNotSupported : loomSystemError,
                     "ib: %s: registering %zu bytes of %s memory: %s%s", d->props.name, size,
                     type == MemType::Cuda ? "GPU" : "host", strerror(errno),
                     type == MemType::Cuda ? " (GPU memory needs nvidia-peermem, or regMrDmaBuf)" : "");
-    *mhandle = mr;
-    return loomSuccess;
 }
 
-loomResult_t ibRegMrDmaBuf(void *comm, void *data, size_t size, MemType, int fd, size_t offset, void **mhandle) {
+loomResult_t ibRegMrDmaBuf(void *comm, void *data, size_t size, MemType type, int fd, size_t offset, void **mhandle) {
     Device *d = *static_cast<Device **>(comm);
     const Ibv *v = ibv();
     if (!v->regDmabufMr) return fail(loomNotSupported, "ib: this rdma-core has no ibv_reg_dmabuf_mr");
     ibv_mr *mr = v->regDmabufMr(d->pd, offset, size, (uint64_t)(uintptr_t)data, fd,
                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     if (!mr) return fail(loomSystemError, "ib: %s: dma-buf registration: %s", d->props.name, strerror(errno));
-    *mhandle = mr;
+    *mhandle = new IbMr{mr, type};
     return loomSuccess;
 }
 
 loomResult_t ibDeregMr(void *, void *mhandle) {
-    if (mhandle) ibv()->deregMr(static_cast<ibv_mr *>(mhandle));
+    IbMr *m = static_cast<IbMr *>(mhandle);
+    if (m) ibv()->deregMr(m->mr);
+    delete m;
     return loomSuccess;
 }
+
+uint32_t lkeyOf(void *mh) { return mh ? static_cast<IbMr *>(mh)->mr->lkey : 0; }
+uint32_t rkeyOf(void *mh) { return mh ? static_cast<IbMr *>(mh)->mr->rkey : 0; }
 
 // ------------------------------------------------------------------ data
 
@@ -501,7 +569,7 @@ loomResult_t ibIsend(void *comm, void *data, size_t size, int tag, void *mhandle
     if ((uint32_t)tag != e->tag) return fail(loomInvalidArgument, "ib: isend tag %d, receive tag %u", tag, e->tag);
     Request *r = new Request{c, false};
     r->size = size;
-    ibv_sge sge = {(uint64_t)(uintptr_t)data, (uint32_t)size, size ? static_cast<ibv_mr *>(mhandle)->lkey : 0};
+    ibv_sge sge = {(uint64_t)(uintptr_t)data, (uint32_t)size, size ? lkeyOf(mhandle) : 0};
     ibv_send_wr wr, *bad = nullptr;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = (uint64_t)(uintptr_t)r;
@@ -536,7 +604,7 @@ loomResult_t ibIrecv(void *comm, void *data, size_t size, int tag, void *mhandle
     rw.wr_id = (uint64_t)(uintptr_t)r;
     Cts *e = &c->ring[c->seq % kCtsSlots];
     const uint32_t s = (uint32_t)(c->seq + 1);
-    *e = Cts{s, size ? static_cast<ibv_mr *>(mhandle)->rkey : 0, (uint64_t)(uintptr_t)data, (uint32_t)size,
+    *e = Cts{s, size ? rkeyOf(mhandle) : 0, (uint64_t)(uintptr_t)data, (uint32_t)size,
              (uint32_t)tag, 0, s};
     ibv_sge sge = {(uint64_t)(uintptr_t)e, (uint32_t)sizeof(Cts), c->ringMr->lkey};
     ibv_send_wr wr, *bad = nullptr;
@@ -561,8 +629,30 @@ loomResult_t ibIrecv(void *comm, void *data, size_t size, int tag, void *mhandle
     return loomSuccess;
 }
 
-loomResult_t ibIflush(void *, void *, size_t, void *, void **request) {
-    *request = nullptr; // host memory: the completion already orders the data
+loomResult_t ibIflush(void *comm, void *data, size_t size, void *mhandle, void **request) {
+    *request = nullptr;
+    Comm *c = static_cast<Comm *>(comm);
+    IbMr *m = static_cast<IbMr *>(mhandle);
+    FlushPolicy p = flushPolicy();
+    if (!c || !size || !m || p == FlushPolicy::Off || (p == FlushPolicy::Auto && m->type != MemType::Cuda))
+        return loomSuccess; // nothing to flush
+    if (c->failed) return fail(loomRemoteError, "ib: %s: iflush on a failed connection", c->dev->props.name);
+    Request *r = new Request{c, false};
+    ibv_sge sge = {(uint64_t)(uintptr_t)c->scratch, 1, c->scratchMr->lkey};
+    ibv_send_wr wr, *bad = nullptr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uint64_t)(uintptr_t)r;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)data;
+    wr.wr.rdma.rkey = m->mr->rkey;
+    if (int e = ibv_post_send(c->loopQp, &wr, &bad)) {
+        delete r;
+        return fail(loomSystemError, "ib: %s: posting the flush read failed: %s", c->dev->props.name, strerror(e));
+    }
+    *request = r;
     return loomSuccess;
 }
 
