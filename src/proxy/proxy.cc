@@ -89,10 +89,10 @@ bool Proxy::progress(Conn &c) {
         if (c.send) {
             if (step >= *f.tail) break; // the GPU has not written it yet
             std::atomic_thread_fence(std::memory_order_acquire); // the tail before the data
-            r = plugin_->isend(c.comm, f.slots + (size_t)slot * f.slotBytes, f.sizes[slot], c.tag, nullptr, &req);
+            r = plugin_->isend(c.comm, f.slots + (size_t)slot * f.slotBytes, f.sizes[slot], c.tag, f.mhandle, &req);
         } else {
             if (step - *f.head >= (uint64_t)f.nslots) break; // the GPU still reads that slot
-            r = plugin_->irecv(c.comm, f.slots + (size_t)slot * f.slotBytes, f.slotBytes, c.tag, nullptr, &req);
+            r = plugin_->irecv(c.comm, f.slots + (size_t)slot * f.slotBytes, f.slotBytes, c.tag, f.mhandle, &req);
         }
         if (r != loomSuccess) {
             error_.store(r);

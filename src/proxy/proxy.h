@@ -36,6 +36,7 @@ struct ProxyFifo {
     volatile uint64_t *tail;     // steps posted (send: by the GPU; recv: by the proxy)
     volatile uint64_t *head;     // steps freed (send: by the proxy; recv: by the GPU)
     volatile uint64_t *sizes;    // bytes of the step in each slot
+    void *mhandle;               // the slots' registration with the plugin (null where none is needed)
 };
 
 class Proxy {

@@ -4,6 +4,7 @@
 // Two processes (forked before verbs is used): handshake, concurrent
 // RDMA WRITE WITH IMM transfers of 0 B .. 16 MiB with data and guard checks,
 // a receiver that deregisters its buffer (bad rkey), a sender that dies.
+#include <atomic>
 #include <check.h>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "btl_gpu/net/ib/net_ib.h"
+#include "proxy/proxy.h"
 
 using namespace loom::net;
 
@@ -22,7 +24,19 @@ namespace {
 const NetPlugin *P() { return ibPlugin(); }
 const size_t kSizes[] = {0, 1, 7, 4096, 65537, (1u << 20) + 3, 16u << 20};
 const int kNumSizes = 7, kSmall = 32;
-enum Mode { kNormal, kDie, kBadRkey };
+enum Mode { kNormal, kDie, kBadRkey, kProxy };
+
+// The proxy over ib: steps of 0..64 KiB through 4-slot FIFOs registered once.
+constexpr int kSteps = 2000, kSlots = 4;
+constexpr size_t kSlotBytes = 64 * 1024;
+size_t stepBytes(uint64_t s) { return (size_t)(s * 7919) % (kSlotBytes + 1); }
+
+struct HostFifo {
+    std::vector<char> slots = std::vector<char>(kSlots * kSlotBytes);
+    volatile uint64_t tail = 0, head = 0, sizes[kSlots] = {};
+    void *mr = nullptr;
+    loom::ProxyFifo view() { return loom::ProxyFifo{slots.data(), kSlotBytes, kSlots, &tail, &head, sizes, mr}; }
+};
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 unsigned char pattern(size_t msg, size_t i) { return (unsigned char)(msg * 31 + i * 7 + 1); }
@@ -70,6 +84,33 @@ int sender(int fd, Mode mode) {
         if (P()->connect(0, &h, &sc) != loomSuccess) return 3;
     if (!sc) return 4;
     if (mode == kDie) _exit(0); // gone without closing
+    if (mode == kProxy) { // the sending "GPU": a host thread feeding the proxy
+        HostFifo f;
+        if (P()->regMr(sc, f.slots.data(), f.slots.size(), MemType::Host, &f.mr) != loomSuccess) return 10;
+        int rc = 0;
+        {
+            loom::Proxy proxy(P());
+            int id = proxy.addSend(sc, f.view(), 7);
+            proxy.kick();
+            double end = now() + 120;
+            for (uint64_t st = 0; st < (uint64_t)kSteps && !rc; ++st) {
+                while (st - f.head >= (uint64_t)kSlots && !rc)
+                    if (now() > end || proxy.error() != loomSuccess) rc = 11;
+                char *slot = f.slots.data() + (st % kSlots) * kSlotBytes;
+                for (size_t i = 0; i < stepBytes(st); ++i) slot[i] = (char)pattern(st, i);
+                f.sizes[st % kSlots] = stepBytes(st);
+                std::atomic_thread_fence(std::memory_order_release);
+                f.tail = st + 1;
+                if (st % 256 == 0) proxy.kick();
+            }
+            while (!rc && f.head < (uint64_t)kSteps)
+                if (now() > end || proxy.error() != loomSuccess) rc = 12;
+            proxy.remove(id);
+        }
+        P()->deregMr(sc, f.mr);
+        P()->closeSend(sc);
+        return rc;
+    }
     std::vector<Msg> m = messages();
     if (mode == kBadRkey) m = {Msg{{}, 4096}}; // one message, tag 0
     for (size_t k = 0; k < m.size(); ++k) {
@@ -164,6 +205,35 @@ START_TEST(rdma_write_with_imm_0B_to_16MiB) {
 }
 END_TEST
 
+START_TEST(proxy_moves_steps_over_ib) {
+    void *lc, *rc;
+    pid_t pid = startPair(&lc, &rc, kProxy);
+    HostFifo f;
+    ck_assert_int_eq(P()->regMr(rc, f.slots.data(), f.slots.size(), MemType::Host, &f.mr), loomSuccess);
+    {
+        loom::Proxy proxy(P());
+        int id = proxy.addRecv(rc, f.view(), 7);
+        proxy.kick();
+        double end = now() + 120;
+        for (uint64_t st = 0; st < (uint64_t)kSteps; ++st) {
+            while (f.tail <= st)
+                ck_assert_msg(now() < end && proxy.error() == loomSuccess, "step %lu never arrived", (unsigned long)st);
+            std::atomic_thread_fence(std::memory_order_acquire);
+            const char *slot = f.slots.data() + (st % kSlots) * kSlotBytes;
+            ck_assert_uint_eq(f.sizes[st % kSlots], stepBytes(st));
+            for (size_t i = 0; i < stepBytes(st); ++i)
+                if ((unsigned char)slot[i] != pattern(st, i)) ck_abort_msg("step %lu byte %zu", (unsigned long)st, i);
+            f.head = st + 1;
+        }
+        ck_assert_int_eq(childStatus(pid), 0);
+        proxy.remove(id);
+    }
+    P()->deregMr(rc, f.mr);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+}
+END_TEST
+
 START_TEST(auto_flush_policy_skips_host_memory) {
     unsetenv("LOOM_NET_GDR_FLUSH"); // auto
     void *lc, *rc;
@@ -233,6 +303,7 @@ int main() {
     tcase_add_test(tc, bad_rkey_is_an_error_on_the_sender);
     tcase_add_test(tc, dead_sender_is_an_error_not_a_hang);
     tcase_add_test(tc, auto_flush_policy_skips_host_memory);
+    tcase_add_test(tc, proxy_moves_steps_over_ib);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

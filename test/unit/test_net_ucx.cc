@@ -106,7 +106,7 @@ struct HostFifo {
     std::vector<char> slots = std::vector<char>(kSlots * kSlotBytes);
     volatile uint64_t tail = 0, head = 0, sizes[kSlots] = {};
     loom::ProxyFifo view() {
-        return loom::ProxyFifo{slots.data(), kSlotBytes, kSlots, &tail, &head, sizes};
+        return loom::ProxyFifo{slots.data(), kSlotBytes, kSlots, &tail, &head, sizes, nullptr};
     }
 };
 
