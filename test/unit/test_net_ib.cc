@@ -234,6 +234,31 @@ START_TEST(proxy_moves_steps_over_ib) {
 }
 END_TEST
 
+START_TEST(registration_cache_shares_live_registrations) {
+    void *lc, *rc;
+    pid_t pid = startPair(&lc, &rc, kDie);
+    std::vector<unsigned char> buf(1 << 20);
+    size_t base = loom::net::ibLiveRegistrations();
+    void *whole = nullptr, *part = nullptr, *other = nullptr;
+    ck_assert_int_eq(P()->regMr(rc, buf.data(), buf.size(), MemType::Host, &whole), loomSuccess);
+    ck_assert_int_eq(P()->regMr(rc, buf.data() + 4096, 8192, MemType::Host, &part), loomSuccess);
+    ck_assert_ptr_eq(part, whole); // inside a live registration: shared
+    ck_assert_uint_eq(loom::net::ibLiveRegistrations(), base + 1);
+    std::vector<unsigned char> elsewhere(4096);
+    ck_assert_int_eq(P()->regMr(rc, elsewhere.data(), elsewhere.size(), MemType::Host, &other), loomSuccess);
+    ck_assert_ptr_ne(other, whole);
+    ck_assert_uint_eq(loom::net::ibLiveRegistrations(), base + 2);
+    P()->deregMr(rc, part);
+    ck_assert_uint_eq(loom::net::ibLiveRegistrations(), base + 2); // still referenced
+    P()->deregMr(rc, whole);
+    P()->deregMr(rc, other);
+    ck_assert_uint_eq(loom::net::ibLiveRegistrations(), base);
+    ck_assert_int_eq(childStatus(pid), 0);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+}
+END_TEST
+
 START_TEST(auto_flush_policy_skips_host_memory) {
     unsetenv("LOOM_NET_GDR_FLUSH"); // auto
     void *lc, *rc;
@@ -304,6 +329,7 @@ int main() {
     tcase_add_test(tc, dead_sender_is_an_error_not_a_hang);
     tcase_add_test(tc, auto_flush_policy_skips_host_memory);
     tcase_add_test(tc, proxy_moves_steps_over_ib);
+    tcase_add_test(tc, registration_cache_shares_live_registrations);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -111,11 +111,20 @@ struct ListenComm {
     Comm *accepting = nullptr;
 };
 
-// A registration: the MR and what memory it covers (flush policy).
+// A registration: the MR and what memory it covers (flush policy), shared by
+// every registration of a range inside it while any of them is live.
 struct IbMr {
     ibv_mr *mr;
     MemType type;
+    uintptr_t begin, end;
+    Device *dev;
+    int refs;
 };
+
+// Live registrations. Only live ones are reused, so memory freed (after its
+// last deregistration) and allocated again is never served a stale MR.
+std::mutex g_regMu;
+std::vector<IbMr *> g_regs;
 
 struct Request {
     Comm *comm;
@@ -519,16 +528,26 @@ loomResult_t ibAccept(void *listenComm, void **recvComm) {
 
 loomResult_t ibRegMr(void *comm, void *data, size_t size, MemType type, void **mhandle) {
     Device *d = *static_cast<Device **>(comm); // every comm starts with its device
+    const uintptr_t b = (uintptr_t)data, e = b + size;
+    std::lock_guard<std::mutex> lock(g_regMu);
+    for (IbMr *m : g_regs)
+        if (m->dev == d && m->type == type && m->begin <= b && e <= m->end) {
+            ++m->refs;
+            *mhandle = m;
+            return loomSuccess;
+        }
     int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     ibv_mr *mr = ibv()->regMr(d->pd, data, size, access);
     if (mr) {
-        *mhandle = new IbMr{mr, type};
+        IbMr *m = new IbMr{mr, type, b, e, d, 1};
+        g_regs.push_back(m);
+        *mhandle = m;
         return loomSuccess;
     }
     return fail(type == MemType::Cuda ? loomNotSupported : loomSystemError,
-                    "ib: %s: registering %zu bytes of %s memory: %s%s", d->props.name, size,
-                    type == MemType::Cuda ? "GPU" : "host", strerror(errno),
-                    type == MemType::Cuda ? " (GPU memory needs nvidia-peermem, or regMrDmaBuf)" : "");
+                "ib: %s: registering %zu bytes of %s memory: %s%s", d->props.name, size,
+                type == MemType::Cuda ? "GPU" : "host", strerror(errno),
+                type == MemType::Cuda ? " (GPU memory needs nvidia-peermem, or regMrDmaBuf)" : "");
 }
 
 loomResult_t ibRegMrDmaBuf(void *comm, void *data, size_t size, MemType type, int fd, size_t offset, void **mhandle) {
@@ -538,13 +557,21 @@ loomResult_t ibRegMrDmaBuf(void *comm, void *data, size_t size, MemType type, in
     ibv_mr *mr = v->regDmabufMr(d->pd, offset, size, (uint64_t)(uintptr_t)data, fd,
                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     if (!mr) return fail(loomSystemError, "ib: %s: dma-buf registration: %s", d->props.name, strerror(errno));
-    *mhandle = new IbMr{mr, type};
+    std::lock_guard<std::mutex> lock(g_regMu);
+    IbMr *m = new IbMr{mr, type, 0, 0, d, 1}; // dma-buf ranges are not shared (empty range)
+    g_regs.push_back(m);
+    *mhandle = m;
     return loomSuccess;
 }
 
 loomResult_t ibDeregMr(void *, void *mhandle) {
     IbMr *m = static_cast<IbMr *>(mhandle);
-    if (m) ibv()->deregMr(m->mr);
+    if (!m) return loomSuccess;
+    std::lock_guard<std::mutex> lock(g_regMu);
+    if (--m->refs > 0) return loomSuccess;
+    for (size_t i = 0; i < g_regs.size(); ++i)
+        if (g_regs[i] == m) g_regs.erase(g_regs.begin() + (long)i);
+    ibv()->deregMr(m->mr);
     delete m;
     return loomSuccess;
 }
@@ -738,6 +765,11 @@ const NetPlugin kIb = {"ib",        ibInit,     ibDevices,     ibGetProperties, 
 } // namespace
 
 const NetPlugin *ibPlugin() { return &kIb; }
+
+size_t ibLiveRegistrations() {
+    std::lock_guard<std::mutex> lock(g_regMu);
+    return g_regs.size();
+}
 
 } // namespace net
 } // namespace loom

@@ -8,5 +8,8 @@ namespace net {
 
 const NetPlugin *ibPlugin();
 
+// Registrations currently held (the cache shares one among ranges inside it).
+size_t ibLiveRegistrations();
+
 } // namespace net
 } // namespace loom
