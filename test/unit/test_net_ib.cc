@@ -169,11 +169,10 @@ void postAll(void *rc, std::vector<Msg> &m) {
 
 } // namespace
 
-START_TEST(rdma_write_with_imm_0B_to_16MiB) {
-    void *lc, *rc;
-    pid_t pid = startPair(&lc, &rc, kNormal);
-    std::vector<Msg> m = messages();
-    postAll(rc, m);
+// Every message once, verified; leaves the messages registered for more checks.
+void exchangeAndVerify(void **lc, void **rc, std::vector<Msg> &m) {
+    pid_t pid = startPair(lc, rc, kNormal);
+    postAll(*rc, m);
     std::vector<size_t> got(m.size(), ~(size_t)0);
     ck_assert_int_eq(waitAll(m, now() + 120, &got), loomSuccess);
     for (size_t k = 0; k < m.size(); ++k) {
@@ -182,6 +181,24 @@ START_TEST(rdma_write_with_imm_0B_to_16MiB) {
             if (m[k].buf[i] != pattern(k, i)) ck_abort_msg("message %zu byte %zu corrupted", k, i);
         for (size_t i = m[k].size; i < m[k].size + 16; ++i) ck_assert_uint_eq(m[k].buf[i], 0xee);
     }
+    ck_assert_int_eq(childStatus(pid), 0);
+}
+
+START_TEST(messages_split_over_three_qps) {
+    setenv("LOOM_IB_QPS_PER_CONN", "3", 1); // read by the connecting (forked) sender
+    void *lc, *rc;
+    std::vector<Msg> m = messages();
+    exchangeAndVerify(&lc, &rc, m);
+    for (auto &x : m) P()->deregMr(rc, x.mr);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+}
+END_TEST
+
+START_TEST(rdma_write_with_imm_0B_to_16MiB) {
+    void *lc, *rc;
+    std::vector<Msg> m = messages();
+    exchangeAndVerify(&lc, &rc, m);
     // The flush read through the loopback QP, forced on for host memory.
     setenv("LOOM_NET_GDR_FLUSH", "on", 1);
     for (size_t k = 0; k < m.size(); ++k) {
@@ -199,7 +216,6 @@ START_TEST(rdma_write_with_imm_0B_to_16MiB) {
         ck_assert_uint_eq(m[k].buf[0], pattern(k, 0));
         P()->deregMr(rc, m[k].mr);
     }
-    ck_assert_int_eq(childStatus(pid), 0);
     P()->closeRecv(rc);
     P()->closeListen(lc);
 }
@@ -325,6 +341,7 @@ int main() {
     TCase *tc = tcase_create("net_ib");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, rdma_write_with_imm_0B_to_16MiB);
+    tcase_add_test(tc, messages_split_over_three_qps);
     tcase_add_test(tc, bad_rkey_is_an_error_on_the_sender);
     tcase_add_test(tc, dead_sender_is_an_error_not_a_hang);
     tcase_add_test(tc, auto_flush_policy_skips_host_memory);

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <algorithm>
 #include <fstream>
 #include <ifaddrs.h>
 #include <mutex>
@@ -41,6 +42,7 @@ namespace {
 constexpr uint32_t kMagic = 0x62696f6c; // "loib"
 constexpr int kCtsSlots = 64;
 constexpr int kQpDepth = 2 * kCtsSlots + 8;
+constexpr int kMaxQps = 8; // per connection
 
 struct Device {
     std::string name;
@@ -66,7 +68,9 @@ static_assert(sizeof(HandleData) <= kHandleBytes, "handle too large");
 
 // What each side tells the other about its QP.
 struct ConnInfo {
-    uint32_t qpn, psn, mtu;
+    uint32_t qpn, psn, mtu; // qpn: the first data QP (or the loopback QP)
+    uint32_t nqp;           // data QPs; the connector's count is used by both
+    uint32_t qpns[kMaxQps];
     uint16_t lid;
     uint8_t gid[16];
     uint64_t ctsAddr; // sender: its CTS ring
@@ -88,7 +92,7 @@ struct Comm {
     Device *dev = nullptr;
     int fd = -1;
     ibv_cq *cq = nullptr;
-    ibv_qp *qp = nullptr;
+    std::vector<ibv_qp *> qps; // a message is split over all of them
     Cts *ring = nullptr; // sender: written by the receiver; receiver: entries it sends
     ibv_mr *ringMr = nullptr;
     uint64_t remoteRing = 0;
@@ -129,6 +133,7 @@ std::vector<IbMr *> g_regs;
 struct Request {
     Comm *comm;
     bool recv;
+    int pending = 1; // completions still to come (one per QP used)
     bool done = false;
     loomResult_t err = loomSuccess;
     size_t size = 0;
@@ -260,33 +265,43 @@ bool pump(int fd, bool out, void *buf, size_t bytes, size_t *moved, bool *err) {
 
 // ------------------------------------------------------------------ QPs
 
-loomResult_t createQp(Comm *c, bool sender) {
+int qpsPerConn() {
+    int n = getenv("LOOM_IB_QPS_PER_CONN") ? atoi(getenv("LOOM_IB_QPS_PER_CONN")) : 1;
+    return n < 1 ? 1 : n > kMaxQps ? kMaxQps : n;
+}
+
+loomResult_t createQp(Comm *c, bool sender, int nqp) {
     const Ibv *v = ibv();
     Device *d = c->dev;
-    c->cq = v->createCq(d->ctx, 2 * kQpDepth, nullptr, nullptr, 0);
+    c->cq = v->createCq(d->ctx, 2 * kQpDepth * (nqp + 1), nullptr, nullptr, 0);
     if (!c->cq) return fail(loomSystemError, "ib: %s: ibv_create_cq: %s", d->props.name, strerror(errno));
-    ibv_qp_init_attr ia;
-    memset(&ia, 0, sizeof(ia));
-    ia.send_cq = ia.recv_cq = c->cq;
-    ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = ia.cap.max_recv_wr = kQpDepth;
-    ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-    c->qp = v->createQp(d->pd, &ia);
-    if (!c->qp) return fail(loomSystemError, "ib: %s: ibv_create_qp: %s", d->props.name, strerror(errno));
-    ibv_qp_attr a;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = (uint8_t)d->port;
-    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-    if (v->modifyQp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-        return fail(loomSystemError, "ib: %s: QP to INIT: %s", d->props.name, strerror(errno));
+    for (int k = 0; k < nqp; ++k) {
+        ibv_qp_init_attr ia;
+        memset(&ia, 0, sizeof(ia));
+        ia.send_cq = ia.recv_cq = c->cq;
+        ia.qp_type = IBV_QPT_RC;
+        ia.cap.max_send_wr = ia.cap.max_recv_wr = kQpDepth;
+        ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+        ibv_qp *qp = v->createQp(d->pd, &ia);
+        if (!qp) return fail(loomSystemError, "ib: %s: ibv_create_qp: %s", d->props.name, strerror(errno));
+        c->qps.push_back(qp);
+        ibv_qp_attr a;
+        memset(&a, 0, sizeof(a));
+        a.qp_state = IBV_QPS_INIT;
+        a.port_num = (uint8_t)d->port;
+        a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        if (v->modifyQp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+            return fail(loomSystemError, "ib: %s: QP to INIT: %s", d->props.name, strerror(errno));
+        c->local.qpns[k] = qp->qp_num;
+    }
+    c->local.nqp = (uint32_t)nqp;
     // The sender's CTS ring is written by the receiver; the receiver's holds the entries it sends.
     c->ring = static_cast<Cts *>(calloc(kCtsSlots, sizeof(Cts)));
     int access = IBV_ACCESS_LOCAL_WRITE | (sender ? IBV_ACCESS_REMOTE_WRITE : 0);
     c->ringMr = c->ring ? v->regMr(d->pd, c->ring, kCtsSlots * sizeof(Cts), access) : nullptr;
     if (!c->ringMr) return fail(loomSystemError, "ib: %s: registering the CTS ring: %s", d->props.name, strerror(errno));
     std::random_device rd;
-    c->local.qpn = c->qp->qp_num;
+    c->local.qpn = c->qps[0]->qp_num;
     c->local.psn = rd() & 0xffffff;
     c->local.mtu = d->attr.active_mtu;
     c->local.lid = d->attr.lid;
@@ -299,7 +314,16 @@ loomResult_t createQp(Comm *c, bool sender) {
 loomResult_t qpToRts(Device *d, ibv_qp *qp, const ConnInfo &local, const ConnInfo &remote);
 
 loomResult_t toRts(Comm *c) {
-    loomResult_t r = qpToRts(c->dev, c->qp, c->local, c->remote);
+    if (c->remote.nqp != c->qps.size())
+        return fail(loomInternalError, "ib: %s: %u QPs on the other side, %zu here", c->dev->props.name,
+                    c->remote.nqp, c->qps.size());
+    loomResult_t r = loomSuccess;
+    for (size_t k = 0; k < c->qps.size() && r == loomSuccess; ++k) {
+        ConnInfo local = c->local, remote = c->remote;
+        local.qpn = c->local.qpns[k];
+        remote.qpn = c->remote.qpns[k];
+        r = qpToRts(c->dev, c->qps[k], local, remote);
+    }
     c->remoteRing = c->remote.ctsAddr;
     c->remoteRingRkey = c->remote.ctsRkey;
     return r;
@@ -385,7 +409,7 @@ FlushPolicy flushPolicy() {
 void destroy(Comm *c) {
     if (!c) return;
     const Ibv *v = ibv();
-    if (c->qp) v->destroyQp(c->qp);
+    for (ibv_qp *qp : c->qps) v->destroyQp(qp);
     if (c->loopQp) v->destroyQp(c->loopQp);
     if (c->cq) v->destroyCq(c->cq);
     if (c->scratchMr) v->deregMr(c->scratchMr);
@@ -430,7 +454,7 @@ loomResult_t ibConnect(int dev, Handle *handle, void **sendComm) {
     if (!c) {
         c = new Comm;
         c->dev = &g_devs[dev];
-        loomResult_t r = createQp(c, true);
+        loomResult_t r = createQp(c, true, qpsPerConn());
         sockaddr_in sa;
         memset(&sa, 0, sizeof(sa));
         sa.sin_family = AF_INET;
@@ -494,14 +518,19 @@ loomResult_t ibAccept(void *listenComm, void **recvComm) {
         c = new Comm;
         c->dev = l->dev;
         c->fd = fd;
-        loomResult_t r = createQp(c, false);
-        if (r != loomSuccess) {
-            destroy(c);
-            return r;
-        }
         l->accepting = c;
     }
     if (c->state == 0 && pump(c->fd, false, &c->remote, sizeof(ConnInfo), &c->moved, &err)) {
+        // As many QPs as the sender made.
+        int nqp = (int)c->remote.nqp;
+        loomResult_t r = nqp >= 1 && nqp <= kMaxQps
+                             ? createQp(c, false, nqp)
+                             : fail(loomRemoteError, "ib: accept: the sender asks for %d QPs", nqp);
+        if (r != loomSuccess) {
+            l->accepting = nullptr;
+            destroy(c);
+            return r;
+        }
         c->state = 1;
         c->moved = 0;
     }
@@ -594,23 +623,34 @@ loomResult_t ibIsend(void *comm, void *data, size_t size, int tag, void *mhandle
     if (size > e->size)
         return fail(loomInvalidArgument, "ib: isend of %zu bytes into a %u-byte receive", size, e->size);
     if ((uint32_t)tag != e->tag) return fail(loomInvalidArgument, "ib: isend tag %d, receive tag %u", tag, e->tag);
+    // Split over the QPs; every QP carries a part (maybe empty) with its
+    // size as immediate, so the receiver expects exactly one completion per QP.
+    const size_t nq = c->qps.size(), per = (size + nq - 1) / nq;
     Request *r = new Request{c, false};
     r->size = size;
-    ibv_sge sge = {(uint64_t)(uintptr_t)data, (uint32_t)size, size ? lkeyOf(mhandle) : 0};
-    ibv_send_wr wr, *bad = nullptr;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id = (uint64_t)(uintptr_t)r;
-    wr.sg_list = size ? &sge : nullptr;
-    wr.num_sge = size ? 1 : 0;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl((uint32_t)size);
-    wr.wr.rdma.remote_addr = e->addr;
-    wr.wr.rdma.rkey = e->rkey;
-    if (ibv_post_send(c->qp, &wr, &bad) != 0) {
-        delete r;
-        c->failed = true;
-        return fail(loomRemoteError, "ib: %s: post of RDMA WRITE WITH IMM failed (QP in error?)", c->dev->props.name);
+    r->pending = (int)nq;
+    for (size_t k = 0; k < nq; ++k) {
+        const size_t off = std::min(size, k * per), len = std::min(per, size - off);
+        ibv_sge sge = {(uint64_t)(uintptr_t)data + off, (uint32_t)len, len ? lkeyOf(mhandle) : 0};
+        ibv_send_wr wr, *bad = nullptr;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id = (uint64_t)(uintptr_t)r;
+        wr.sg_list = len ? &sge : nullptr;
+        wr.num_sge = len ? 1 : 0;
+        wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.imm_data = htonl((uint32_t)len);
+        wr.wr.rdma.remote_addr = e->addr + off;
+        wr.wr.rdma.rkey = e->rkey;
+        if (int err = ibv_post_send(c->qps[k], &wr, &bad)) {
+            c->failed = true; // parts already posted will flush through the CQ
+            r->pending -= (int)(nq - k);
+            r->err = loomRemoteError;
+            if (r->pending == 0) delete r;
+            else { ++c->seq; *request = r; }
+            return fail(loomRemoteError, "ib: %s: posting RDMA WRITE WITH IMM failed: %s", c->dev->props.name,
+                        strerror(err));
+        }
     }
     ++c->seq;
     *request = r;
@@ -626,7 +666,8 @@ loomResult_t ibIrecv(void *comm, void *data, size_t size, int tag, void *mhandle
     if (size > UINT32_MAX) return fail(loomInvalidArgument, "ib: irecv of %zu bytes (max 4 GiB - 1)", size);
     if (c->seq - c->completed >= (uint64_t)kCtsSlots) return loomSuccess; // ring full: later
     Request *r = new Request{c, true};
-    ibv_recv_wr rw, *rbad = nullptr; // catches the immediate
+    r->pending = (int)c->qps.size(); // one part per QP
+    ibv_recv_wr rw, *rbad = nullptr; // catches a part's immediate
     memset(&rw, 0, sizeof(rw));
     rw.wr_id = (uint64_t)(uintptr_t)r;
     Cts *e = &c->ring[c->seq % kCtsSlots];
@@ -643,8 +684,9 @@ loomResult_t ibIrecv(void *comm, void *data, size_t size, int tag, void *mhandle
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = c->remoteRing + (c->seq % kCtsSlots) * sizeof(Cts);
     wr.wr.rdma.rkey = c->remoteRingRkey;
-    int rcv = ibv_post_recv(c->qp, &rw, &rbad);
-    int snd = rcv ? 0 : ibv_post_send(c->qp, &wr, &bad);
+    int rcv = 0;
+    for (size_t k = 0; k < c->qps.size() && !rcv; ++k) rcv = ibv_post_recv(c->qps[k], &rw, &rbad);
+    int snd = rcv ? 0 : ibv_post_send(c->qps[0], &wr, &bad);
     if (rcv || snd) {
         delete r;
         c->failed = true;
@@ -706,9 +748,9 @@ void pollCq(Comm *c) {
                 LOOM_WARN(kNet, "ib: %s: %s (status %d)", c->dev->props.name, wcError(wc[i].status), wc[i].status);
             }
             if (!r) continue; // a CTS write
-            r->done = true;
             if (wc[i].status != IBV_WC_SUCCESS) r->err = loomRemoteError;
-            else if (r->recv) r->size = ntohl(wc[i].imm_data);
+            else if (r->recv) r->size += ntohl(wc[i].imm_data);
+            if (--r->pending == 0) r->done = true;
         }
     if (n < 0) c->failed = true;
 }
