@@ -331,6 +331,23 @@ bool rdmaDevicePresent() {
     return childStatus(pid) == 0;
 }
 
+// In loom's VM, rxe0 runs on the dummy netdev rxenet0: taking it down makes
+// the device report a port error, which the async-event thread must see.
+START_TEST(port_error_reaches_the_async_event_thread) {
+    if (system("ip link show rxenet0 >/dev/null 2>&1") != 0) {
+        printf("SKIP: port_error test needs loom's soft-RoCE VM (rxenet0)\n");
+        return;
+    }
+    ck_assert_int_eq(P()->init(), loomSuccess); // starts the event thread
+    uint64_t before = loom::net::ibAsyncEvents();
+    ck_assert_int_eq(system("ip link set rxenet0 down"), 0);
+    double end = now() + 10;
+    while (loom::net::ibAsyncEvents() == before && now() < end) usleep(1000);
+    ck_assert_int_eq(system("ip link set rxenet0 up"), 0);
+    ck_assert_msg(loom::net::ibAsyncEvents() > before, "no async event within 10 s of the port going down");
+}
+END_TEST
+
 int main() {
     if (!rdmaDevicePresent()) {
         printf("SKIP: no RDMA device here; run it on a real kernel RDMA stack: "
@@ -347,6 +364,7 @@ int main() {
     tcase_add_test(tc, auto_flush_policy_skips_host_memory);
     tcase_add_test(tc, proxy_moves_steps_over_ib);
     tcase_add_test(tc, registration_cache_shares_live_registrations);
+    tcase_add_test(tc, port_error_reaches_the_async_event_thread); // last: it bounces the port
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -35,7 +35,9 @@ void load() {
               bind(lib, "ibv_reg_mr", v.regMr) && bind(lib, "ibv_reg_dmabuf_mr", v.regDmabufMr, false) &&
               bind(lib, "ibv_dereg_mr", v.deregMr) && bind(lib, "ibv_create_cq", v.createCq) &&
               bind(lib, "ibv_destroy_cq", v.destroyCq) && bind(lib, "ibv_create_qp", v.createQp) &&
-              bind(lib, "ibv_destroy_qp", v.destroyQp) && bind(lib, "ibv_modify_qp", v.modifyQp);
+              bind(lib, "ibv_destroy_qp", v.destroyQp) && bind(lib, "ibv_modify_qp", v.modifyQp) &&
+              bind(lib, "ibv_get_async_event", v.getAsyncEvent) && bind(lib, "ibv_ack_async_event", v.ackAsyncEvent) &&
+              bind(lib, "ibv_event_type_str", v.eventTypeStr);
     if (ok) g_loaded = &g_ibv;
 }
 

@@ -30,6 +30,9 @@ struct Ibv {
     ibv_qp *(*createQp)(ibv_pd *, ibv_qp_init_attr *);
     int (*destroyQp)(ibv_qp *);
     int (*modifyQp)(ibv_qp *, ibv_qp_attr *, int);
+    int (*getAsyncEvent)(ibv_context *, ibv_async_event *);
+    void (*ackAsyncEvent)(ibv_async_event *);
+    const char *(*eventTypeStr)(ibv_event_type);
 };
 
 // The table, or nullptr (reason logged at INFO) without a usable libibverbs.

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <fstream>
 #include <ifaddrs.h>
 #include <mutex>
@@ -125,6 +127,12 @@ struct IbMr {
     int refs;
 };
 
+// Live comms, so that an async event about one of their QPs can fail them
+// (and an event about a comm being destroyed finds nothing).
+std::mutex g_commMu;
+std::vector<Comm *> g_comms;
+std::atomic<uint64_t> g_asyncEvents{0};
+
 // Live registrations. Only live ones are reused, so memory freed (after its
 // last deregistration) and allocated again is never served a stale MR.
 std::mutex g_regMu;
@@ -176,6 +184,36 @@ double portGbps(const ibv_port_attr &a) {
     return g * lanes;
 }
 
+// One thread per opened device: reports its port and QP events as loom
+// errors naming device and port, and fails the connection of a broken QP.
+void asyncEvents(ibv_context *ctx, std::string name) {
+    const Ibv *v = ibv();
+    ibv_async_event ev;
+    while (v->getAsyncEvent(ctx, &ev) == 0) {
+        g_asyncEvents.fetch_add(1);
+        const char *what = v->eventTypeStr(ev.event_type);
+        switch (ev.event_type) {
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_PATH_MIG_ERR: {
+            Comm *c = static_cast<Comm *>(ev.element.qp->qp_context);
+            std::lock_guard<std::mutex> g(g_commMu);
+            if (std::find(g_comms.begin(), g_comms.end(), c) != g_comms.end()) c->failed = true;
+            fail(loomRemoteError, "ib: %s: QP %u: %s", name.c_str(), ev.element.qp->qp_num, what);
+            break;
+        }
+        case IBV_EVENT_PORT_ERR:
+        case IBV_EVENT_DEVICE_FATAL:
+            fail(loomSystemError, "ib: %s port %d: %s", name.c_str(), ev.element.port_num, what);
+            break;
+        default:
+            LOOM_INFO(kNet, "ib: %s: async event %s", name.c_str(), what);
+        }
+        v->ackAsyncEvent(&ev);
+    }
+}
+
 loomResult_t ibInit() {
     static std::once_flag once;
     static loomResult_t result = loomSuccess;
@@ -214,6 +252,7 @@ loomResult_t ibInit() {
                 used = true;
             }
             if (!used) v->closeDevice(ctx);
+            else std::thread(asyncEvents, ctx, std::string(v->getDeviceName(list[i]))).detach();
         }
         if (list) v->freeDeviceList(list);
         if (g_devs.empty()) result = fail(loomNotSupported, "ib: no active RDMA port");
@@ -273,12 +312,17 @@ int qpsPerConn() {
 loomResult_t createQp(Comm *c, bool sender, int nqp) {
     const Ibv *v = ibv();
     Device *d = c->dev;
+    {
+        std::lock_guard<std::mutex> g(g_commMu);
+        g_comms.push_back(c);
+    }
     c->cq = v->createCq(d->ctx, 2 * kQpDepth * (nqp + 1), nullptr, nullptr, 0);
     if (!c->cq) return fail(loomSystemError, "ib: %s: ibv_create_cq: %s", d->props.name, strerror(errno));
     for (int k = 0; k < nqp; ++k) {
         ibv_qp_init_attr ia;
         memset(&ia, 0, sizeof(ia));
         ia.send_cq = ia.recv_cq = c->cq;
+        ia.qp_context = c; // async events name the comm
         ia.qp_type = IBV_QPT_RC;
         ia.cap.max_send_wr = ia.cap.max_recv_wr = kQpDepth;
         ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
@@ -409,6 +453,10 @@ FlushPolicy flushPolicy() {
 void destroy(Comm *c) {
     if (!c) return;
     const Ibv *v = ibv();
+    {
+        std::lock_guard<std::mutex> g(g_commMu);
+        g_comms.erase(std::remove(g_comms.begin(), g_comms.end(), c), g_comms.end());
+    }
     for (ibv_qp *qp : c->qps) v->destroyQp(qp);
     if (c->loopQp) v->destroyQp(c->loopQp);
     if (c->cq) v->destroyCq(c->cq);
@@ -807,6 +855,8 @@ const NetPlugin kIb = {"ib",        ibInit,     ibDevices,     ibGetProperties, 
 } // namespace
 
 const NetPlugin *ibPlugin() { return &kIb; }
+
+uint64_t ibAsyncEvents() { return g_asyncEvents.load(); }
 
 size_t ibLiveRegistrations() {
     std::lock_guard<std::mutex> lock(g_regMu);
