@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "btl_gpu/net/ib/net_ib.h"
+#include "net_test_common.h"
 #include "proxy/proxy.h"
 
 using namespace loom::net;
@@ -22,58 +23,18 @@ using namespace loom::net;
 namespace {
 
 const NetPlugin *P() { return ibPlugin(); }
-const size_t kSizes[] = {0, 1, 7, 4096, 65537, (1u << 20) + 3, 16u << 20};
-const int kNumSizes = 7, kSmall = 32;
+using namespace nettest;
+
+// 0 B .. 16 MiB (the VM moves some 20 MB/s) and 32 small messages.
+std::vector<Msg> ibMessages() { return messages(16u << 20, 32); }
+loomResult_t waitAll(std::vector<Msg> &m, double deadline, std::vector<size_t> *sizes) {
+    return nettest::waitAll(P(), m, deadline, sizes);
+}
+
 enum Mode { kNormal, kDie, kBadRkey, kProxy };
 
-// The proxy over ib: steps of 0..64 KiB through 4-slot FIFOs registered once.
-constexpr int kSteps = 2000, kSlots = 4;
-constexpr size_t kSlotBytes = 64 * 1024;
-size_t stepBytes(uint64_t s) { return (size_t)(s * 7919) % (kSlotBytes + 1); }
-
-struct HostFifo {
-    std::vector<char> slots = std::vector<char>(kSlots * kSlotBytes);
-    volatile uint64_t tail = 0, head = 0, sizes[kSlots] = {};
-    void *mr = nullptr;
-    loom::ProxyFifo view() { return loom::ProxyFifo{slots.data(), kSlotBytes, kSlots, &tail, &head, sizes, mr}; }
-};
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-unsigned char pattern(size_t msg, size_t i) { return (unsigned char)(msg * 31 + i * 7 + 1); }
-
-struct Msg {
-    std::vector<unsigned char> buf;
-    size_t size;
-    void *mr = nullptr;
-    void *req = nullptr;
-    bool done = false;
-};
-
-std::vector<Msg> messages() {
-    std::vector<Msg> m;
-    for (int i = 0; i < kNumSizes; ++i) m.push_back(Msg{{}, kSizes[i]});
-    for (int i = 0; i < kSmall; ++i) m.push_back(Msg{{}, (size_t)i + 1});
-    return m;
-}
-
-loomResult_t waitAll(std::vector<Msg> &m, double deadline, std::vector<size_t> *sizes) {
-    size_t left = 0;
-    for (auto &x : m) left += !x.done;
-    while (left && now() < deadline)
-        for (size_t i = 0; i < m.size(); ++i) {
-            if (m[i].done) continue;
-            int done = 0;
-            size_t n = 0;
-            loomResult_t r = P()->test(m[i].req, &done, &n);
-            if (r != loomSuccess) return r;
-            if (done) {
-                m[i].done = true;
-                if (sizes) (*sizes)[i] = n;
-                --left;
-            }
-        }
-    return left ? loomInProgress : loomSuccess;
-}
+// The proxy over ib: steps through 4-slot FIFOs registered once.
+constexpr int kSteps = 2000;
 
 // Child: the sender. Returns its exit status.
 int sender(int fd, Mode mode) {
@@ -87,31 +48,19 @@ int sender(int fd, Mode mode) {
     if (mode == kProxy) { // the sending "GPU": a host thread feeding the proxy
         HostFifo f;
         if (P()->regMr(sc, f.slots.data(), f.slots.size(), MemType::Host, &f.mr) != loomSuccess) return 10;
-        int rc = 0;
+        int rc;
         {
             loom::Proxy proxy(P());
             int id = proxy.addSend(sc, f.view(), 7);
             proxy.kick();
-            double end = now() + 120;
-            for (uint64_t st = 0; st < (uint64_t)kSteps && !rc; ++st) {
-                while (st - f.head >= (uint64_t)kSlots && !rc)
-                    if (now() > end || proxy.error() != loomSuccess) rc = 11;
-                char *slot = f.slots.data() + (st % kSlots) * kSlotBytes;
-                for (size_t i = 0; i < stepBytes(st); ++i) slot[i] = (char)pattern(st, i);
-                f.sizes[st % kSlots] = stepBytes(st);
-                std::atomic_thread_fence(std::memory_order_release);
-                f.tail = st + 1;
-                if (st % 256 == 0) proxy.kick();
-            }
-            while (!rc && f.head < (uint64_t)kSteps)
-                if (now() > end || proxy.error() != loomSuccess) rc = 12;
+            rc = proxyProduce(proxy, f, kSteps, 120);
             proxy.remove(id);
         }
         P()->deregMr(sc, f.mr);
         P()->closeSend(sc);
         return rc;
     }
-    std::vector<Msg> m = messages();
+    std::vector<Msg> m = ibMessages();
     if (mode == kBadRkey) m = {Msg{{}, 4096}}; // one message, tag 0
     for (size_t k = 0; k < m.size(); ++k) {
         m[k].buf.resize(m[k].size + 1);
@@ -130,30 +79,9 @@ int sender(int fd, Mode mode) {
 }
 
 pid_t startPair(void **lc, void **rc, Mode mode) {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[1]);
-        _exit(sender(fds[0], mode));
-    }
-    close(fds[0]);
-    ck_assert_int_eq(P()->init(), loomSuccess);
-    Handle h;
-    ck_assert_int_eq(P()->listen(0, &h, lc), loomSuccess);
-    ck_assert_int_eq((int)write(fds[1], &h, sizeof(h)), (int)sizeof(h));
-    close(fds[1]);
-    *rc = nullptr;
-    for (double end = now() + 30; !*rc && now() < end;) ck_assert_int_eq(P()->accept(*lc, rc), loomSuccess);
-    ck_assert_msg(*rc, "accept did not complete in 30 s");
-    return pid;
+    return nettest::startPair(P(), lc, rc, [mode](int fd) { return sender(fd, mode); });
 }
 
-int childStatus(pid_t pid) {
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
-}
 
 void postAll(void *rc, std::vector<Msg> &m) {
     for (size_t k = m.size(); k-- > 0;) { // posted in reverse: matching is by order and tag
@@ -175,19 +103,14 @@ void exchangeAndVerify(void **lc, void **rc, std::vector<Msg> &m) {
     postAll(*rc, m);
     std::vector<size_t> got(m.size(), ~(size_t)0);
     ck_assert_int_eq(waitAll(m, now() + 120, &got), loomSuccess);
-    for (size_t k = 0; k < m.size(); ++k) {
-        ck_assert_uint_eq(got[k], m[k].size);
-        for (size_t i = 0; i < m[k].size; ++i)
-            if (m[k].buf[i] != pattern(k, i)) ck_abort_msg("message %zu byte %zu corrupted", k, i);
-        for (size_t i = m[k].size; i < m[k].size + 16; ++i) ck_assert_uint_eq(m[k].buf[i], 0xee);
-    }
+    checkReceived(m, got);
     ck_assert_int_eq(childStatus(pid), 0);
 }
 
 START_TEST(messages_split_over_three_qps) {
     setenv("LOOM_IB_QPS_PER_CONN", "3", 1); // read by the connecting (forked) sender
     void *lc, *rc;
-    std::vector<Msg> m = messages();
+    std::vector<Msg> m = ibMessages();
     exchangeAndVerify(&lc, &rc, m);
     for (auto &x : m) P()->deregMr(rc, x.mr);
     P()->closeRecv(rc);
@@ -197,7 +120,7 @@ END_TEST
 
 START_TEST(rdma_write_with_imm_0B_to_16MiB) {
     void *lc, *rc;
-    std::vector<Msg> m = messages();
+    std::vector<Msg> m = ibMessages();
     exchangeAndVerify(&lc, &rc, m);
     // The flush read through the loopback QP, forced on for host memory.
     setenv("LOOM_NET_GDR_FLUSH", "on", 1);
@@ -230,17 +153,8 @@ START_TEST(proxy_moves_steps_over_ib) {
         loom::Proxy proxy(P());
         int id = proxy.addRecv(rc, f.view(), 7);
         proxy.kick();
-        double end = now() + 120;
-        for (uint64_t st = 0; st < (uint64_t)kSteps; ++st) {
-            while (f.tail <= st)
-                ck_assert_msg(now() < end && proxy.error() == loomSuccess, "step %lu never arrived", (unsigned long)st);
-            std::atomic_thread_fence(std::memory_order_acquire);
-            const char *slot = f.slots.data() + (st % kSlots) * kSlotBytes;
-            ck_assert_uint_eq(f.sizes[st % kSlots], stepBytes(st));
-            for (size_t i = 0; i < stepBytes(st); ++i)
-                if ((unsigned char)slot[i] != pattern(st, i)) ck_abort_msg("step %lu byte %zu", (unsigned long)st, i);
-            f.head = st + 1;
-        }
+        std::string err = proxyConsume(proxy, f, kSteps, 120);
+        ck_assert_msg(err.empty(), "%s", err.c_str());
         ck_assert_int_eq(childStatus(pid), 0);
         proxy.remove(id);
     }
@@ -312,7 +226,7 @@ END_TEST
 START_TEST(dead_sender_is_an_error_not_a_hang) {
     void *lc, *rc;
     pid_t pid = startPair(&lc, &rc, kDie);
-    std::vector<Msg> m = messages();
+    std::vector<Msg> m = ibMessages();
     m.resize(1);
     m[0].size = 4096;
     postAll(rc, m);

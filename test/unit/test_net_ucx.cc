@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "btl_gpu/net/ucx/net_ucx.h"
+#include "net_test_common.h"
 #include "proxy/proxy.h"
 
 using namespace loom::net;
@@ -21,49 +22,17 @@ using namespace loom::net;
 namespace {
 
 const NetPlugin *P() { return ucxPlugin(); }
-const size_t kSizes[] = {0, 1, 7, 4096, 65537, (1u << 20) + 3, 64u << 20};
-const int kNumSizes = 7, kSmall = 64; // plus 64 small messages of 1..64 bytes
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-unsigned char pattern(size_t msg, size_t i) { return (unsigned char)(msg * 31 + i * 7 + 1); }
+using namespace nettest;
 
 void useLoopback() {
     setenv("UCX_TLS", "tcp", 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
 }
 
-struct Msg {
-    std::vector<unsigned char> buf;
-    size_t size;
-    void *req = nullptr;
-    bool done = false;
-};
-
-std::vector<Msg> messages() {
-    std::vector<Msg> m;
-    for (int i = 0; i < kNumSizes; ++i) m.push_back(Msg{{}, kSizes[i]});
-    for (int i = 0; i < kSmall; ++i) m.push_back(Msg{{}, (size_t)i + 1});
-    return m;
-}
-
-// Tests every request until all are done or `deadline`; returns the first error.
+// 0 B .. 64 MiB and 64 small messages.
+std::vector<Msg> ucxMessages() { return messages(64u << 20, 64); }
 loomResult_t waitAll(std::vector<Msg> &m, double deadline, std::vector<size_t> *sizes) {
-    size_t left = m.size();
-    while (left && now() < deadline) {
-        for (size_t i = 0; i < m.size(); ++i) {
-            if (m[i].done) continue;
-            int done = 0;
-            size_t n = 0;
-            loomResult_t r = P()->test(m[i].req, &done, &n);
-            if (r != loomSuccess) return r;
-            if (done) {
-                m[i].done = true;
-                if (sizes) (*sizes)[i] = n;
-                --left;
-            }
-        }
-    }
-    return left ? loomInProgress : loomSuccess;
+    return nettest::waitAll(P(), m, deadline, sizes);
 }
 
 int proxySender(void *sc);
@@ -84,7 +53,7 @@ int sender(int fd, bool dieAfterConnect) {
         P()->closeSend(sc);
         return rc;
     }
-    std::vector<Msg> m = messages();
+    std::vector<Msg> m = ucxMessages();
     for (size_t k = 0; k < m.size(); ++k) {
         m[k].buf.resize(m[k].size + 1);
         for (size_t i = 0; i < m[k].size; ++i) m[k].buf[i] = pattern(k, i);
@@ -98,75 +67,31 @@ int sender(int fd, bool dieAfterConnect) {
 
 // The proxy between two "GPUs" (host threads of two processes): steps of
 // varying size (0 .. slot) through 4-slot FIFOs, in order, flow-controlled.
-constexpr int kSteps = 3000, kSlots = 4;
-constexpr size_t kSlotBytes = 64 * 1024;
-size_t stepBytes(uint64_t s) { return (size_t)(s * 7919) % (kSlotBytes + 1); }
-
-struct HostFifo {
-    std::vector<char> slots = std::vector<char>(kSlots * kSlotBytes);
-    volatile uint64_t tail = 0, head = 0, sizes[kSlots] = {};
-    loom::ProxyFifo view() {
-        return loom::ProxyFifo{slots.data(), kSlotBytes, kSlots, &tail, &head, sizes, nullptr};
-    }
-};
+constexpr int kSteps = 3000;
 
 int proxySender(void *sc) {
     HostFifo f;
     loom::Proxy proxy(P());
     int id = proxy.addSend(sc, f.view(), 7);
     proxy.kick();
-    double end = now() + 60;
-    for (uint64_t s = 0; s < (uint64_t)kSteps; ++s) {
-        while (s - f.head >= (uint64_t)kSlots) // the GPU's credit wait
-            if (now() > end || proxy.error() != loomSuccess) return 7;
-        char *slot = f.slots.data() + (s % kSlots) * kSlotBytes;
-        for (size_t i = 0; i < stepBytes(s); ++i) slot[i] = (char)pattern(s, i);
-        f.sizes[s % kSlots] = stepBytes(s);
-        std::atomic_thread_fence(std::memory_order_release);
-        f.tail = s + 1;
-        if (s % 512 == 0) proxy.kick(); // as the host does when it enqueues
-    }
-    while (f.head < (uint64_t)kSteps)
-        if (now() > end || proxy.error() != loomSuccess) return 8;
+    int rc = proxyProduce(proxy, f, kSteps, 60);
     proxy.remove(id);
-    return 0;
+    return rc;
 }
 
 // Parent: listens, forks the sender, accepts.
 pid_t startPair(void **listenComm, void **recvComm, bool dieAfterConnect) {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[1]);
-        _exit(sender(fds[0], dieAfterConnect));
-    }
-    close(fds[0]);
-    useLoopback();
-    ck_assert_int_eq(P()->init(), loomSuccess);
-    Handle h;
-    ck_assert_int_eq(P()->listen(0, &h, listenComm), loomSuccess);
-    ck_assert_int_eq((int)write(fds[1], &h, sizeof(h)), (int)sizeof(h));
-    close(fds[1]);
-    *recvComm = nullptr;
-    for (double end = now() + 20; !*recvComm && now() < end;)
-        ck_assert_int_eq(P()->accept(*listenComm, recvComm), loomSuccess);
-    ck_assert_msg(*recvComm, "accept did not complete in 20 s");
-    return pid;
+    useLoopback(); // before the fork: the sender inherits it
+    return nettest::startPair(P(), listenComm, recvComm, [dieAfterConnect](int fd) { return sender(fd, dieAfterConnect); });
 }
 
-int childStatus(pid_t pid) {
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
-}
 
 } // namespace
 
 START_TEST(exchange_0B_to_64MiB_concurrently) {
     void *lc, *rc;
     pid_t pid = startPair(&lc, &rc, false);
-    std::vector<Msg> m = messages();
+    std::vector<Msg> m = ucxMessages();
     // Posted in reverse order: matching is by tag, not by arrival.
     for (size_t k = m.size(); k-- > 0;) {
         m[k].buf.assign(m[k].size + 16, 0xee); // 16 guard bytes
@@ -174,12 +99,7 @@ START_TEST(exchange_0B_to_64MiB_concurrently) {
     }
     std::vector<size_t> got(m.size(), ~(size_t)0);
     ck_assert_int_eq(waitAll(m, now() + 60, &got), loomSuccess);
-    for (size_t k = 0; k < m.size(); ++k) {
-        ck_assert_uint_eq(got[k], m[k].size);
-        for (size_t i = 0; i < m[k].size; ++i)
-            if (m[k].buf[i] != pattern(k, i)) ck_abort_msg("message %zu byte %zu corrupted", k, i);
-        for (size_t i = m[k].size; i < m[k].size + 16; ++i) ck_assert_uint_eq(m[k].buf[i], 0xee);
-    }
+    checkReceived(m, got);
     ck_assert_int_eq(childStatus(pid), 0);
     P()->closeRecv(rc);
     P()->closeListen(lc);
@@ -213,17 +133,8 @@ START_TEST(proxy_moves_steps_in_order_and_idles) {
         loom::Proxy proxy(P());
         int id = proxy.addRecv(rc, f.view(), 7);
         proxy.kick();
-        double end = now() + 60;
-        for (uint64_t s = 0; s < (uint64_t)kSteps; ++s) {
-            while (f.tail <= s) // the GPU waits for data
-                ck_assert_msg(now() < end && proxy.error() == loomSuccess, "step %lu never arrived", (unsigned long)s);
-            std::atomic_thread_fence(std::memory_order_acquire);
-            const char *slot = f.slots.data() + (s % kSlots) * kSlotBytes;
-            ck_assert_uint_eq(f.sizes[s % kSlots], stepBytes(s));
-            for (size_t i = 0; i < stepBytes(s); ++i)
-                if ((unsigned char)slot[i] != pattern(s, i)) ck_abort_msg("step %lu byte %zu", (unsigned long)s, i);
-            f.head = s + 1;
-        }
+        std::string err = proxyConsume(proxy, f, kSteps, 60);
+        ck_assert_msg(err.empty(), "%s", err.c_str());
         ck_assert_int_eq(childStatus(pid), 0);
         // Idle (receives still posted): the thread must sleep, not spin.
         usleep(50000);

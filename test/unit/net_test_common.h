@@ -1,0 +1,157 @@
+// Pieces shared by the net plugin tests (ucx over TCP, ib on soft-RoCE): a
+// message set of awkward sizes with a byte pattern, a bounded wait for
+// requests, and host FIFOs for the proxy tests.
+#pragma once
+
+#include <atomic>
+#include <check.h>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "btl_gpu/net/net.h"
+#include "proxy/proxy.h"
+
+namespace nettest {
+
+inline double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+inline unsigned char pattern(size_t msg, size_t i) { return (unsigned char)(msg * 31 + i * 7 + 1); }
+
+struct Msg {
+    std::vector<unsigned char> buf;
+    size_t size;
+    void *mr = nullptr;
+    void *req = nullptr;
+    bool done = false;
+};
+
+// The big sizes 0 B .. maxBytes, then `small` messages of 1..small bytes.
+inline std::vector<Msg> messages(size_t maxBytes, int small) {
+    std::vector<Msg> m;
+    for (size_t s : {(size_t)0, (size_t)1, (size_t)7, (size_t)4096, (size_t)65537, (size_t)(1u << 20) + 3, maxBytes})
+        m.push_back(Msg{{}, s});
+    for (int i = 0; i < small; ++i) m.push_back(Msg{{}, (size_t)i + 1});
+    return m;
+}
+
+// Tests every request until all are done or `deadline`; returns the first error.
+inline loomResult_t waitAll(const loom::net::NetPlugin *p, std::vector<Msg> &m, double deadline,
+                            std::vector<size_t> *sizes) {
+    size_t left = 0;
+    for (auto &x : m) left += !x.done;
+    while (left && now() < deadline)
+        for (size_t i = 0; i < m.size(); ++i) {
+            if (m[i].done) continue;
+            int done = 0;
+            size_t n = 0;
+            loomResult_t r = p->test(m[i].req, &done, &n);
+            if (r != loomSuccess) return r;
+            if (done) {
+                m[i].done = true;
+                if (sizes) (*sizes)[i] = n;
+                --left;
+            }
+        }
+    return left ? loomInProgress : loomSuccess;
+}
+
+// Every message arrived whole, with its size, and the 16 guard bytes after
+// it (0xee) are untouched.
+inline void checkReceived(const std::vector<Msg> &m, const std::vector<size_t> &got) {
+    for (size_t k = 0; k < m.size(); ++k) {
+        ck_assert_uint_eq(got[k], m[k].size);
+        for (size_t i = 0; i < m[k].size; ++i)
+            if (m[k].buf[i] != pattern(k, i)) ck_abort_msg("message %zu byte %zu corrupted", k, i);
+        for (size_t i = m[k].size; i < m[k].size + 16; ++i) ck_assert_uint_eq(m[k].buf[i], 0xee);
+    }
+}
+
+inline int childStatus(pid_t pid) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+}
+
+// Forks the sending process — childMain(fd) reads the listen handle from fd
+// and returns its exit status — listens, hands it the handle, accepts.
+// The child starts before the parent initialises the plugin: neither verbs
+// contexts nor UCX survive fork.
+template <typename ChildMain>
+pid_t startPair(const loom::net::NetPlugin *p, void **listenComm, void **recvComm, ChildMain childMain) {
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[1]);
+        _exit(childMain(fds[0]));
+    }
+    close(fds[0]);
+    ck_assert_int_eq(p->init(), loomSuccess);
+    loom::net::Handle h;
+    ck_assert_int_eq(p->listen(0, &h, listenComm), loomSuccess);
+    ck_assert_int_eq((int)write(fds[1], &h, sizeof(h)), (int)sizeof(h));
+    close(fds[1]);
+    *recvComm = nullptr;
+    for (double end = now() + 30; !*recvComm && now() < end;)
+        ck_assert_int_eq(p->accept(*listenComm, recvComm), loomSuccess);
+    ck_assert_msg(*recvComm, "accept did not complete in 30 s");
+    return pid;
+}
+
+// Proxy tests: steps of 0..slot bytes through 4-slot FIFOs in host memory.
+constexpr int kSlots = 4;
+constexpr size_t kSlotBytes = 64 * 1024;
+inline size_t stepBytes(uint64_t s) { return (size_t)(s * 7919) % (kSlotBytes + 1); }
+
+struct HostFifo {
+    std::vector<char> slots = std::vector<char>(kSlots * kSlotBytes);
+    volatile uint64_t tail = 0, head = 0, sizes[kSlots] = {};
+    void *mr = nullptr;
+    loom::ProxyFifo view() { return loom::ProxyFifo{slots.data(), kSlotBytes, kSlots, &tail, &head, sizes, mr}; }
+};
+
+// The sending "GPU": writes `steps` steps into the FIFO as the proxy frees
+// slots (the ring kernels' credit wait), kicking it as the host would.
+// 0 on success, else a code for the test's exit status.
+inline int proxyProduce(loom::Proxy &proxy, HostFifo &f, uint64_t steps, double seconds) {
+    double end = now() + seconds;
+    for (uint64_t s = 0; s < steps; ++s) {
+        while (s - f.head >= (uint64_t)kSlots)
+            if (now() > end || proxy.error() != loomSuccess) return 7;
+        char *slot = f.slots.data() + (s % kSlots) * kSlotBytes;
+        for (size_t i = 0; i < stepBytes(s); ++i) slot[i] = (char)pattern(s, i);
+        f.sizes[s % kSlots] = stepBytes(s);
+        std::atomic_thread_fence(std::memory_order_release);
+        f.tail = s + 1;
+        if (s % 256 == 0) proxy.kick();
+    }
+    while (f.head < steps)
+        if (now() > end || proxy.error() != loomSuccess) return 8;
+    return 0;
+}
+
+// The receiving "GPU": checks every step as the proxy delivers it and frees
+// the slot. Returns "" or what went wrong.
+inline std::string proxyConsume(loom::Proxy &proxy, HostFifo &f, uint64_t steps, double seconds) {
+    double end = now() + seconds;
+    for (uint64_t s = 0; s < steps; ++s) {
+        while (f.tail <= s)
+            if (now() > end || proxy.error() != loomSuccess) return "step " + std::to_string(s) + " never arrived";
+        std::atomic_thread_fence(std::memory_order_acquire);
+        const char *slot = f.slots.data() + (s % kSlots) * kSlotBytes;
+        if (f.sizes[s % kSlots] != stepBytes(s)) return "step " + std::to_string(s) + ": wrong size";
+        for (size_t i = 0; i < stepBytes(s); ++i)
+            if ((unsigned char)slot[i] != pattern(s, i))
+                return "step " + std::to_string(s) + " byte " + std::to_string(i) + " corrupted";
+        f.head = s + 1;
+    }
+    return "";
+}
+
+} // namespace nettest
