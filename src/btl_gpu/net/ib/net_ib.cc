@@ -691,11 +691,12 @@ loomResult_t ibIsend(void *comm, void *data, size_t size, int tag, void *mhandle
         wr.wr.rdma.remote_addr = e->addr + off;
         wr.wr.rdma.rkey = e->rkey;
         if (int err = ibv_post_send(c->qps[k], &wr, &bad)) {
-            c->failed = true; // parts already posted will flush through the CQ
+            // The connection is done for. Parts already posted still complete
+            // (flushed) through the CQ and reference r, so it is freed only if
+            // none was posted; the caller gets the error, not the request.
+            c->failed = true;
             r->pending -= (int)(nq - k);
-            r->err = loomRemoteError;
             if (r->pending == 0) delete r;
-            else { ++c->seq; *request = r; }
             return fail(loomRemoteError, "ib: %s: posting RDMA WRITE WITH IMM failed: %s", c->dev->props.name,
                         strerror(err));
         }
