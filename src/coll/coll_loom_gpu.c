@@ -78,22 +78,20 @@ static int create_loom_comm(mca_coll_loom_module_t *m, int device)
 }
 
 bool mca_coll_loom_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
-                                 ompi_communicator_t *comm, mca_coll_loom_module_t *m, int *rc)
+                                 ompi_communicator_t *comm, mca_coll_loom_module_t *m,
+                                 const loomPointerInfo_t *sinfo, const loomPointerInfo_t *rinfo, int *rc)
 {
     loomDataType_t ldt = loomFloat32;
     loomRedOp_t lop = loomSum;
-    loomPointerInfo_t rinfo, sinfo;
     int want = LOOM_GPU_UNAVAILABLE != m->gpu_state && map_dtype(dt, &ldt) && map_op(op, &lop) &&
-               loomSuccess == loomPointerQuery(rbuf, &rinfo) && loomMemoryHost != rinfo.kind;
-    if (want && MPI_IN_PLACE != sbuf)
-        want = loomSuccess == loomPointerQuery(sbuf, &sinfo) && loomMemoryHost != sinfo.kind &&
-               sinfo.device == rinfo.device;
-    if (want && NULL != m->lcomm) want = m->gpu_device == rinfo.device;
+               loomMemoryHost != rinfo->kind;
+    if (want && MPI_IN_PLACE != sbuf) want = loomMemoryHost != sinfo->kind && sinfo->device == rinfo->device;
+    if (want && NULL != m->lcomm) want = m->gpu_device == rinfo->device;
     /* A blocking collective must take the same path on every rank. */
     if (!agree(m, want)) return false;
     if (LOOM_GPU_UNKNOWN == m->gpu_state) {
-        m->gpu_state = create_loom_comm(m, rinfo.device) ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
-        m->gpu_device = rinfo.device;
+        m->gpu_state = create_loom_comm(m, rinfo->device) ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
+        m->gpu_device = rinfo->device;
         if (LOOM_GPU_READY != m->gpu_state) return false;
     }
     mca_coll_loom_note(m, LOOM_COLL_allreduce, LOOM_PATH_GPU);

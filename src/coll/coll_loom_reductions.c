@@ -11,10 +11,11 @@
 static int allreduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
-    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    loomPointerInfo_t sinfo, rinfo; /* one driver query per buffer, shared with the GPU path */
+    bool s_gpu = mca_coll_loom_locate(sbuf, &sinfo), r_gpu = mca_coll_loom_locate(rbuf, &rinfo);
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allreduce, sbuf, rbuf, count, dt, op, comm);
     int rc;
-    if (NULL == req && mca_coll_loom_gpu_allreduce(sbuf, rbuf, count, dt, op, comm, m, &rc)) return rc;
+    if (NULL == req && mca_coll_loom_gpu_allreduce(sbuf, rbuf, count, dt, op, comm, m, &sinfo, &rinfo, &rc)) return rc;
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_span_t span = loom_span_of(&sh, (size_t)count);
     LOOM_STAGED_CALL(m, req, allreduce, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, comm);

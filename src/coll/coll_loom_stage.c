@@ -6,12 +6,19 @@
 #include "loom.h"
 #include "ompi/datatype/ompi_datatype.h"
 
+bool mca_coll_loom_locate(const void *ptr, loomPointerInfo_t *info)
+{
+    info->kind = loomMemoryHost;
+    info->device = -1;
+    if (NULL == ptr || MPI_IN_PLACE == ptr) return false;
+    if (loomSuccess != loomPointerQuery(ptr, info)) info->kind = loomMemoryHost;
+    return OPAL_UNLIKELY(mca_coll_loom_component.stage_host_buffers) || loomMemoryHost != info->kind;
+}
+
 bool mca_coll_loom_on_gpu(const void *ptr)
 {
-    if (NULL == ptr || MPI_IN_PLACE == ptr) return false;
-    if (OPAL_UNLIKELY(mca_coll_loom_component.stage_host_buffers)) return true;
     loomPointerInfo_t info;
-    return loomSuccess == loomPointerQuery(ptr, &info) && loomMemoryHost != info.kind;
+    return mca_coll_loom_locate(ptr, &info);
 }
 
 loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype)

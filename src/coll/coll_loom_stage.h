@@ -9,6 +9,7 @@
 
 #include "coll_loom.h"
 #include "coll_loom_span.h"
+#include "loom.h"
 
 #define LOOM_STAGE_MAX 2
 
@@ -28,6 +29,8 @@ typedef struct {
  * memory (or any real buffer when coll_loom_stage_host_buffers is set).
  * MPI_IN_PLACE and NULL are never on the GPU. */
 bool mca_coll_loom_on_gpu(const void *ptr);
+/* The same, also telling where the buffer is (host when forced to stage). */
+bool mca_coll_loom_locate(const void *ptr, loomPointerInfo_t *info);
 
 loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype);
 
