@@ -40,14 +40,14 @@ static_assert(sizeof(HandleData) <= kHandleBytes, "handle too large");
 
 ucp_context_h g_ctx = nullptr;
 
+struct Request;
+
 struct Comm {
     ucp_worker_h worker = nullptr;
     ucp_ep_h ep = nullptr; // sender: to the receiver; receiver: back to the sender
     bool failed = false;
-    void *hello = nullptr; // handshake request in flight
+    Request *hello = nullptr; // handshake message in flight (an ordinary request)
     std::vector<char> helloBuf;
-    bool helloDone = false;
-    ucs_status_t helloStatus = UCS_OK;
 };
 
 struct Request {
@@ -78,17 +78,33 @@ void onRecv(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void *
     r->done = true;
 }
 
-void onHelloSend(void *, ucs_status_t status, void *user) {
-    Comm *c = static_cast<Comm *>(user);
-    c->helloStatus = status;
-    c->helloDone = true;
+// A tagged send (to the comm's endpoint) or receive (on its worker); the
+// callbacks complete the Request.
+loomResult_t post(Comm *c, bool recv, void *data, size_t size, uint64_t tag, Request **out) {
+    Request *r = new Request{c, nullptr, recv, false, UCS_OK, size};
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.user_data = r;
+    if (recv) {
+        p.cb.recv = onRecv;
+        r->ucx = ucp_tag_recv_nbx(c->worker, data, size, tag, kFullMask, &p);
+    } else {
+        p.cb.send = onSend;
+        r->ucx = ucp_tag_send_nbx(c->ep, data, size, tag, &p);
+    }
+    if (UCS_PTR_IS_ERR(r->ucx)) {
+        ucs_status_t s = UCS_PTR_STATUS(r->ucx);
+        delete r;
+        return fail(loomSystemError, "ucx: %s: %s", recv ? "receive" : "send", ucs_status_string(s));
+    }
+    *out = r;
+    return loomSuccess;
 }
 
-void onHelloRecv(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void *user) {
-    Comm *c = static_cast<Comm *>(user);
-    c->helloStatus = status;
-    if (status == UCS_OK) c->helloBuf.resize(info->length);
-    c->helloDone = true;
+void release(Request *r) {
+    ucp_request_free(r->ucx);
+    delete r;
 }
 
 loomResult_t ucsFail(const char *what, ucs_status_t s) {
@@ -133,9 +149,10 @@ void destroy(Comm *c) {
         p.flags = c->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
         drain(c->worker, ucp_ep_close_nbx(c->ep, &p));
     }
-    if (c->hello && UCS_PTR_IS_PTR(c->hello)) {
-        ucp_request_cancel(c->worker, c->hello);
-        drain(c->worker, c->hello);
+    if (c->hello) {
+        ucp_request_cancel(c->worker, c->hello->ucx);
+        drain(c->worker, c->hello->ucx);
+        delete c->hello;
     }
     if (c->worker) ucp_worker_destroy(c->worker);
     delete c;
@@ -218,26 +235,22 @@ loomResult_t ucxConnect(int dev, Handle *handle, void **sendComm) {
         }
         c->helloBuf.assign(reinterpret_cast<char *>(mine), reinterpret_cast<char *>(mine) + len);
         ucp_worker_release_address(c->worker, mine);
-        ucp_request_param_t p;
-        memset(&p, 0, sizeof(p));
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-        p.cb.send = onHelloSend;
-        p.user_data = c;
-        c->hello = ucp_tag_send_nbx(c->ep, c->helloBuf.data(), c->helloBuf.size(), kHelloTag, &p);
-        if (UCS_PTR_IS_ERR(c->hello)) {
-            ucs_status_t s = UCS_PTR_STATUS(c->hello);
-            c->hello = nullptr;
+        r = post(c, false, c->helloBuf.data(), c->helloBuf.size(), kHelloTag, &c->hello);
+        if (r != loomSuccess) {
             destroy(c);
-            return ucsFail("hello", s);
+            return r;
         }
         h->pending = c;
     }
     ucp_worker_progress(c->worker);
-    if (!c->helloDone && !c->failed) return loomSuccess; // not yet: call again
+    if (!c->hello->done && !c->failed) return loomSuccess; // not yet: call again
     h->pending = nullptr;
-    ucp_request_free(c->hello);
-    c->hello = nullptr;
-    if (c->failed || c->helloStatus != UCS_OK) {
+    bool sent = c->hello->done && c->hello->status == UCS_OK;
+    if (c->hello->done) {
+        release(c->hello);
+        c->hello = nullptr;
+    }
+    if (c->failed || !sent) {
         destroy(c);
         return fail(loomRemoteError, "ucx: connect: the receiver did not answer");
     }
@@ -251,23 +264,16 @@ loomResult_t ucxAccept(void *listenComm, void **recvComm) {
     if (!l || !l->worker) return fail(loomInvalidUsage, "ucx: accept on a closed or used listen comm");
     if (!l->hello) {
         l->helloBuf.resize(kHandleBytes);
-        ucp_request_param_t p;
-        memset(&p, 0, sizeof(p));
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-        p.cb.recv = onHelloRecv;
-        p.user_data = l;
-        l->hello = ucp_tag_recv_nbx(l->worker, l->helloBuf.data(), l->helloBuf.size(), kHelloTag, kFullMask, &p);
-        if (UCS_PTR_IS_ERR(l->hello)) {
-            ucs_status_t s = UCS_PTR_STATUS(l->hello);
-            l->hello = nullptr;
-            return ucsFail("accept", s);
-        }
+        loomResult_t r = post(l, true, l->helloBuf.data(), l->helloBuf.size(), kHelloTag, &l->hello);
+        if (r != loomSuccess) return r;
     }
     ucp_worker_progress(l->worker);
-    if (!l->helloDone) return loomSuccess; // not yet: call again
-    ucp_request_free(l->hello);
+    if (!l->hello->done) return loomSuccess; // not yet: call again
+    ucs_status_t hs = l->hello->status;
+    l->helloBuf.resize(l->hello->size);
+    release(l->hello);
     l->hello = nullptr;
-    if (l->helloStatus != UCS_OK) return ucsFail("accept hello", l->helloStatus);
+    if (hs != UCS_OK) return ucsFail("accept hello", hs);
     // The worker moves to the receive comm; the listen comm stays empty.
     Comm *c = new Comm;
     c->worker = l->worker;
@@ -297,39 +303,23 @@ loomResult_t ucxDeregMr(void *, void *mhandle) {
     return loomSuccess;
 }
 
-loomResult_t post(Comm *c, bool recv, void *data, size_t size, int tag, void **request) {
+loomResult_t postData(Comm *c, bool recv, void *data, size_t size, int tag, void **request) {
     *request = nullptr;
     if (!c) return fail(loomInvalidArgument, "ucx: NULL communicator");
     if (c->failed) return fail(loomRemoteError, "ucx: %s on a failed connection", recv ? "irecv" : "isend");
     if (tag < 0) return fail(loomInvalidArgument, "ucx: negative tag %d", tag);
-    Request *r = new Request{c, nullptr, recv, false, UCS_OK, size};
-    ucp_request_param_t p;
-    memset(&p, 0, sizeof(p));
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    p.user_data = r;
-    const uint64_t t = kDataBit | (uint32_t)tag;
-    if (recv) {
-        p.cb.recv = onRecv;
-        r->ucx = ucp_tag_recv_nbx(c->worker, data, size, t, kFullMask, &p);
-    } else {
-        p.cb.send = onSend;
-        r->ucx = ucp_tag_send_nbx(c->ep, data, size, t, &p);
-    }
-    if (UCS_PTR_IS_ERR(r->ucx)) {
-        ucs_status_t s = UCS_PTR_STATUS(r->ucx);
-        delete r;
-        return ucsFail(recv ? "irecv" : "isend", s);
-    }
+    Request *r = nullptr;
+    loomResult_t res = post(c, recv, data, size, kDataBit | (uint32_t)tag, &r);
     *request = r;
-    return loomSuccess;
+    return res;
 }
 
 loomResult_t ucxIsend(void *comm, void *data, size_t size, int tag, void *, void **request) {
-    return post(static_cast<Comm *>(comm), false, data, size, tag, request);
+    return postData(static_cast<Comm *>(comm), false, data, size, tag, request);
 }
 
 loomResult_t ucxIrecv(void *comm, void *data, size_t size, int tag, void *, void **request) {
-    return post(static_cast<Comm *>(comm), true, data, size, tag, request);
+    return postData(static_cast<Comm *>(comm), true, data, size, tag, request);
 }
 
 loomResult_t ucxIflush(void *, void *, size_t, void *, void **request) {
@@ -350,8 +340,7 @@ loomResult_t ucxTest(void *request, int *done, size_t *size) {
     ucs_status_t s = r->status;
     size_t n = r->size;
     bool recv = r->recv;
-    ucp_request_free(r->ucx);
-    delete r;
+    release(r);
     if (s == UCS_ERR_MESSAGE_TRUNCATED)
         return fail(loomInvalidArgument, "ucx: received more than the %zu bytes posted", n);
     if (s != UCS_OK) return fail(loomRemoteError, "ucx: %s failed: %s", recv ? "irecv" : "isend", ucs_status_string(s));
