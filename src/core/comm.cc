@@ -28,15 +28,19 @@ uint64_t fnv1a(const std::string &s) {
     return h;
 }
 
-// Same value for every process of one OS instance (hostname + boot id).
+// Same value for every process of one OS instance (hostname + boot id);
+// computed once per process.
 uint64_t hostHash() {
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    std::string id = host;
-    std::ifstream boot("/proc/sys/kernel/random/boot_id");
-    std::string b;
-    if (boot >> b) id += b;
-    return fnv1a(id);
+    static const uint64_t h = [] {
+        char host[256] = "";
+        gethostname(host, sizeof(host) - 1);
+        std::string id = host;
+        std::ifstream boot("/proc/sys/kernel/random/boot_id");
+        std::string b;
+        if (boot >> b) id += b;
+        return fnv1a(id);
+    }();
+    return h;
 }
 
 #define CUDA_TRY(call, what)                                                                         \

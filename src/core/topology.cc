@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "core/bootstrap.h"
 #include "core/debug.h"
@@ -14,6 +15,17 @@
 namespace loom {
 
 namespace {
+
+// This host's description, detected (or read from LOOM_TOPO_FILE) once per
+// process: the machine does not change between communicators, and detection
+// (hwloc, NVML, verbs) would otherwise be paid by every one of them.
+const std::string &localSystem(std::string *notes) {
+    static std::string xml, why;
+    static std::once_flag once;
+    std::call_once(once, [] { xml = topo::localSystemXml(&why); });
+    *notes = why;
+    return xml;
+}
 
 void dumpIfAsked(const char *env, const std::string &text) {
     const char *path = getenv(env);
@@ -30,7 +42,7 @@ loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> 
     std::map<uint64_t, int> firstOfHost;
     for (int r = 0; r < nranks; ++r) firstOfHost.emplace(ids[r].hostHash, r);
     std::string notes, mine;
-    if (firstOfHost[ids[rank].hostHash] == rank) mine = topo::localSystemXml(&notes);
+    if (firstOfHost[ids[rank].hostHash] == rank) mine = localSystem(&notes);
     std::vector<std::string> xml;
     loomResult_t gathered = allgatherStrings(bs, rank, nranks, mine, &xml);
     if (gathered != loomSuccess) return gathered;
