@@ -10,7 +10,7 @@
 #   COLLS="..."       collectives to look for (default: all loom overrides)
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
-# The build tree comes first in mca_base_component_path: Open MPI loads the
+# The build tree's component comes first in mca_base_component_path: Open MPI loads the
 # first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
 # or test/gpu/run.sh).
@@ -39,11 +39,16 @@ for kv in $ENV; do
     fwd="$fwd -x ${kv%%=*}"
 done
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Open MPI's component search opens every .so/.la in the path: give it a
+# folder with the component alone (a build tree's .libs also holds libtool
+# archives and symlinks, and dangling ones there break mpirun's own start-up).
+comp=$(mktemp -d)
+trap 'rm -rf "$log" "$comp"' EXIT
+cp "$B/.libs/mca_coll_loom.so" "$comp/" || { echo "FAIL: no $B/.libs/mca_coll_loom.so"; exit 1; }
 echo "+ $ENV mpirun -np $NP $MCA $PROG $ARGS"
 # shellcheck disable=SC2086
 timeout 600 "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
-    --mca mca_base_component_path "$B/.libs:$LOOM_OMPI_PKGLIBDIR" \
+    --mca mca_base_component_path "$comp:$LOOM_OMPI_PKGLIBDIR" \
     --mca coll_loom_verbose 1 $MCA "$B/$PROG" $ARGS >"$log" 2>&1
 rc=$?
 cat "$log"
