@@ -10,13 +10,14 @@
 #   COLLS="..."       collectives to look for (default: all loom overrides)
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
+#   EXPECT_LOG="re"   an extended regex the output must match (e.g. the transport used)
 # The build tree's component comes first in mca_base_component_path: Open MPI loads the
 # first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
 # or test/gpu/run.sh).
 set -u
 . "$1"
-: "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
+: "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
@@ -54,6 +55,9 @@ rc=$?
 cat "$log"
 [ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
 
+if [ -n "$EXPECT_LOG" ] && ! grep -Eq "$EXPECT_LOG" "$log"; then
+    echo "FAIL: the output does not show: $EXPECT_LOG"; exit 1
+fi
 selected=$(grep -c "coll/loom .*: selected$" "$log")
 if [ "$EXPECT" = deselected ]; then
     [ "$selected" -eq 0 ] || { echo "FAIL: loom was selected although deselected"; exit 1; }

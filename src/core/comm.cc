@@ -16,6 +16,7 @@
 #include "core/bootstrap.h"
 #include "core/connect.h"
 #include "core/params.h"
+#include "btl_gpu/net/net_transport.h"
 #include "core/topology.h"
 
 using namespace loom;
@@ -29,7 +30,9 @@ uint64_t fnv1a(const std::string &s) {
 }
 
 // Same value for every process of one OS instance (hostname + boot id);
-// computed once per process.
+// computed once per process. LOOM_FAKE_NODES=1 adds the process id: every
+// process is then a host of its own, and all its ring connections take the
+// net transport (how the inter-node path is tested on one GPU box).
 uint64_t hostHash() {
     static const uint64_t h = [] {
         char host[256] = "";
@@ -38,6 +41,10 @@ uint64_t hostHash() {
         std::ifstream boot("/proc/sys/kernel/random/boot_id");
         std::string b;
         if (boot >> b) id += b;
+        if (params().fakeNodes) {
+            id += ":pid" + std::to_string(getpid());
+            LOOM_INFO(kInit, "LOOM_FAKE_NODES=1: this process (pid %d) counts as a host of its own", (int)getpid());
+        }
         return fnv1a(id);
     }();
     return h;
@@ -77,8 +84,9 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     if (bs->allgather(bs->ctx, &me, ids.data(), sizeof(me)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of GPU identities failed", comm->rank);
     topo::Graphs g;
-    loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g);
+    loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic);
     if (r != loomSuccess) return r;
+    for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
     const std::vector<int> &ring = g.rings[0].ranks;
     for (size_t i = 0; i < ring.size(); ++i)
         if (ring[i] == comm->rank) {
@@ -86,7 +94,14 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
             comm->next = ring[(i + 1) % ring.size()];
             comm->prev = ring[(i + ring.size() - 1) % ring.size()];
         }
-    int ch = params().maxChannels > 0 ? params().maxChannels : g.channels;
+    int ch = g.channels;
+    if (comm->spansHosts) {
+        // Across hosts a channel is a network connection, each with its own
+        // FIFOs; hosts without a known NIC (sockets, fake nodes) get 4.
+        ch = params().netChannels > 0 ? params().netChannels : g.ringBw > 0 ? g.channels : 4;
+        ch = ch > kMaxNetChannels ? kMaxNetChannels : ch;
+    }
+    if (params().maxChannels > 0) ch = params().maxChannels;
     comm->maxChannels = ch < 1 ? 1 : ch > kMaxChannels ? kMaxChannels : ch;
     return loomSuccess;
 }
@@ -132,10 +147,11 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
         r = connectRing(comm, bs, peers);
         if (r != loomSuccess) return r;
     }
+    auto kind = [](bool net, bool shm) { return net ? "net" : shm ? "shm" : "p2p"; };
     LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -(%s)-> %d -(%s)-> %d, %d channels x %d slots x %zu KiB "
               "(LL ring up to %zu KiB: %zu KiB slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
-              rank, n, comm->cudaDev, comm->busId, comm->prev, comm->recvShm ? "shm" : "p2p",
-              rank, comm->sendShm ? "shm" : "p2p", comm->next,
+              rank, n, comm->cudaDev, comm->busId, comm->prev, kind(comm->recvNet, comm->recvShm),
+              rank, kind(comm->sendNet, comm->sendShm), comm->next,
               comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->llRingMaxBytes >> 10,
               comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10, comm->allPeersMapped ? "yes" : "no",
               comm->region.bytes / 1048576.0);
@@ -147,6 +163,7 @@ void releaseComm(loomComm *comm) {
     cudaGetDevice(&current);
     if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
     if (comm->stream) cudaStreamSynchronize(comm->stream);
+    netClose(&comm->net);
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
     shmClose(&comm->shmSend);
@@ -223,6 +240,10 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         comm->failed = true;
         char host[64] = "?";
         gethostname(host, sizeof(host) - 1);
+        if (netError(&comm->net) != loomSuccess) // the proxy's error said what broke (logged at WARN)
+            return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: the network connection to rank %d or "
+                        "%d failed (see the warning above); communicator unusable", host, comm->rank, comm->cudaDev,
+                        comm->busId, comm->prev, comm->next);
         return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: ring neighbour rank %d or %d silent for %.0f s; "
                     "communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->prev, comm->next,
                     params().timeoutSeconds);

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 
 #include "btl_gpu/p2p/p2p.h"
+#include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
@@ -31,6 +33,10 @@ struct loomComm {
     char *sendArea[2] = {};      // the next rank's receive FIFO (mapped region or its shm)
     char *creditArea[2] = {};    // where my credit arrives
     bool recvShm = false, sendShm = false; // which connections go through host memory
+    bool recvNet = false, sendNet = false; // which connections cross hosts (net transport + proxy)
+    bool spansHosts = false;     // some ring connection of the communicator crosses hosts
+    std::string nic;             // the topology's NIC nearest this rank's GPU ("mlx5_0:1"; "" if none)
+    loom::NetLinks net;
     loom::ShmSegment shmRecv;    // created here when the previous rank cannot reach my GPU
     loom::ShmSegment shmSend;    // the next rank's, when my GPU cannot reach it
     bool allPeersMapped = false; // one-shot LL possible

@@ -5,6 +5,7 @@
 
 #include "core/bootstrap.h"
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace loom {
 
@@ -45,16 +46,21 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     if (bs->allgather(bs->ctx, mine.data(), can.data(), (size_t)n) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of reachability failed", me);
     auto p2p = [&](int a, int b) { return can[(size_t)a * n + b] && can[(size_t)b * n + a]; };
-    // Decided from gathered data, identically on every rank: one rank leaving
-    // here while another goes on to the next exchange would hang that one.
-    for (int q = 0; q < n; ++q)
-        if (peers[q].hostHash != peers[0].hostHash) {
-            LOOM_INFO(kInit, "rank %d: the communicator spans hosts (rank %d); the net transport will carry this, "
-                             "until then loom's GPU path is not available", me, q);
-            return loomNotSupported;
-        }
-    comm->recvShm = !p2p(comm->prev, me);
-    comm->sendShm = !p2p(me, comm->next);
+    // Across hosts: the net transport. Decided from gathered data, so every
+    // rank knows whether any rank goes through the net set-up below.
+    auto sameHost = [&](int a, int b) { return peers[a].hostHash == peers[b].hostHash; };
+    comm->recvNet = !sameHost(comm->prev, me);
+    comm->sendNet = !sameHost(me, comm->next);
+    comm->recvShm = !comm->recvNet && !p2p(comm->prev, me);
+    comm->sendShm = !comm->sendNet && !p2p(me, comm->next);
+    if (comm->spansHosts) {
+        // The LL ring is not carried by the proxy: Simple only, on every rank.
+        comm->llRingMaxBytes = 0;
+        NetSetup ns{comm->sendNet, comm->recvNet, true, comm->maxChannels, comm->nslots, comm->slotBytes,
+                    comm->nic.c_str(), comm->prev, comm->next, me, n, params().timeoutSeconds};
+        loomResult_t r = netConnect(ns, bs, &comm->net);
+        if (r != loomSuccess) return r;
+    }
 
     // Receivers whose previous rank cannot reach them publish a shm FIFO.
     ShmEndpoint myShm{};
@@ -81,14 +87,19 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     comm->allPeersMapped = all;
 
     char *myRegion = static_cast<char *>(comm->region.base);
-    if (comm->recvShm) {
+    // Net FIFOs have the Simple layout only (LL is off across hosts).
+    if (comm->recvNet) {
+        comm->recvArea[kProtoSimple] = comm->prevCreditArea[kProtoSimple] = comm->net.recvArea.device;
+    } else if (comm->recvShm) {
         shmAreas(comm, comm->shmRecv.device, comm->recvArea);
         shmAreas(comm, comm->shmRecv.device, comm->prevCreditArea);
     } else {
         regionAreas(comm, myRegion, comm->recvArea);
         regionAreas(comm, comm->peerBase[comm->prev], comm->prevCreditArea);
     }
-    if (comm->sendShm) {
+    if (comm->sendNet) {
+        comm->sendArea[kProtoSimple] = comm->creditArea[kProtoSimple] = comm->net.sendArea.device;
+    } else if (comm->sendShm) {
         shmAreas(comm, comm->shmSend.device, comm->sendArea);
         shmAreas(comm, comm->shmSend.device, comm->creditArea);
     } else {

@@ -2,8 +2,9 @@
  * Ring connections of a communicator: for each neighbour pair, p2p (the
  * receiver's FIFO in its GPU memory, mapped into the sender with CUDA IPC)
  * when both GPUs can reach each other, else shm (the FIFO in shared host
- * memory mapped into both GPUs) when they share a host. Both ends of a pair
- * decide from the same gathered data, so they always agree.
+ * memory mapped into both GPUs) when they share a host, else net (FIFOs in
+ * host memory on both sides, moved by the proxy over a net plugin). Both ends
+ * of a pair decide from the same gathered data, so they always agree.
  */
 #pragma once
 
@@ -21,8 +22,8 @@ struct PeerInfo {
     P2pEndpoint endpoint;
 };
 
-// Collective. Maps what the ring (and, when every pair is p2p, the one-shot
-// kernel) needs and fills comm's areas. loomNotSupported across hosts.
+// Collective. Connects what the ring (and, when every pair is p2p, the
+// one-shot kernel) needs and fills comm's areas.
 loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers);
 
 } // namespace loom

@@ -110,21 +110,26 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
         ch.sendSlots = comm->sendArea[proto] + at + sizeof(FifoFlags);
         ch.nextRecvTail = &flags(comm->sendArea[proto])->recvTail;
         ch.prevSendHead = &flags(comm->prevCreditArea[proto])->sendHead;
+        ch.sendSizes = comm->sendNet ? flags(comm->sendArea[proto])->stepBytes : nullptr;
         ch.step = steps[c];
     }
     cudaError_t err = launchRingAllreduce(a, datatype, op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): allreduce launch: %s", comm->rank, comm->cudaDev,
                     comm->busId, cudaGetErrorString(err));
-    // The kernel sends 2(n-1) slots per round on each channel it runs.
+    // The kernel sends 2(n-1) slots per round on each channel it runs (and
+    // receives as many); the proxy moves them for net connections.
     const size_t align = 16 / esize;
     const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
+    uint64_t callSteps[kMaxChannels] = {};
     for (int c = 0; c < a.nchannels && comm->nranks > 1; ++c) {
         size_t b, e;
         channelRange(count, a.nchannels, c, align * 4, &b, &e);
         size_t chunk = ringChunkElems(e - b, comm->nranks, slotElems, align);
-        steps[c] += ringRounds(e - b, comm->nranks, chunk) * (uint64_t)ringSendsPerRound(comm->nranks);
+        callSteps[c] = ringRounds(e - b, comm->nranks, chunk) * (uint64_t)ringSendsPerRound(comm->nranks);
+        steps[c] += callSteps[c];
     }
+    if (comm->sendNet || comm->recvNet) netPost(&comm->net, a.nchannels, callSteps);
     LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, ring %s on %d channels", comm->rank, count, esize,
                ll ? "LL" : "Simple", a.nchannels);
     return loomSuccess;

@@ -20,8 +20,9 @@ struct RankIdentity {
     char busId[16];
 };
 
-// Collective over the communicator; identical result on every rank.
+// Collective over the communicator; identical result on every rank. *myNic:
+// the NIC nearest this rank's GPU, "device:port" ("" when its host has none).
 loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> &ids, const loomBootstrap_t *bs,
-                          topo::Graphs *graphs);
+                          topo::Graphs *graphs, std::string *myNic);
 
 } // namespace loom

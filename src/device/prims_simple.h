@@ -96,8 +96,15 @@ struct ProtoSimple {
     // Every thread that wrote into the peer's slot: before the tail moves.
     __device__ static void fenceSend() { __threadfence_system(); }
 
-    // Thread 0: step `sent` is in the next rank's slot.
-    __device__ static void publish(const RingChannel &c, uint64_t sent) { *c.nextRecvTail = sent + 1; }
+    // Thread 0: step `sent` (`bytes` long) is in the next rank's slot. A net
+    // connection's proxy also needs the size, which must land before the tail.
+    __device__ static void publish(const RingChannel &c, uint64_t sent, size_t bytes, int nslots) {
+        if (c.sendSizes) {
+            c.sendSizes[sent % nslots] = bytes;
+            __threadfence_system();
+        }
+        *c.nextRecvTail = sent + 1;
+    }
 };
 
 } // namespace loom

@@ -1,7 +1,7 @@
 /*
  * What the host hands the ring kernels: per channel, where this rank's FIFO is,
- * where the next rank's FIFO is (mapped through CUDA IPC) and where the
- * previous rank's credit counter is. Shared by host (core) and device code.
+ * where the next rank's FIFO is and where the previous rank's credit counter
+ * is, whatever transport carries them. Shared by host (core) and device code.
  */
 #pragma once
 
@@ -21,6 +21,8 @@ __host__ __device__
 #endif
 inline size_t ringSlotDataBytes(int proto, size_t slotBytes) { return proto == kProtoLL ? slotBytes / 2 : slotBytes; }
 constexpr int kMaxRingThreads = 1024;
+constexpr int kMaxSlots = 64; // LOOM_NSLOTS's bound
+constexpr int kMaxNetChannels = 16; // channels of a communicator that spans hosts
 
 // Head of one channel's FIFO in a rank's GPU memory; the slots follow it.
 struct alignas(256) FifoFlags {
@@ -28,11 +30,16 @@ struct alignas(256) FifoFlags {
     uint64_t pad0[15];
     volatile uint64_t sendHead; // of our sends, slots the next rank has consumed
     uint64_t pad1[15];
+    // Net connections only: bytes of the step in each slot, written by the
+    // sending GPU before the tail, read by the proxy that sends the slot.
+    volatile uint64_t stepBytes[kMaxSlots];
 };
 
 // One channel's ring connections as the kernel sees them, whatever carries
 // them (p2p: GPU memory mapped with CUDA IPC; shm: host memory mapped into
-// both GPUs). The FIFO of a pair lives on the receiving side.
+// both GPUs; net: a send FIFO and a receive FIFO of this rank in host-mapped
+// memory, moved between hosts by the proxy). With p2p and shm the FIFO of a
+// pair lives on the receiving side.
 struct RingChannel {
     char *recvSlots;                 // my receive FIFO (the previous rank writes it)
     volatile uint64_t *recvTail;     // ... and its tail: slots posted to me
@@ -40,6 +47,7 @@ struct RingChannel {
     char *sendSlots;                 // the next rank's receive FIFO (I write it)
     volatile uint64_t *nextRecvTail; // its tail (I bump it)
     volatile uint64_t *prevSendHead; // the previous rank's credit (I bump it)
+    volatile uint64_t *sendSizes;    // net: bytes per slot for the proxy (null: p2p and shm need none)
     uint64_t step;                   // slots sent (= received) on this channel by earlier calls
 };
 

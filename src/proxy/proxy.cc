@@ -8,12 +8,23 @@
 
 namespace loom {
 
+// Holds mu_ for a caller on another thread, announced to the spinning proxy.
+struct Proxy::Update {
+    Proxy *p;
+    explicit Update(Proxy *proxy) : p(proxy) {
+        p->waiters_.fetch_add(1, std::memory_order_acq_rel);
+        p->mu_.lock();
+        p->waiters_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    ~Update() { p->mu_.unlock(); }
+};
+
 Proxy::Proxy(const net::NetPlugin *plugin, int idleSpinUs)
     : plugin_(plugin), idleSpinUs_(idleSpinUs), thread_([this] { run(); }) {}
 
 Proxy::~Proxy() {
     {
-        std::lock_guard<std::mutex> g(mu_);
+        Update g(this);
         stop_ = true;
     }
     cv_.notify_one();
@@ -21,12 +32,12 @@ Proxy::~Proxy() {
 }
 
 int Proxy::addSend(void *sendComm, const ProxyFifo &fifo, int tag) {
-    std::lock_guard<std::mutex> g(mu_);
+    Update g(this);
     return add(true, sendComm, fifo, tag);
 }
 
 int Proxy::addRecv(void *recvComm, const ProxyFifo &fifo, int tag) {
-    std::lock_guard<std::mutex> g(mu_);
+    Update g(this);
     return add(false, recvComm, fifo, tag);
 }
 
@@ -42,13 +53,38 @@ int Proxy::add(bool send, void *comm, const ProxyFifo &fifo, int tag) {
 }
 
 void Proxy::remove(int id) {
-    std::lock_guard<std::mutex> g(mu_);
+    Update g(this);
     conns_[id].active = false;
+}
+
+bool Proxy::quiesce(int id, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+        {
+            Update g(this);
+            const Conn &c = conns_[id];
+            if (!c.active || (c.done >= c.target && c.done == c.posted && (!c.send || c.done >= *c.fifo.tail)))
+                return c.active;
+            kicked_ = true;
+        }
+        cv_.notify_one();
+        if (std::chrono::steady_clock::now() > end) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+void Proxy::post(int id, uint64_t steps) {
+    {
+        Update g(this);
+        conns_[id].target += steps;
+        kicked_ = true;
+    }
+    cv_.notify_one();
 }
 
 void Proxy::kick() {
     {
-        std::lock_guard<std::mutex> g(mu_);
+        Update g(this);
         kicked_ = true;
     }
     cv_.notify_one();
@@ -118,9 +154,10 @@ void Proxy::run() {
         for (Conn &c : conns_) {
             if (!c.active) continue;
             moved |= progress(c);
-            // Sends in flight finish by themselves; receives stay posted for
-            // data that may not come for a long time, so they keep nobody awake.
-            busy |= c.send && c.posted != c.done;
+            // Sends in flight finish by themselves, and steps of a collective
+            // the host posted will come; receives posted ahead for data that
+            // may not come for a long time keep nobody awake.
+            busy |= (c.send && c.posted != c.done) || c.done < c.target;
         }
         if (moved || busy || kicked_) {
             lastMove = clock::now();
@@ -132,8 +169,11 @@ void Proxy::run() {
                 kicked_ = false;
                 lastMove = clock::now();
             }
-            // Spinning: let add/remove/kick in between passes.
+            // Spinning: let add/remove/post/kick in between passes. A mutex
+            // unlocked and locked again at once is mostly re-taken by this
+            // thread, so callers announce themselves and are waited for.
             lock.unlock();
+            while (waiters_.load(std::memory_order_acquire) > 0) std::this_thread::yield();
             lock.lock();
             continue;
         }

@@ -10,10 +10,12 @@
  *     `head` allows), and when a step has arrived (and is flushed) stores its
  *     size and bumps `tail` for the GPU.
  *
- * Idle, the thread sleeps on a condition variable; kick() (called when the
- * host enqueues work that uses the network) wakes it within microseconds.
- * Busy, it spins; after `idleSpinUs` without progress it sleeps again, for
- * 1 ms at first and up to 16 ms while nothing happens.
+ * The host tells the proxy how many steps a collective will move on each
+ * connection (post()); until they are done the thread spins, so it never
+ * sleeps in the middle of a collective. Idle, it sleeps on a condition
+ * variable; post() and kick() wake it within microseconds. After
+ * `idleSpinUs` without progress it sleeps again, for 1 ms at first and up to
+ * 16 ms while nothing happens.
  */
 #pragma once
 
@@ -48,7 +50,15 @@ class Proxy {
     int addSend(void *sendComm, const ProxyFifo &fifo, int tag);
     int addRecv(void *recvComm, const ProxyFifo &fifo, int tag);
     void remove(int id);
+    // Waits (up to `seconds`) until connection `id` has finished every step
+    // post() promised and every send it started: the GPU finishes a
+    // collective once its last step is in the FIFO, before the proxy has
+    // sent it, so a connection must be quiet before it is closed.
+    bool quiesce(int id, double seconds);
 
+    // A collective enqueued on the GPU will move `steps` more steps on
+    // connection `id`: stay awake until they are done.
+    void post(int id, uint64_t steps);
     // Work was enqueued: run now.
     void kick();
 
@@ -65,6 +75,7 @@ class Proxy {
         int tag = 0;
         uint64_t posted = 0; // steps handed to the network
         uint64_t done = 0;   // steps completed
+        uint64_t target = 0; // steps posted by the host (post()); 0 with no post(): no promise
         std::vector<void *> requests; // per slot, in flight
         bool active = true;
     };
@@ -81,6 +92,8 @@ class Proxy {
     bool kicked_ = false;
     std::atomic<loomResult_t> error_{loomSuccess};
     std::atomic<uint64_t> sleeps_{0};
+    std::atomic<int> waiters_{0}; // other threads waiting for mu_
+    struct Update;
     std::thread thread_;
 };
 

@@ -16,7 +16,7 @@ namespace loom {
 namespace net {
 
 // What a receiver publishes (through the bootstrap) for a sender to connect.
-constexpr size_t kHandleBytes = 256;
+constexpr size_t kHandleBytes = 1024; // a UCX worker address with several transports needs a few hundred bytes
 struct Handle {
     char data[kHandleBytes];
 };

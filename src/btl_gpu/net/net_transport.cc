@@ -1,0 +1,228 @@
+#include "btl_gpu/net/net_transport.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <cuda_runtime.h>
+
+#include "btl_gpu/net/plugins.h"
+#include "core/bootstrap.h"
+#include "core/debug.h"
+#include "device/ring_args.h"
+#include "proxy/proxy.h"
+
+namespace loom {
+
+namespace {
+
+constexpr int kTag = 0; // one plugin connection per channel: nothing to tell apart
+
+loomResult_t allocArea(size_t bytes, NetHostArea *a) {
+    void *h = nullptr, *d = nullptr;
+    cudaError_t e = cudaHostAlloc(&h, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e == cudaSuccess) e = cudaHostGetDevicePointer(&d, h, 0);
+    if (e != cudaSuccess) {
+        if (h) cudaFreeHost(h);
+        return fail(loomUnhandledCudaError, "net: %zu bytes of mapped host memory for FIFOs: %s", bytes,
+                    cudaGetErrorString(e));
+    }
+    memset(h, 0, bytes);
+    a->host = static_cast<char *>(h);
+    a->device = static_cast<char *>(d);
+    a->bytes = bytes;
+    return loomSuccess;
+}
+
+void freeArea(NetHostArea *a) {
+    if (a->host) cudaFreeHost(a->host);
+    *a = NetHostArea{};
+}
+
+// The proxy's view of channel c's FIFO in `area` (host addresses).
+ProxyFifo fifoOf(const NetLinks *l, const NetHostArea &area, int c, void *mr) {
+    char *base = area.host + (size_t)c * l->channelBytes;
+    FifoFlags *f = reinterpret_cast<FifoFlags *>(base);
+    return ProxyFifo{base + sizeof(FifoFlags), l->slotBytes, l->nslots, &f->recvTail, &f->sendHead, f->stepBytes, mr};
+}
+
+// The plugin every rank with net connections can use, preferred first.
+loomResult_t agreePlugin(const NetSetup &s, const loomBootstrap_t *bs, const net::NetPlugin **out) {
+    uint32_t mine = (s.send || s.recv) ? netUsablePlugins() : ~0u; // ranks without net don't restrict
+    std::vector<uint32_t> all(s.nranks);
+    if (bs->allgather(bs->ctx, &mine, all.data(), sizeof(mine)) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of net plugins failed", s.rank);
+    uint32_t common = ~0u;
+    for (uint32_t m : all) common &= m;
+    for (int i = 0; i < kNumNetPlugins; ++i)
+        if ((common >> i) & 1) {
+            *out = netPlugin(i);
+            return loomSuccess;
+        }
+    for (int r = 0; r < s.nranks; ++r)
+        if (all[r] == 0)
+            return fail(loomNotSupported, "rank %d: the communicator spans hosts, but rank %d has no usable net "
+                        "plugin (no active RDMA port, no libucp.so.0%s)", s.rank, r,
+                        getenv("LOOM_NET") ? ", or LOOM_NET excludes them" : "");
+    return fail(loomNotSupported, "rank %d: the ranks of the communicator have no net plugin in common", s.rank);
+}
+
+// The plugin device whose name is the topology's NIC (ib names devices
+// "mlx5_0:1"); device 0 when there is no such NIC.
+int deviceFor(const net::NetPlugin *p, const char *nic) {
+    int n = 0;
+    if (!nic || !*nic || p->devices(&n) != loomSuccess) return 0;
+    for (int d = 0; d < n; ++d) {
+        net::Properties props;
+        if (p->getProperties(d, &props) == loomSuccess && strncmp(props.name, nic, strlen(nic)) == 0 &&
+            (props.name[strlen(nic)] == ':' || props.name[strlen(nic)] == '\0'))
+            return d;
+    }
+    return 0;
+}
+
+// Local: FIFOs and listening endpoints (one per channel) for the receive side.
+loomResult_t prepare(const NetSetup &s, NetLinks *l, std::vector<net::Handle> *handles) {
+    const int nch = s.nchannels;
+    l->nchannels = nch;
+    l->nslots = s.nslots;
+    l->slotBytes = s.slotBytes;
+    l->channelBytes = sizeof(FifoFlags) + (size_t)s.nslots * s.slotBytes;
+    l->listenComms.assign(nch, nullptr);
+    l->sendComms.assign(nch, nullptr);
+    l->recvComms.assign(nch, nullptr);
+    l->sendMr.assign(nch, nullptr);
+    l->recvMr.assign(nch, nullptr);
+    l->sendIds.assign(nch, -1);
+    l->recvIds.assign(nch, -1);
+    l->proxies.assign(nch, nullptr);
+    handles->assign(nch, net::Handle{});
+    if (!s.send && !s.recv) return loomSuccess;
+    l->dev = deviceFor(l->plugin, s.nicName);
+    loomResult_t r = loomSuccess;
+    if (s.send) r = allocArea((size_t)nch * l->channelBytes, &l->sendArea);
+    if (r == loomSuccess && s.recv) r = allocArea((size_t)nch * l->channelBytes, &l->recvArea);
+    for (int c = 0; c < nch && r == loomSuccess && s.recv; ++c)
+        r = l->plugin->listen(l->dev, &(*handles)[c], &l->listenComms[c]);
+    return r;
+}
+
+// Connect to the next rank and accept the previous one, channel by channel,
+// both at once (each rank is the other side's peer), until done or timeout.
+loomResult_t establish(const NetSetup &s, NetLinks *l, std::vector<net::Handle> &nextHandles) {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::duration<double>(s.timeoutSeconds);
+    for (;;) {
+        bool pending = false;
+        for (int c = 0; c < l->nchannels; ++c) {
+            if (s.send && !l->sendComms[c]) {
+                loomResult_t r = l->plugin->connect(l->dev, &nextHandles[c], &l->sendComms[c]);
+                if (r != loomSuccess) return r;
+                pending |= !l->sendComms[c];
+            }
+            if (s.recv && !l->recvComms[c]) {
+                loomResult_t r = l->plugin->accept(l->listenComms[c], &l->recvComms[c]);
+                if (r != loomSuccess) return r;
+                pending |= !l->recvComms[c];
+            }
+        }
+        if (!pending) return loomSuccess;
+        if (clock::now() > deadline)
+            return fail(loomRemoteError, "rank %d: net (%s): no connection with rank %d (next) / %d (previous) "
+                        "within %.0f s", s.rank, l->plugin->name, s.next, s.prev, s.timeoutSeconds);
+    }
+}
+
+// Registration of the FIFOs and hand-over to the proxy.
+loomResult_t attach(const NetSetup &s, NetLinks *l) {
+    for (int c = 0; c < l->nchannels; ++c) {
+        const size_t slots = (size_t)l->nslots * l->slotBytes, at = (size_t)c * l->channelBytes + sizeof(FifoFlags);
+        loomResult_t r = loomSuccess;
+        if (s.send)
+            r = l->plugin->regMr(l->sendComms[c], l->sendArea.host + at, slots, net::MemType::Host, &l->sendMr[c]);
+        if (r == loomSuccess && s.recv)
+            r = l->plugin->regMr(l->recvComms[c], l->recvArea.host + at, slots, net::MemType::Host, &l->recvMr[c]);
+        if (r != loomSuccess) return r;
+    }
+    for (int c = 0; c < l->nchannels; ++c) {
+        Proxy *p = netAcquireProxy(l->plugin, c);
+        if (!p) return fail(loomInternalError, "net: no proxy for %s", l->plugin->name);
+        l->proxies[c] = p;
+        if (s.send) l->sendIds[c] = p->addSend(l->sendComms[c], fifoOf(l, l->sendArea, c, l->sendMr[c]), kTag);
+        if (s.recv) l->recvIds[c] = p->addRecv(l->recvComms[c], fifoOf(l, l->recvArea, c, l->recvMr[c]), kTag);
+        p->kick(); // receives get posted now
+    }
+    return loomSuccess;
+}
+
+} // namespace
+
+loomResult_t netConnect(const NetSetup &s, const loomBootstrap_t *bs, NetLinks *l) {
+    l->send = s.send;
+    l->recv = s.recv;
+    loomResult_t r = agreePlugin(s, bs, &l->plugin);
+    if (r != loomSuccess) return r; // decided from gathered data: the same on every rank
+    std::vector<net::Handle> mine;
+    r = agreeAll(bs, s.rank, s.nranks, prepare(s, l, &mine), "net FIFOs and listen");
+    if (r != loomSuccess) return r;
+    std::vector<net::Handle> all((size_t)s.nranks * s.nchannels);
+    if (bs->allgather(bs->ctx, mine.data(), all.data(), (size_t)s.nchannels * sizeof(net::Handle)) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of net handles failed", s.rank);
+    std::vector<net::Handle> next(all.begin() + (size_t)s.next * s.nchannels,
+                                  all.begin() + (size_t)(s.next + 1) * s.nchannels);
+    r = (s.send || s.recv) ? establish(s, l, next) : loomSuccess;
+    if (r == loomSuccess && (s.send || s.recv)) r = attach(s, l);
+    r = agreeAll(bs, s.rank, s.nranks, r, "net connections");
+    if (r == loomSuccess && (s.send || s.recv))
+        LOOM_INFO(kNet, "rank %d: net %s dev %d: %s%s%s, %d channels x %d slots x %zu KiB in mapped host memory",
+                  s.rank, l->plugin->name, l->dev, s.recv ? "from " : "", s.recv ? std::to_string(s.prev).c_str() : "",
+                  s.send ? (" to " + std::to_string(s.next)).c_str() : "", l->nchannels, l->nslots, l->slotBytes >> 10);
+    return r;
+}
+
+void netPost(NetLinks *l, int nchannels, const uint64_t *steps) {
+    for (int c = 0; c < nchannels && c < l->nchannels; ++c) {
+        if (!steps[c] || !l->proxies[c]) continue;
+        if (l->send) l->proxies[c]->post(l->sendIds[c], steps[c]);
+        if (l->recv) l->proxies[c]->post(l->recvIds[c], steps[c]);
+    }
+}
+
+loomResult_t netError(const NetLinks *l) {
+    for (Proxy *p : l->proxies)
+        if (p && p->error() != loomSuccess) return p->error();
+    return loomSuccess;
+}
+
+void netClose(NetLinks *l) {
+    // Sends the GPU has handed over are finished first (bounded: a dead peer
+    // may never take them).
+    for (size_t c = 0; c < l->proxies.size(); ++c)
+        if (l->proxies[c] && l->sendIds[c] >= 0 && !l->proxies[c]->quiesce(l->sendIds[c], 30.0))
+            LOOM_WARN(kNet, "net: channel %zu: steps not sent at close (connection failed or peer gone)", c);
+    for (size_t c = 0; c < l->proxies.size(); ++c) {
+        if (!l->proxies[c]) continue;
+        if (l->sendIds[c] >= 0) l->proxies[c]->remove(l->sendIds[c]);
+        if (l->recvIds[c] >= 0) l->proxies[c]->remove(l->recvIds[c]);
+    }
+    // The proxy no longer touches them: deregister, close, free. Receives
+    // first: this rank needs nothing more from its previous rank, and a
+    // sender's close may wait until its receiver has taken its last message
+    // (or gone), so closing sends first would make a ring of ranks that
+    // close together wait on each other.
+    const net::NetPlugin *p = l->plugin;
+    for (size_t c = 0; p && c < l->recvComms.size(); ++c) {
+        if (l->recvMr[c]) p->deregMr(l->recvComms[c], l->recvMr[c]);
+        if (l->recvComms[c]) p->closeRecv(l->recvComms[c]);
+        if (l->listenComms[c]) p->closeListen(l->listenComms[c]);
+    }
+    for (size_t c = 0; p && c < l->sendComms.size(); ++c) {
+        if (l->sendMr[c]) p->deregMr(l->sendComms[c], l->sendMr[c]);
+        if (l->sendComms[c]) p->closeSend(l->sendComms[c]);
+    }
+    for (Proxy *p : l->proxies) netReleaseProxy(p);
+    freeArea(&l->sendArea);
+    freeArea(&l->recvArea);
+    *l = NetLinks{};
+}
+
+} // namespace loom

@@ -1,0 +1,75 @@
+/*
+ * net transport: ring connections between GPUs on different hosts, over a
+ * net plugin (ib: native verbs; ucx) and moved by the process's proxy thread.
+ *
+ * Each rank with a net connection has, per channel, a send FIFO and a receive
+ * FIFO in pinned host memory mapped into its GPU, laid out like a p2p/shm FIFO
+ * (FifoFlags, then the slots), so the ring kernels are unchanged: the GPU
+ * writes a step into its send FIFO (size in FifoFlags::stepBytes, then the
+ * tail) and the proxy sends it; the proxy receives into the receive FIFO,
+ * bumps its tail, and the GPU reads it and returns the credit. The GPU stores
+ * into host memory itself, over PCIe, so no cudaMemcpy stage sits between
+ * kernel and network (what NCCL does without GPUDirect RDMA as well).
+ *
+ * Set-up is collective over the communicator's bootstrap: every rank joins
+ * every exchange, also ranks without net connections and ranks that failed.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "btl_gpu/net/net.h"
+#include "loom.h"
+
+namespace loom {
+
+class Proxy;
+
+struct NetHostArea {
+    char *host = nullptr;   // the proxy's view
+    char *device = nullptr; // the GPU's view of the same memory
+    size_t bytes = 0;
+};
+
+struct NetLinks {
+    const net::NetPlugin *plugin = nullptr;
+    int dev = 0;                    // plugin device (the NIC closest to this rank's GPU)
+    bool send = false, recv = false; // which ring neighbour is reached over the net
+    int nchannels = 0;
+    size_t channelBytes = 0;        // FifoFlags + slots of one channel
+    size_t slotBytes = 0;
+    int nslots = 0;
+    NetHostArea sendArea, recvArea; // channels x [FifoFlags + slots]
+    std::vector<void *> listenComms, sendComms, recvComms, sendMr, recvMr;
+    std::vector<int> sendIds, recvIds; // proxy connections per channel
+    std::vector<Proxy *> proxies;      // the proxy thread of each channel
+};
+
+struct NetSetup {
+    bool send, recv;      // this rank's ring connections that cross hosts
+    bool any;             // some rank of the communicator has one (same on all ranks)
+    int nchannels;        // same on all ranks
+    int nslots;
+    size_t slotBytes;
+    const char *nicName;  // topology's NIC nearest this rank's GPU ("" if none)
+    int prev, next, rank, nranks;
+    double timeoutSeconds;
+};
+
+// Collective: plugin choice (agreed by all ranks), FIFOs, listen, handle
+// exchange, connect/accept, registration, proxy. On failure everything
+// created here is released by netClose.
+loomResult_t netConnect(const NetSetup &s, const loomBootstrap_t *bs, NetLinks *links);
+
+// The GPU is about to run a collective moving `steps` slots per channel on
+// the first `nchannels` channels.
+void netPost(NetLinks *links, int nchannels, const uint64_t *steps);
+
+// First error the proxy saw on this process's connections (loomSuccess if none).
+loomResult_t netError(const NetLinks *links);
+
+void netClose(NetLinks *links);
+
+} // namespace loom
