@@ -6,3 +6,4 @@ Suite *core_suite(void);
 Suite *ring_schedule_suite(void);
 Suite *topo_suite(void);
 Suite *bootstrap_suite(void);
+Suite *proxy_suite(void);

@@ -1,0 +1,113 @@
+// The proxy thread against a scripted plugin (no network): it stays awake
+// while a collective's posted steps are pending, and quiesce() waits for the
+// last sends.
+#include <algorithm>
+#include <atomic>
+#include <check.h>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "btl_gpu/net/net.h"
+#include "proxy/proxy.h"
+#include "unit_suites.h"
+
+namespace {
+
+using loom::net::NetPlugin;
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Sends complete when the test allows it.
+std::atomic<int> g_isends{0};
+std::atomic<bool> g_complete{true};
+loomResult_t scriptedIsend(void *, void *, size_t, int, void *, void **req) {
+    ++g_isends;
+    *req = (void *)1;
+    return loomSuccess;
+}
+loomResult_t scriptedTest(void *, int *done, size_t *size) {
+    *done = g_complete.load() ? 1 : 0;
+    if (size) *size = 0;
+    return loomSuccess;
+}
+
+NetPlugin scripted() {
+    NetPlugin p;
+    memset(&p, 0, sizeof(p));
+    p.name = "scripted";
+    p.isend = scriptedIsend;
+    p.test = scriptedTest;
+    return p;
+}
+
+constexpr int kSlots = 4;
+struct Fifo {
+    std::vector<char> slots = std::vector<char>(kSlots * 64);
+    volatile uint64_t tail = 0, head = 0, sizes[kSlots] = {};
+    loom::ProxyFifo view() { return loom::ProxyFifo{slots.data(), 64, kSlots, &tail, &head, sizes, nullptr}; }
+};
+
+bool waitFor(const std::function<bool()> &cond, double seconds) {
+    for (double end = now() + seconds; !cond();)
+        if (now() > end) return false;
+        else usleep(100);
+    return true;
+}
+
+} // namespace
+
+START_TEST(post_keeps_the_proxy_awake_until_the_steps_are_done) {
+    NetPlugin p = scripted();
+    g_isends = 0;
+    g_complete = true;
+    Fifo f;
+    loom::Proxy proxy(&p, 200); // 200 us of spinning, then sleeps
+    int id = proxy.addSend((void *)1, f.view(), 0);
+    usleep(20000);
+    ck_assert_uint_gt(proxy.sleeps(), 0); // idle: it sleeps
+    // A collective of 4 steps whose GPU is slow: 10 ms between steps, far
+    // longer than the spin. The proxy must not fall asleep in between.
+    proxy.post(id, 4);
+    const uint64_t sleeps = proxy.sleeps();
+    for (int s = 0; s < 4; ++s) {
+        usleep(10000);
+        f.tail = (uint64_t)s + 1;
+    }
+    ck_assert(waitFor([&] { return f.head == 4; }, 2));
+    ck_assert_uint_eq(proxy.sleeps(), sleeps);
+    usleep(20000);
+    ck_assert_uint_gt(proxy.sleeps(), sleeps); // done: idle again
+    proxy.remove(id);
+}
+END_TEST
+
+START_TEST(quiesce_waits_for_the_last_sends) {
+    NetPlugin p = scripted();
+    g_isends = 0;
+    g_complete = false; // the network holds on to the sends
+    Fifo f;
+    loom::Proxy proxy(&p);
+    int id = proxy.addSend((void *)1, f.view(), 0);
+    f.tail = 3; // the GPU has finished its collective: 3 steps in the FIFO
+    ck_assert(!proxy.quiesce(id, 0.2));
+    ck_assert_int_eq(g_isends.load(), 3);
+    g_complete = true;
+    ck_assert(proxy.quiesce(id, 5));
+    ck_assert_uint_eq(f.head, 3);
+    proxy.remove(id);
+}
+END_TEST
+
+Suite *proxy_suite(void) {
+    Suite *s = suite_create("proxy");
+    TCase *tc = tcase_create("proxy");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, post_keeps_the_proxy_awake_until_the_steps_are_done);
+    tcase_add_test(tc, quiesce_waits_for_the_last_sends);
+    suite_add_tcase(s, tc);
+    return s;
+}
