@@ -32,6 +32,10 @@ struct loomComm {
     char *prevCreditArea[2] = {}; // where I grant the previous rank credit
     char *sendArea[2] = {};      // the next rank's receive FIFO (mapped region or its shm)
     char *creditArea[2] = {};    // where my credit arrives
+    // Where the slots of recvArea/sendArea are (same layout): the areas
+    // themselves, except net FIFOs with GPUDirect RDMA (slots in GPU memory).
+    char *recvSlotBase[2] = {};
+    char *sendSlotBase[2] = {};
     bool recvShm = false, sendShm = false; // which connections go through host memory
     bool recvNet = false, sendNet = false; // which connections cross hosts (net transport + proxy)
     bool spansHosts = false;     // some ring connection of the communicator crosses hosts

@@ -106,6 +106,12 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
         regionAreas(comm, comm->peerBase[comm->next], comm->sendArea);
         regionAreas(comm, myRegion, comm->creditArea);
     }
+    for (int p = 0; p < 2; ++p) {
+        comm->recvSlotBase[p] = comm->recvArea[p];
+        comm->sendSlotBase[p] = comm->sendArea[p];
+    }
+    if (comm->recvNet) comm->recvSlotBase[kProtoSimple] = netRecvSlotBase(comm->net);
+    if (comm->sendNet) comm->sendSlotBase[kProtoSimple] = netSendSlotBase(comm->net);
     return loomSuccess;
 }
 

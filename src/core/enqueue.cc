@@ -104,10 +104,10 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
         const size_t at = (size_t)c * chBytes;
         auto flags = [&](char *area) { return reinterpret_cast<FifoFlags *>(area + at); };
         RingChannel &ch = a.ch[c];
-        ch.recvSlots = comm->recvArea[proto] + at + sizeof(FifoFlags);
+        ch.recvSlots = comm->recvSlotBase[proto] + at + sizeof(FifoFlags);
         ch.recvTail = &flags(comm->recvArea[proto])->recvTail;
         ch.sendHead = &flags(comm->creditArea[proto])->sendHead;
-        ch.sendSlots = comm->sendArea[proto] + at + sizeof(FifoFlags);
+        ch.sendSlots = comm->sendSlotBase[proto] + at + sizeof(FifoFlags);
         ch.nextRecvTail = &flags(comm->sendArea[proto])->recvTail;
         ch.prevSendHead = &flags(comm->prevCreditArea[proto])->sendHead;
         ch.sendSizes = comm->sendNet ? flags(comm->sendArea[proto])->stepBytes : nullptr;

@@ -48,6 +48,7 @@ int Proxy::add(bool send, void *comm, const ProxyFifo &fifo, int tag) {
     c.fifo = fifo;
     c.tag = tag;
     c.requests.assign(fifo.nslots, nullptr);
+    c.flushing.assign(fifo.nslots, 0);
     conns_.push_back(c);
     return (int)conns_.size() - 1;
 }
@@ -107,6 +108,25 @@ bool Proxy::progress(Conn &c) {
         }
         if (!finished) break;
         c.requests[slot] = nullptr;
+        if (!c.send && f.flush && !c.flushing[slot]) {
+            // Arrived in GPU memory: make it visible to the GPU before the tail.
+            void *freq = nullptr;
+            r = plugin_->iflush(c.comm, f.slots + (size_t)slot * f.slotBytes, bytes, f.mhandle, &freq);
+            if (r != loomSuccess) {
+                error_.store(r);
+                c.active = false;
+                return true;
+            }
+            if (freq) {
+                c.requests[slot] = freq;
+                c.flushing[slot] = 1;
+                f.sizes[slot] = bytes; // kept for the tail, written again below
+                moved = true;
+                break; // test it on the next pass (steps are released in order)
+            }
+        }
+        if (!c.send && c.flushing[slot]) bytes = f.sizes[slot];
+        c.flushing[slot] = 0;
         ++c.done;
         if (c.send) {
             *f.head = c.done; // slot free: credit for the GPU

@@ -7,8 +7,9 @@
  *     sizes[slot] and bumps `tail`; the proxy sends it (isend) and, once the
  *     network is done with the slot, bumps `head` (the GPU's credit).
  *   recv side: the proxy posts receives into free slots (while the GPU's
- *     `head` allows), and when a step has arrived (and is flushed) stores its
- *     size and bumps `tail` for the GPU.
+ *     `head` allows), and when a step has arrived stores its size and bumps
+ *     `tail` for the GPU; with slots in GPU memory (fifo.flush), only after
+ *     the plugin's flush of the step has completed.
  *
  * The host tells the proxy how many steps a collective will move on each
  * connection (post()); until they are done the thread spins, so it never
@@ -39,6 +40,7 @@ struct ProxyFifo {
     volatile uint64_t *head;     // steps freed (send: by the proxy; recv: by the GPU)
     volatile uint64_t *sizes;    // bytes of the step in each slot
     void *mhandle;               // the slots' registration with the plugin (null where none is needed)
+    bool flush = false;          // recv into GPU memory (GPUDirect RDMA): iflush each step before the tail
 };
 
 class Proxy {
@@ -77,6 +79,7 @@ class Proxy {
         uint64_t done = 0;   // steps completed
         uint64_t target = 0; // steps posted by the host (post()); 0 with no post(): no promise
         std::vector<void *> requests; // per slot, in flight
+        std::vector<char> flushing;   // per slot: requests[slot] is the step's flush (its data has arrived)
         bool active = true;
     };
     int add(bool send, void *comm, const ProxyFifo &fifo, int tag); // with mu_ held

@@ -1,6 +1,6 @@
 // The proxy thread against a scripted plugin (no network): it stays awake
-// while a collective's posted steps are pending, and quiesce() waits for the
-// last sends.
+// while a collective's posted steps are pending, quiesce() waits for the last
+// sends, and receives into GPU memory are flushed before the tail moves.
 #include <algorithm>
 #include <atomic>
 #include <check.h>
@@ -21,17 +21,28 @@ using loom::net::NetPlugin;
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Sends complete when the test allows it.
-std::atomic<int> g_isends{0};
-std::atomic<bool> g_complete{true};
+// Requests complete when the test allows it: sends (request 1), receives of
+// 100 bytes (2) and flushes (3).
+std::atomic<int> g_isends{0}, g_flushes{0};
+std::atomic<bool> g_complete{true}, g_arrived{false}, g_flushed{false};
 loomResult_t scriptedIsend(void *, void *, size_t, int, void *, void **req) {
     ++g_isends;
     *req = (void *)1;
     return loomSuccess;
 }
-loomResult_t scriptedTest(void *, int *done, size_t *size) {
-    *done = g_complete.load() ? 1 : 0;
-    if (size) *size = 0;
+loomResult_t scriptedIrecv(void *, void *, size_t, int, void *, void **req) {
+    *req = (void *)2;
+    return loomSuccess;
+}
+loomResult_t scriptedIflush(void *, void *, size_t, void *, void **req) {
+    ++g_flushes;
+    *req = (void *)3;
+    return loomSuccess;
+}
+loomResult_t scriptedTest(void *req, int *done, size_t *size) {
+    const uintptr_t kind = (uintptr_t)req;
+    *done = kind == 1 ? g_complete.load() : kind == 2 ? g_arrived.load() : g_flushed.load();
+    if (size) *size = kind == 2 ? 100 : 0;
     return loomSuccess;
 }
 
@@ -40,6 +51,8 @@ NetPlugin scripted() {
     memset(&p, 0, sizeof(p));
     p.name = "scripted";
     p.isend = scriptedIsend;
+    p.irecv = scriptedIrecv;
+    p.iflush = scriptedIflush;
     p.test = scriptedTest;
     return p;
 }
@@ -102,12 +115,34 @@ START_TEST(quiesce_waits_for_the_last_sends) {
 }
 END_TEST
 
+START_TEST(gpu_memory_receives_are_flushed_before_the_gpu_is_told) {
+    NetPlugin p = scripted();
+    g_arrived = false;
+    g_flushed = false;
+    Fifo f;
+    loom::ProxyFifo view = f.view();
+    view.flush = true; // slots in GPU memory (GPUDirect RDMA)
+    loom::Proxy proxy(&p);
+    int id = proxy.addRecv((void *)1, view, 0);
+    proxy.post(id, 1);
+    g_arrived = true; // the data is in the slot, not yet visible to the GPU
+    ck_assert(waitFor([] { return g_flushes.load() > 0; }, 2));
+    usleep(20000);
+    ck_assert_uint_eq(f.tail, 0); // no tail before the flush completes
+    g_flushed = true;
+    ck_assert(waitFor([&] { return f.tail >= 1; }, 2));
+    ck_assert_uint_eq(f.sizes[0], 100); // the received size, not the flush's
+    proxy.remove(id);
+}
+END_TEST
+
 Suite *proxy_suite(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, post_keeps_the_proxy_awake_until_the_steps_are_done);
     tcase_add_test(tc, quiesce_waits_for_the_last_sends);
+    tcase_add_test(tc, gpu_memory_receives_are_flushed_before_the_gpu_is_told);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,7 @@
 #include "btl_gpu/net/net_transport.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include <cuda_runtime.h>
@@ -38,11 +39,47 @@ void freeArea(NetHostArea *a) {
     *a = NetHostArea{};
 }
 
-// The proxy's view of channel c's FIFO in `area` (host addresses).
-ProxyFifo fifoOf(const NetLinks *l, const NetHostArea &area, int c, void *mr) {
-    char *base = area.host + (size_t)c * l->channelBytes;
-    FifoFlags *f = reinterpret_cast<FifoFlags *>(base);
-    return ProxyFifo{base + sizeof(FifoFlags), l->slotBytes, l->nslots, &f->recvTail, &f->sendHead, f->stepBytes, mr};
+// The proxy's view of channel c's FIFO: flags in `area` (host addresses),
+// slots there or in `gpu` (GPU addresses, which the NIC reaches).
+ProxyFifo fifoOf(const NetLinks *l, const NetHostArea &area, char *gpu, int c, void *mr, bool recv) {
+    const size_t at = (size_t)c * l->channelBytes;
+    FifoFlags *f = reinterpret_cast<FifoFlags *>(area.host + at);
+    char *slots = (gpu ? gpu : area.host) + at + sizeof(FifoFlags);
+    ProxyFifo fifo{slots, l->slotBytes, l->nslots, &f->recvTail, &f->sendHead, f->stepBytes, mr};
+    fifo.flush = recv && gpu;
+    return fifo;
+}
+
+// GPUDirect RDMA where the plugin's device reaches GPU memory and
+// LOOM_NET_GDR is not 0.
+bool wantGdr(const net::NetPlugin *p, int dev) {
+    const char *e = getenv("LOOM_NET_GDR");
+    if (e && *e && atoi(e) == 0) return false;
+    net::Properties props;
+    return p->getProperties(dev, &props) == loomSuccess && props.gdr;
+}
+
+// Registers one direction's slots: in GPU memory when *gpu is set (falling
+// back to the host area, logged, if the NIC refuses it), else host memory.
+loomResult_t registerSlots(const NetLinks *l, const std::vector<void *> &comms, const NetHostArea &area, char **gpu,
+                           std::vector<void *> *mrs, const char *dir) {
+    const size_t slots = (size_t)l->nslots * l->slotBytes;
+    const net::NetPlugin *p = l->plugin;
+    for (int c = 0; *gpu && c < l->nchannels; ++c) {
+        const size_t at = (size_t)c * l->channelBytes + sizeof(FifoFlags);
+        if (p->regMr(comms[c], *gpu + at, slots, net::MemType::Cuda, &(*mrs)[c]) == loomSuccess) continue;
+        LOOM_INFO(kNet, "net %s: %s slots: the NIC cannot register GPU memory; using host memory", p->name, dir);
+        for (int k = 0; k < c; ++k) p->deregMr(comms[k], (*mrs)[k]);
+        mrs->assign(mrs->size(), nullptr);
+        cudaFree(*gpu);
+        *gpu = nullptr;
+    }
+    for (int c = 0; !*gpu && c < l->nchannels; ++c) {
+        const size_t at = (size_t)c * l->channelBytes + sizeof(FifoFlags);
+        loomResult_t r = p->regMr(comms[c], area.host + at, slots, net::MemType::Host, &(*mrs)[c]);
+        if (r != loomSuccess) return r;
+    }
+    return loomSuccess;
 }
 
 // The plugin every rank with net connections can use, preferred first.
@@ -99,8 +136,15 @@ loomResult_t prepare(const NetSetup &s, NetLinks *l, std::vector<net::Handle> *h
     if (!s.send && !s.recv) return loomSuccess;
     l->dev = deviceFor(l->plugin, s.nicName);
     loomResult_t r = loomSuccess;
-    if (s.send) r = allocArea((size_t)nch * l->channelBytes, &l->sendArea);
-    if (r == loomSuccess && s.recv) r = allocArea((size_t)nch * l->channelBytes, &l->recvArea);
+    const size_t bytes = (size_t)nch * l->channelBytes;
+    if (s.send) r = allocArea(bytes, &l->sendArea);
+    if (r == loomSuccess && s.recv) r = allocArea(bytes, &l->recvArea);
+    if (r == loomSuccess && wantGdr(l->plugin, l->dev)) {
+        // The host areas stay (flags; fallback slots); failures here only mean no GDR.
+        if (s.send && cudaMalloc((void **)&l->sendGpu, bytes) != cudaSuccess) l->sendGpu = nullptr;
+        if (s.recv && cudaMalloc((void **)&l->recvGpu, bytes) != cudaSuccess) l->recvGpu = nullptr;
+        cudaGetLastError();
+    }
     for (int c = 0; c < nch && r == loomSuccess && s.recv; ++c)
         r = l->plugin->listen(l->dev, &(*handles)[c], &l->listenComms[c]);
     return r;
@@ -134,21 +178,18 @@ loomResult_t establish(const NetSetup &s, NetLinks *l, std::vector<net::Handle> 
 
 // Registration of the FIFOs and hand-over to the proxy.
 loomResult_t attach(const NetSetup &s, NetLinks *l) {
-    for (int c = 0; c < l->nchannels; ++c) {
-        const size_t slots = (size_t)l->nslots * l->slotBytes, at = (size_t)c * l->channelBytes + sizeof(FifoFlags);
-        loomResult_t r = loomSuccess;
-        if (s.send)
-            r = l->plugin->regMr(l->sendComms[c], l->sendArea.host + at, slots, net::MemType::Host, &l->sendMr[c]);
-        if (r == loomSuccess && s.recv)
-            r = l->plugin->regMr(l->recvComms[c], l->recvArea.host + at, slots, net::MemType::Host, &l->recvMr[c]);
-        if (r != loomSuccess) return r;
-    }
+    loomResult_t r = loomSuccess;
+    if (s.send) r = registerSlots(l, l->sendComms, l->sendArea, &l->sendGpu, &l->sendMr, "send");
+    if (r == loomSuccess && s.recv) r = registerSlots(l, l->recvComms, l->recvArea, &l->recvGpu, &l->recvMr, "receive");
+    if (r != loomSuccess) return r;
     for (int c = 0; c < l->nchannels; ++c) {
         Proxy *p = netAcquireProxy(l->plugin, c);
         if (!p) return fail(loomInternalError, "net: no proxy for %s", l->plugin->name);
         l->proxies[c] = p;
-        if (s.send) l->sendIds[c] = p->addSend(l->sendComms[c], fifoOf(l, l->sendArea, c, l->sendMr[c]), kTag);
-        if (s.recv) l->recvIds[c] = p->addRecv(l->recvComms[c], fifoOf(l, l->recvArea, c, l->recvMr[c]), kTag);
+        if (s.send)
+            l->sendIds[c] = p->addSend(l->sendComms[c], fifoOf(l, l->sendArea, l->sendGpu, c, l->sendMr[c], false), kTag);
+        if (s.recv)
+            l->recvIds[c] = p->addRecv(l->recvComms[c], fifoOf(l, l->recvArea, l->recvGpu, c, l->recvMr[c], true), kTag);
         p->kick(); // receives get posted now
     }
     return loomSuccess;
@@ -173,9 +214,11 @@ loomResult_t netConnect(const NetSetup &s, const loomBootstrap_t *bs, NetLinks *
     if (r == loomSuccess && (s.send || s.recv)) r = attach(s, l);
     r = agreeAll(bs, s.rank, s.nranks, r, "net connections");
     if (r == loomSuccess && (s.send || s.recv))
-        LOOM_INFO(kNet, "rank %d: net %s dev %d: %s%s%s, %d channels x %d slots x %zu KiB in mapped host memory",
-                  s.rank, l->plugin->name, l->dev, s.recv ? "from " : "", s.recv ? std::to_string(s.prev).c_str() : "",
-                  s.send ? (" to " + std::to_string(s.next)).c_str() : "", l->nchannels, l->nslots, l->slotBytes >> 10);
+        LOOM_INFO(kNet, "rank %d: net %s dev %d: %s%s%s, %d channels x %d slots x %zu KiB; send slots in %s, "
+                  "receive slots in %s", s.rank, l->plugin->name, l->dev, s.recv ? "from " : "",
+                  s.recv ? std::to_string(s.prev).c_str() : "", s.send ? (" to " + std::to_string(s.next)).c_str() : "",
+                  l->nchannels, l->nslots, l->slotBytes >> 10, l->sendGpu ? "GPU memory (GDR)" : "host memory",
+                  l->recvGpu ? "GPU memory (GDR, flushed)" : "host memory");
     return r;
 }
 
@@ -220,6 +263,8 @@ void netClose(NetLinks *l) {
         if (l->sendComms[c]) p->closeSend(l->sendComms[c]);
     }
     for (Proxy *p : l->proxies) netReleaseProxy(p);
+    if (l->sendGpu) cudaFree(l->sendGpu);
+    if (l->recvGpu) cudaFree(l->recvGpu);
     freeArea(&l->sendArea);
     freeArea(&l->recvArea);
     *l = NetLinks{};

@@ -10,6 +10,9 @@
  * bumps its tail, and the GPU reads it and returns the credit. The GPU stores
  * into host memory itself, over PCIe, so no cudaMemcpy stage sits between
  * kernel and network (what NCCL does without GPUDirect RDMA as well).
+ * Where the NIC can reach GPU memory (the plugin reports GDR: nvidia-peermem
+ * for ib), the slots are in GPU memory instead and every received step is
+ * flushed (plugin iflush) before the GPU is told; LOOM_NET_GDR=0 turns it off.
  *
  * Set-up is collective over the communicator's bootstrap: every rank joins
  * every exchange, also ranks without net connections and ranks that failed.
@@ -42,6 +45,10 @@ struct NetLinks {
     size_t slotBytes = 0;
     int nslots = 0;
     NetHostArea sendArea, recvArea; // channels x [FifoFlags + slots]
+    // GPUDirect RDMA: the slots in GPU memory instead (same layout, the flags
+    // stay in host memory for the proxy), where the NIC can register it;
+    // null: the host area's slots are used.
+    char *sendGpu = nullptr, *recvGpu = nullptr;
     std::vector<void *> listenComms, sendComms, recvComms, sendMr, recvMr;
     std::vector<int> sendIds, recvIds; // proxy connections per channel
     std::vector<Proxy *> proxies;      // the proxy thread of each channel
@@ -62,6 +69,11 @@ struct NetSetup {
 // exchange, connect/accept, registration, proxy. On failure everything
 // created here is released by netClose.
 loomResult_t netConnect(const NetSetup &s, const loomBootstrap_t *bs, NetLinks *links);
+
+// Where the kernel finds the slots: a base laid out like the areas
+// (channels x [FifoFlags + slots]); the GPU's own memory with GPUDirect RDMA.
+inline char *netSendSlotBase(const NetLinks &l) { return l.sendGpu ? l.sendGpu : l.sendArea.device; }
+inline char *netRecvSlotBase(const NetLinks &l) { return l.recvGpu ? l.recvGpu : l.recvArea.device; }
 
 // The GPU is about to run a collective moving `steps` slots per channel on
 // the first `nchannels` channels.

@@ -26,6 +26,14 @@ namespace {
 
 // ------------------------------------------------------------------ devices
 
+// GPUDirect RDMA through peer memory: the NIC can register GPU memory with
+// ibv_reg_mr when NVIDIA's peer-memory module is loaded (nvidia-peermem, or
+// the older nv_peer_mem). dma-buf registration is reported separately.
+bool peerMemoryLoaded() {
+    std::ifstream a("/sys/module/nvidia_peermem/initstate"), b("/sys/kernel/mm/memory_peers/nv_mem/version");
+    return a.good() || b.good();
+}
+
 std::string pciPath(const std::string &name) {
     char real[PATH_MAX];
     std::string link = "/sys/class/infiniband/" + name + "/device";
@@ -125,8 +133,10 @@ loomResult_t ibInit() {
                 d.props.speedGbps = portGbps(d.attr);
                 d.props.maxRecvs = 1;
                 d.props.dmabuf = v->regDmabufMr != nullptr;
-                LOOM_INFO(kNet, "ib: %s port %d %s, %.0f Gb/s, GID index %d", d.name.c_str(), p,
-                          d.roce ? "RoCE" : "IB", d.props.speedGbps, d.gidIndex);
+                d.props.gdr = peerMemoryLoaded();
+                LOOM_INFO(kNet, "ib: %s port %d %s, %.0f Gb/s, GID index %d, GPU memory: peer-memory %s, dma-buf %s",
+                          d.name.c_str(), p, d.roce ? "RoCE" : "IB", d.props.speedGbps, d.gidIndex,
+                          d.props.gdr ? "yes" : "no", d.props.dmabuf ? "yes" : "no");
                 g_devs.push_back(d);
                 used = true;
             }
