@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "btl_gpu/net/net_transport.h"
 #include "core/bootstrap.h"
 #include "loom.h"
 #include "unit_suites.h"
@@ -105,12 +106,39 @@ START_TEST(all_ranks_fail_together_without_gpu) {
 }
 END_TEST
 
+START_TEST(net_setup_fails_together) {
+    // The net transport's set-up is collective too. Here (no GPU driver) the
+    // FIFOs cannot be allocated in mapped host memory on the ranks that have
+    // net connections; rank 1 has none, but must join every exchange and
+    // return the others' error. A hang trips the test timeout.
+    const int n = 3;
+    ThreadGroup g(n);
+    std::vector<Rank> ranks;
+    for (int r = 0; r < n; ++r) ranks.push_back(Rank{&g, r});
+    std::vector<loomResult_t> out(n, loomSuccess);
+    std::vector<loom::NetLinks> links(n);
+    std::vector<std::thread> t;
+    for (int r = 0; r < n; ++r)
+        t.emplace_back([&, r] {
+            loomBootstrap_t bs = {&ranks[r], threadAllgather};
+            const bool net = r != 1;
+            loom::NetSetup s{net, net, true, 2, 4, 4096, "", (r + n - 1) % n, (r + 1) % n, r, n, 5.0};
+            out[r] = loom::netConnect(s, &bs, &links[r]);
+            loom::netClose(&links[r]);
+        });
+    for (auto &x : t) x.join();
+    for (int r = 0; r < n; ++r) ck_assert_int_ne(out[r], loomSuccess);
+    ck_assert_int_eq(out[1], loomRemoteError); // not its own failure
+}
+END_TEST
+
 Suite *bootstrap_suite(void) {
     Suite *s = suite_create("bootstrap");
     TCase *tc = tcase_create("bootstrap");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, agree_all_reports_who_failed);
     tcase_add_test(tc, all_ranks_fail_together_without_gpu);
+    tcase_add_test(tc, net_setup_fails_together);
     suite_add_tcase(s, tc);
     return s;
 }
