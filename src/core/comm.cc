@@ -94,14 +94,14 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
             comm->next = ring[(i + 1) % ring.size()];
             comm->prev = ring[(i + ring.size() - 1) % ring.size()];
         }
-    int ch = g.channels;
+    int ch = params().maxChannels > 0 ? params().maxChannels : g.channels;
     if (comm->spansHosts) {
         // Across hosts a channel is a network connection, each with its own
         // FIFOs; hosts without a known NIC (sockets, fake nodes) get 4.
-        ch = params().netChannels > 0 ? params().netChannels : g.ringBw > 0 ? g.channels : 4;
+        if (params().netChannels > 0) ch = params().netChannels;
+        else if (params().maxChannels <= 0) ch = g.ringBw > 0 ? g.channels : 4;
         ch = ch > kMaxNetChannels ? kMaxNetChannels : ch;
     }
-    if (params().maxChannels > 0) ch = params().maxChannels;
     comm->maxChannels = ch < 1 ? 1 : ch > kMaxChannels ? kMaxChannels : ch;
     return loomSuccess;
 }
@@ -138,6 +138,9 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.hostHash = me.hostHash;
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
+    const uint64_t geometry[5] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+                                  (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes};
+    memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
     if (r != loomSuccess) return r;
     std::vector<PeerInfo> peers(n);

@@ -37,6 +37,16 @@ loomResult_t mapPeer(loomComm *comm, const std::vector<PeerInfo> &peers, int q) 
 
 loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
     const int n = comm->nranks, me = comm->rank;
+    // Decided from gathered data: every rank leaves here, or none.
+    for (int q = 0; q < n; ++q)
+        if (memcmp(peers[q].fifoGeometry, peers[0].fifoGeometry, sizeof(peers[0].fifoGeometry)) != 0)
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in channels/slots/slot size/LL thresholds "
+                        "(%llu/%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu/%llu): set LOOM_* tunables alike on every rank",
+                        me, q, (unsigned long long)peers[q].fifoGeometry[0], (unsigned long long)peers[q].fifoGeometry[1],
+                        (unsigned long long)peers[q].fifoGeometry[2], (unsigned long long)peers[q].fifoGeometry[3],
+                        (unsigned long long)peers[q].fifoGeometry[4], (unsigned long long)peers[0].fifoGeometry[0],
+                        (unsigned long long)peers[0].fifoGeometry[1], (unsigned long long)peers[0].fifoGeometry[2],
+                        (unsigned long long)peers[0].fifoGeometry[3], (unsigned long long)peers[0].fifoGeometry[4]);
     const uint64_t host = peers[me].hostHash;
     const bool p2pOff = getenv("LOOM_P2P_DISABLE") && atoi(getenv("LOOM_P2P_DISABLE")) != 0;
     // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.

@@ -20,6 +20,9 @@ struct PeerInfo {
     int pid;
     int cudaDev;
     P2pEndpoint endpoint;
+    // What both ends of every connection must agree on (each rank reads its
+    // own LOOM_* environment): channels, slots, slot size, LL thresholds.
+    uint64_t fifoGeometry[5];
 };
 
 // Collective. Connects what the ring (and, when every pair is p2p, the

@@ -89,6 +89,7 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     RingArgs a;
     memset(&a, 0, sizeof(a));
     a.proto = proto;
+    a.sendSizes = comm->sendNet;
     a.in = sendbuff;
     a.out = recvbuff;
     a.count = count;
@@ -110,7 +111,6 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
         ch.sendSlots = comm->sendSlotBase[proto] + at + sizeof(FifoFlags);
         ch.nextRecvTail = &flags(comm->sendArea[proto])->recvTail;
         ch.prevSendHead = &flags(comm->prevCreditArea[proto])->sendHead;
-        ch.sendSizes = comm->sendNet ? flags(comm->sendArea[proto])->stepBytes : nullptr;
         ch.step = steps[c];
     }
     cudaError_t err = launchRingAllreduce(a, datatype, op, stream);

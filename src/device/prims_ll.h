@@ -43,7 +43,7 @@ struct ProtoLL {
     }
 
     __device__ static void fenceSend() {}
-    __device__ static void publish(const RingChannel &, uint64_t, size_t, int) {}
+    __device__ static void publish(const RingArgs &, const RingChannel &, uint64_t, size_t) {}
 };
 
 } // namespace loom

@@ -98,9 +98,9 @@ struct ProtoSimple {
 
     // Thread 0: step `sent` (`bytes` long) is in the next rank's slot. A net
     // connection's proxy also needs the size, which must land before the tail.
-    __device__ static void publish(const RingChannel &c, uint64_t sent, size_t bytes, int nslots) {
-        if (c.sendSizes) {
-            c.sendSizes[sent % nslots] = bytes;
+    __device__ static void publish(const RingArgs &a, const RingChannel &c, uint64_t sent, size_t bytes) {
+        if (a.sendSizes) {
+            stepBytesOf(c.nextRecvTail)[sent % a.nslots] = bytes;
             __threadfence_system();
         }
         *c.nextRecvTail = sent + 1;

@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringAllreduceKernel(RingArgs 
             __syncthreads();
             if ((abort = moveFailed)) break;
             if (threadIdx.x == 0) {
-                if (st.send) Proto::publish(c, sent, len * sizeof(T), a.nslots);
+                if (st.send) Proto::publish(a, c, sent, len * sizeof(T));
                 if (st.recv) *c.prevSendHead = recvd + 1;
             }
             // Every thread keeps the counters: they pick the slots above.

@@ -25,6 +25,7 @@ constexpr int kMaxSlots = 64; // LOOM_NSLOTS's bound
 constexpr int kMaxNetChannels = 16; // channels of a communicator that spans hosts
 
 // Head of one channel's FIFO in a rank's GPU memory; the slots follow it.
+// recvTail comes first: a RingChannel's nextRecvTail is also its FifoFlags.
 struct alignas(256) FifoFlags {
     volatile uint64_t recvTail; // slots the previous rank has written into our slots
     uint64_t pad0[15];
@@ -47,12 +48,16 @@ struct RingChannel {
     char *sendSlots;                 // the next rank's receive FIFO (I write it)
     volatile uint64_t *nextRecvTail; // its tail (I bump it)
     volatile uint64_t *prevSendHead; // the previous rank's credit (I bump it)
-    volatile uint64_t *sendSizes;    // net: bytes per slot for the proxy (null: p2p and shm need none)
     uint64_t step;                   // slots sent (= received) on this channel by earlier calls
 };
 
 struct RingArgs {
     int proto; // kProtoSimple or kProtoLL: which FIFOs ch[] points at
+    // The next rank is reached through the net transport: the proxy needs
+    // each step's size, in the FifoFlags (stepBytes) of the send FIFO. A flag,
+    // not a pointer per channel: RingArgs stays within the 4 KiB of kernel
+    // parameters CUDA < 12.1 allows.
+    int sendSizes;
     const void *in;
     void *out;
     size_t count;
@@ -66,5 +71,15 @@ struct RingArgs {
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     RingChannel ch[kMaxChannels];
 };
+
+static_assert(offsetof(FifoFlags, recvTail) == 0, "stepBytesOf relies on recvTail first");
+static_assert(sizeof(RingArgs) <= 4096, "kernel parameters of CUDA < 12.1");
+
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline volatile uint64_t *stepBytesOf(volatile uint64_t *nextRecvTail) {
+    return reinterpret_cast<FifoFlags *>(const_cast<uint64_t *>(nextRecvTail))->stepBytes;
+}
 
 } // namespace loom

@@ -91,6 +91,18 @@ void Proxy::kick() {
     cv_.notify_one();
 }
 
+bool Proxy::failConn(Conn &c, loomResult_t r) {
+    error_.store(r);
+    c.err = r;
+    c.active = false;
+    return true;
+}
+
+loomResult_t Proxy::error(int id) {
+    Update g(this);
+    return conns_[id].err;
+}
+
 // One pass over a connection: complete what finished (in order: a step is
 // released only after all earlier ones), then start what may start.
 bool Proxy::progress(Conn &c) {
@@ -102,9 +114,7 @@ bool Proxy::progress(Conn &c) {
         size_t bytes = 0;
         loomResult_t r = plugin_->test(c.requests[slot], &finished, &bytes);
         if (r != loomSuccess) {
-            error_.store(r);
-            c.active = false;
-            return true;
+            return failConn(c, r);
         }
         if (!finished) break;
         c.requests[slot] = nullptr;
@@ -113,9 +123,7 @@ bool Proxy::progress(Conn &c) {
             void *freq = nullptr;
             r = plugin_->iflush(c.comm, f.slots + (size_t)slot * f.slotBytes, bytes, f.mhandle, &freq);
             if (r != loomSuccess) {
-                error_.store(r);
-                c.active = false;
-                return true;
+                return failConn(c, r);
             }
             if (freq) {
                 c.requests[slot] = freq;
@@ -151,9 +159,7 @@ bool Proxy::progress(Conn &c) {
             r = plugin_->irecv(c.comm, f.slots + (size_t)slot * f.slotBytes, f.slotBytes, c.tag, f.mhandle, &req);
         }
         if (r != loomSuccess) {
-            error_.store(r);
-            c.active = false;
-            return true;
+            return failConn(c, r);
         }
         if (!req) break; // the network is busy: later
         c.requests[slot] = req;

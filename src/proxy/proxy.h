@@ -66,6 +66,8 @@ class Proxy {
 
     // First error seen on any connection (loomSuccess if none).
     loomResult_t error() const { return error_.load(); }
+    // The error that stopped connection `id` (loomSuccess while it works).
+    loomResult_t error(int id);
     // Sleeps of the thread so far (for tests of idle behaviour).
     uint64_t sleeps() const { return sleeps_.load(); }
 
@@ -81,10 +83,12 @@ class Proxy {
         std::vector<void *> requests; // per slot, in flight
         std::vector<char> flushing;   // per slot: requests[slot] is the step's flush (its data has arrived)
         bool active = true;
+        loomResult_t err = loomSuccess;
     };
     int add(bool send, void *comm, const ProxyFifo &fifo, int tag); // with mu_ held
     void run();
     bool progress(Conn &c); // true if anything moved
+    bool failConn(Conn &c, loomResult_t r); // records r, stops c; true
 
     const net::NetPlugin *plugin_;
     const int idleSpinUs_;

@@ -101,7 +101,7 @@ START_TEST(exchange_0B_to_64MiB_concurrently) {
     ck_assert_int_eq(waitAll(m, now() + 60, &got), loomSuccess);
     checkReceived(m, got);
     // Closed before waiting for the sender: nothing progresses this side any
-    // more, and the sender's close must not wait for it (its goodbye fails).
+    // more, and the sender's graceful close must not wait for it.
     P()->closeRecv(rc);
     ck_assert_int_eq(childStatus(pid), 0);
     P()->closeListen(lc);
@@ -130,10 +130,11 @@ START_TEST(dead_peer_is_an_error_not_a_hang) {
 }
 END_TEST
 
-// The sender's sends complete once UCX has copied them (eager), so it may
-// finish, close and exit while the receiver is still steps behind: those
-// steps must still arrive (they once did not: the receive side gave up on a
-// closed peer before reading what it had sent).
+// The sender finishes, closes and exits as soon as its last send completes,
+// possibly while the receiver is still steps behind: those steps must still
+// arrive (they once did not: receives were refused once the peer was gone,
+// though its last messages had already reached this worker — the test fails
+// that way if irecv refuses a failed connection again).
 START_TEST(proxy_moves_steps_in_order_and_idles) {
     setenv("LOOM_TEST_PROXY", "1", 1); // the forked sender runs proxySender
     void *lc, *rc;

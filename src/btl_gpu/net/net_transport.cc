@@ -231,17 +231,26 @@ void netPost(NetLinks *l, int nchannels, const uint64_t *steps) {
 }
 
 loomResult_t netError(const NetLinks *l) {
-    for (Proxy *p : l->proxies)
-        if (p && p->error() != loomSuccess) return p->error();
+    for (size_t c = 0; c < l->proxies.size(); ++c) {
+        if (!l->proxies[c]) continue;
+        for (int id : {l->sendIds[c], l->recvIds[c]}) {
+            loomResult_t r = id >= 0 ? l->proxies[c]->error(id) : loomSuccess;
+            if (r != loomSuccess) return r;
+        }
+    }
     return loomSuccess;
 }
 
 void netClose(NetLinks *l) {
-    // Sends the GPU has handed over are finished first (bounded: a dead peer
-    // may never take them).
-    for (size_t c = 0; c < l->proxies.size(); ++c)
-        if (l->proxies[c] && l->sendIds[c] >= 0 && !l->proxies[c]->quiesce(l->sendIds[c], 30.0))
+    // Sends the GPU has handed over are finished first, within one deadline
+    // for all channels (a dead peer may never take them).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (size_t c = 0; c < l->proxies.size(); ++c) {
+        if (!l->proxies[c] || l->sendIds[c] < 0) continue;
+        double left = std::chrono::duration<double>(end - std::chrono::steady_clock::now()).count();
+        if (!l->proxies[c]->quiesce(l->sendIds[c], left > 0 ? left : 0))
             LOOM_WARN(kNet, "net: channel %zu: steps not sent at close (connection failed or peer gone)", c);
+    }
     for (size_t c = 0; c < l->proxies.size(); ++c) {
         if (!l->proxies[c]) continue;
         if (l->sendIds[c] >= 0) l->proxies[c]->remove(l->sendIds[c]);
@@ -249,9 +258,7 @@ void netClose(NetLinks *l) {
     }
     // The proxy no longer touches them: deregister, close, free. Receives
     // first: this rank needs nothing more from its previous rank, and a
-    // sender's close may wait until its receiver has taken its last message
-    // (or gone), so closing sends first would make a ring of ranks that
-    // close together wait on each other.
+    // sender's graceful close may wait for its receiver.
     const net::NetPlugin *p = l->plugin;
     for (size_t c = 0; p && c < l->recvComms.size(); ++c) {
         if (l->recvMr[c]) p->deregMr(l->recvComms[c], l->recvMr[c]);

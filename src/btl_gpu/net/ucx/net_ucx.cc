@@ -28,7 +28,6 @@ namespace net {
 namespace {
 
 constexpr uint64_t kHelloTag = 1;         // connection handshake
-constexpr uint64_t kByeTag = 2;           // a closing sender's last message (see ucxCloseSend)
 constexpr uint64_t kDataBit = 1ull << 63; // data: kDataBit | user tag
 constexpr uint64_t kFullMask = ~0ull;
 constexpr uint32_t kMagic = 0x6d6f6f6c;   // "loom"
@@ -89,7 +88,7 @@ void onRecv(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void *
 
 // A tagged send (to the comm's endpoint) or receive (on its worker); the
 // callbacks complete the Request.
-loomResult_t post(Comm *c, bool recv, void *data, size_t size, uint64_t tag, Request **out, bool sync = false) {
+loomResult_t post(Comm *c, bool recv, void *data, size_t size, uint64_t tag, Request **out, bool sync) {
     Request *r = new Request{c, nullptr, recv, false, UCS_OK, size};
     ucp_request_param_t p;
     memset(&p, 0, sizeof(p));
@@ -126,7 +125,9 @@ loomResult_t newWorker(Comm *c) {
     ucp_worker_params_t wp;
     memset(&wp, 0, sizeof(wp));
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE; // used by one (proxy) thread
+    // Created and closed on the application's thread, progressed by a proxy
+    // thread, never both at once (the proxy's lock hands it over).
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     ucs_status_t s = U()->workerCreate(g_ctx, &wp, &c->worker);
     return s == UCS_OK ? loomSuccess : ucsFail("worker", s);
 }
@@ -272,7 +273,7 @@ loomResult_t ucxConnect(int dev, Handle *handle, void **sendComm) {
         }
         c->helloBuf.assign(reinterpret_cast<char *>(mine), reinterpret_cast<char *>(mine) + len);
         U()->workerReleaseAddress(c->worker, mine);
-        r = post(c, false, c->helloBuf.data(), c->helloBuf.size(), kHelloTag, &c->hello);
+        r = post(c, false, c->helloBuf.data(), c->helloBuf.size(), kHelloTag, &c->hello, false);
         if (r != loomSuccess) {
             destroy(c);
             return r;
@@ -301,7 +302,7 @@ loomResult_t ucxAccept(void *listenComm, void **recvComm) {
     if (!l || !l->worker) return fail(loomInvalidUsage, "ucx: accept on a closed or used listen comm");
     if (!l->hello) {
         l->helloBuf.resize(kHandleBytes);
-        loomResult_t r = post(l, true, l->helloBuf.data(), l->helloBuf.size(), kHelloTag, &l->hello);
+        loomResult_t r = post(l, true, l->helloBuf.data(), l->helloBuf.size(), kHelloTag, &l->hello, false);
         if (r != loomSuccess) return r;
     }
     U()->workerProgress(l->worker);
@@ -316,14 +317,6 @@ loomResult_t ucxAccept(void *listenComm, void **recvComm) {
     c->worker = l->worker;
     l->worker = nullptr;
     loomResult_t r = connectEp(c, l->helloBuf.data());
-    if (r != loomSuccess) {
-        destroy(c);
-        return r;
-    }
-    // Matched by the sender's goodbye, which comes after all its data: the
-    // sender's close waits for that match (ucxCloseSend). Lives until close.
-    Request *bye = nullptr;
-    r = post(c, true, nullptr, 0, kByeTag, &bye);
     if (r != loomSuccess) {
         destroy(c);
         return r;
@@ -406,30 +399,10 @@ loomResult_t ucxClose(void *comm) {
     return loomSuccess;
 }
 
-// An eager send completes once UCX has copied it, so a sender can be done
-// while its last messages are still in socket buffers; closing then (or
-// exiting) lost them in the tests, the receiver seeing the peer gone first.
-// So the sender says goodbye with a synchronous send, which completes when
-// the receiver has matched it, i.e. after everything sent before it has
-// reached the receiving worker (TCP and UCX keep the order); then it closes.
-loomResult_t ucxCloseSend(void *comm) {
-    Comm *c = static_cast<Comm *>(comm);
-    if (c && c->ep && !c->failed) {
-        Request *bye = nullptr;
-        if (post(c, false, nullptr, 0, kByeTag, &bye, true) == loomSuccess) {
-            const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-            while (!bye->done && !c->failed && std::chrono::steady_clock::now() < end) U()->workerProgress(c->worker);
-            if (!bye->done && !c->failed) LOOM_WARN(kNet, "ucx: the receiver did not take the goodbye within 30 s");
-            if (bye->done) release(bye); // else destroy cancels it
-        }
-    }
-    destroy(c);
-    return loomSuccess;
-}
 
 const NetPlugin kUcx = {"ucx",         ucxInit,         ucxDevices,   ucxGetProperties, ucxListen,
                         ucxConnect,    ucxAccept,       ucxRegMr,     ucxRegMrDmaBuf,   ucxDeregMr,
-                        ucxIsend,      ucxIrecv,        ucxIflush,    ucxTest,          ucxCloseSend,
+                        ucxIsend,      ucxIrecv,        ucxIflush,    ucxTest,          ucxClose,
                         ucxClose,      ucxClose};
 
 } // namespace
