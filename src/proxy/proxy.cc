@@ -174,11 +174,17 @@ void Proxy::run() {
     constexpr int kMinIdleSleepUs = 1000, kMaxIdleSleepUs = 16000;
     int idleSleepUs = kMinIdleSleepUs;
     auto lastMove = clock::now();
+    bool woke = false;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
         bool moved = false, busy = false;
+        // Idle connections get the plugin's upkeep every 1024th pass and at
+        // every wake-up from sleep (at least every 16 ms).
+        const bool upkeep = plugin_->progress && (++passes_ % 1024 == 0 || woke);
+        woke = false;
         for (Conn &c : conns_) {
             if (!c.active) continue;
+            if (upkeep && c.posted == c.done) plugin_->progress(c.comm);
             moved |= progress(c);
             // Sends in flight finish by themselves, and steps of a collective
             // the host posted will come; receives posted ahead for data that
@@ -208,6 +214,7 @@ void Proxy::run() {
         // nothing happens (each wake-up costs a network progress call).
         sleeps_.fetch_add(1);
         cv_.wait_for(lock, std::chrono::microseconds(idleSleepUs), [this] { return stop_ || kicked_; });
+        woke = true;
         idleSleepUs = std::min(idleSleepUs * 2, kMaxIdleSleepUs);
     }
 }

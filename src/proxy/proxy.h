@@ -99,6 +99,7 @@ class Proxy {
     bool kicked_ = false;
     std::atomic<loomResult_t> error_{loomSuccess};
     std::atomic<uint64_t> sleeps_{0};
+    uint64_t passes_ = 0;
     std::atomic<int> waiters_{0}; // other threads waiting for mu_
     struct Update;
     std::thread thread_;

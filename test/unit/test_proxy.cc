@@ -39,6 +39,11 @@ loomResult_t scriptedIflush(void *, void *, size_t, void *, void **req) {
     *req = (void *)3;
     return loomSuccess;
 }
+std::atomic<int> g_upkeep{0};
+loomResult_t scriptedProgress(void *) {
+    ++g_upkeep;
+    return loomSuccess;
+}
 loomResult_t scriptedTest(void *req, int *done, size_t *size) {
     const uintptr_t kind = (uintptr_t)req;
     *done = kind == 1 ? g_complete.load() : kind == 2 ? g_arrived.load() : g_flushed.load();
@@ -54,6 +59,7 @@ NetPlugin scripted() {
     p.irecv = scriptedIrecv;
     p.iflush = scriptedIflush;
     p.test = scriptedTest;
+    p.progress = scriptedProgress;
     return p;
 }
 
@@ -136,6 +142,19 @@ START_TEST(gpu_memory_receives_are_flushed_before_the_gpu_is_told) {
 }
 END_TEST
 
+START_TEST(idle_connections_get_upkeep_while_the_proxy_sleeps) {
+    NetPlugin p = scripted();
+    g_upkeep = 0;
+    Fifo f;
+    loom::Proxy proxy(&p, 200);
+    int id = proxy.addSend((void *)1, f.view(), 0);
+    usleep(200000); // nothing to send: the thread sleeps, waking every <= 16 ms
+    ck_assert_uint_gt(proxy.sleeps(), 5);
+    ck_assert_int_gt(g_upkeep.load(), 5); // and the idle connection was looked after
+    proxy.remove(id);
+}
+END_TEST
+
 Suite *proxy_suite(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -143,6 +162,7 @@ Suite *proxy_suite(void) {
     tcase_add_test(tc, post_keeps_the_proxy_awake_until_the_steps_are_done);
     tcase_add_test(tc, quiesce_waits_for_the_last_sends);
     tcase_add_test(tc, gpu_memory_receives_are_flushed_before_the_gpu_is_told);
+    tcase_add_test(tc, idle_connections_get_upkeep_while_the_proxy_sleeps);
     suite_add_tcase(s, tc);
     return s;
 }

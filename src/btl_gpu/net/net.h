@@ -55,6 +55,10 @@ struct NetPlugin {
     loomResult_t (*closeSend)(void *sendComm);
     loomResult_t (*closeRecv)(void *recvComm);
     loomResult_t (*closeListen)(void *listenComm);
+    // Optional (may be null): lets a connection's machinery run while no
+    // request is in flight (keepalives, connection upkeep). The proxy calls
+    // it for idle connections from time to time.
+    loomResult_t (*progress)(void *comm);
 };
 
 } // namespace net

@@ -400,10 +400,18 @@ loomResult_t ucxClose(void *comm) {
 }
 
 
+// An idle worker still has work: wire-up replies, keepalives, the peer's
+// connection checks. UCX does it only inside ucp_worker_progress.
+loomResult_t ucxProgress(void *comm) {
+    Comm *c = static_cast<Comm *>(comm);
+    if (c && c->worker) U()->workerProgress(c->worker);
+    return loomSuccess;
+}
+
 const NetPlugin kUcx = {"ucx",         ucxInit,         ucxDevices,   ucxGetProperties, ucxListen,
                         ucxConnect,    ucxAccept,       ucxRegMr,     ucxRegMrDmaBuf,   ucxDeregMr,
                         ucxIsend,      ucxIrecv,        ucxIflush,    ucxTest,          ucxClose,
-                        ucxClose,      ucxClose};
+                        ucxClose,      ucxClose,        ucxProgress};
 
 } // namespace
 
