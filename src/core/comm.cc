@@ -241,6 +241,7 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     cudaError_t err = cudaStreamSynchronize(comm->stream);
     if (*comm->abortFlag) {
         comm->failed = true;
+        netAbandon(&comm->net);
         char host[64] = "?";
         gethostname(host, sizeof(host) - 1);
         if (netError(&comm->net) != loomSuccess) // the proxy's error said what broke (logged at WARN)

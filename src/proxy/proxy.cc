@@ -83,6 +83,11 @@ void Proxy::post(int id, uint64_t steps) {
     cv_.notify_one();
 }
 
+void Proxy::dropPosted(int id) {
+    Update g(this);
+    conns_[id].target = conns_[id].done;
+}
+
 void Proxy::kick() {
     {
         Update g(this);

@@ -61,6 +61,9 @@ class Proxy {
     // A collective enqueued on the GPU will move `steps` more steps on
     // connection `id`: stay awake until they are done.
     void post(int id, uint64_t steps);
+    // The collective was abandoned (the GPU gave up): forget the steps
+    // post() promised on connection `id`, so the thread can idle again.
+    void dropPosted(int id);
     // Work was enqueued: run now.
     void kick();
 

@@ -100,6 +100,16 @@ START_TEST(post_keeps_the_proxy_awake_until_the_steps_are_done) {
     ck_assert_uint_eq(proxy.sleeps(), sleeps);
     usleep(20000);
     ck_assert_uint_gt(proxy.sleeps(), sleeps); // done: idle again
+    // A collective the GPU abandoned: its steps never come; dropPosted()
+    // lets the thread idle again instead of spinning until the comm goes.
+    proxy.post(id, 4);
+    usleep(20000);
+    const uint64_t spinning = proxy.sleeps();
+    usleep(20000);
+    ck_assert_uint_eq(proxy.sleeps(), spinning);
+    proxy.dropPosted(id);
+    usleep(40000);
+    ck_assert_uint_gt(proxy.sleeps(), spinning);
     proxy.remove(id);
 }
 END_TEST

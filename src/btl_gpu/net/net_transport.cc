@@ -241,6 +241,14 @@ loomResult_t netError(const NetLinks *l) {
     return loomSuccess;
 }
 
+void netAbandon(NetLinks *l) {
+    for (size_t c = 0; c < l->proxies.size(); ++c) {
+        if (!l->proxies[c]) continue;
+        if (l->sendIds[c] >= 0) l->proxies[c]->dropPosted(l->sendIds[c]);
+        if (l->recvIds[c] >= 0) l->proxies[c]->dropPosted(l->recvIds[c]);
+    }
+}
+
 void netClose(NetLinks *l) {
     // Sends the GPU has handed over are finished first, within one deadline
     // for all channels (a dead peer may never take them).

@@ -82,6 +82,10 @@ void netPost(NetLinks *links, int nchannels, const uint64_t *steps);
 // First error the proxy saw on this process's connections (loomSuccess if none).
 loomResult_t netError(const NetLinks *links);
 
+// A kernel of this communicator timed out: the proxy stops waiting for the
+// steps it was promised (else it would spin until the communicator is freed).
+void netAbandon(NetLinks *links);
+
 void netClose(NetLinks *links);
 
 } // namespace loom
