@@ -55,7 +55,7 @@ rc=$?
 cat "$log"
 [ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
 
-if [ -n "$EXPECT_LOG" ] && ! grep -Eq "$EXPECT_LOG" "$log"; then
+if [ -n "$EXPECT_LOG" ] && ! grep -Eq -e "$EXPECT_LOG" "$log"; then
     echo "FAIL: the output does not show: $EXPECT_LOG"; exit 1
 fi
 selected=$(grep -c "coll/loom .*: selected$" "$log")

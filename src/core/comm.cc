@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -30,9 +31,7 @@ uint64_t fnv1a(const std::string &s) {
 }
 
 // Same value for every process of one OS instance (hostname + boot id);
-// computed once per process. LOOM_FAKE_NODES=1 adds the process id: every
-// process is then a host of its own, and all its ring connections take the
-// net transport (how the inter-node path is tested on one GPU box).
+// computed once per process.
 uint64_t hostHash() {
     static const uint64_t h = [] {
         char host[256] = "";
@@ -41,13 +40,25 @@ uint64_t hostHash() {
         std::ifstream boot("/proc/sys/kernel/random/boot_id");
         std::string b;
         if (boot >> b) id += b;
-        if (params().fakeNodes) {
-            id += ":pid" + std::to_string(getpid());
-            LOOM_INFO(kInit, "LOOM_FAKE_NODES=1: this process (pid %d) counts as a host of its own", (int)getpid());
-        }
         return fnv1a(id);
     }();
     return h;
+}
+
+// The host this rank counts as. LOOM_FAKE_NODES splits one box into
+// pretend hosts so the net transport can be tested there: 1 makes every
+// process a host of its own (every ring connection crosses hosts); k >= 2
+// groups GPUs by CUDA index / k (rings with p2p inside a group, net between).
+uint64_t rankHostHash(int cudaDev) {
+    const int k = params().fakeNodes;
+    if (k <= 0) return hostHash();
+    std::string part = k == 1 ? ":pid" + std::to_string(getpid()) : ":gpus" + std::to_string(cudaDev / k);
+    static std::once_flag once;
+    std::call_once(once, [&] {
+        LOOM_INFO(kInit, "LOOM_FAKE_NODES=%d: this process (pid %d, GPU %d) counts as host '%s'", k, (int)getpid(),
+                  cudaDev, part.c_str() + 1);
+    });
+    return fnv1a(std::to_string(hostHash()) + part);
 }
 
 #define CUDA_TRY(call, what)                                                                         \
@@ -129,7 +140,7 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
 loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     const int rank = comm->rank, n = comm->nranks;
     RankIdentity me{};
-    me.hostHash = hostHash();
+    me.hostHash = rankHostHash(comm->cudaDev);
     loomResult_t r = agreeAll(bs, rank, n, setupGpu(comm, &me), "GPU setup");
     if (r == loomSuccess) r = planFromTopology(comm, bs, me);
     if (r != loomSuccess) return r;

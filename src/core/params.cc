@@ -42,7 +42,7 @@ const Params &params() {
         p.llRingMaxBytes = envLong("LOOM_LL_RING_MAX_BYTES", 0, 0, 1L << 30);
         p.llSlotBytes = envLong("LOOM_LL_SLOT_BYTES", 64 * 1024, 4096, 16L << 20) & ~255L;
         p.netChannels = (int)envLong("LOOM_NET_NCHANNELS", 0, 0, kMaxNetChannels);
-        p.fakeNodes = (int)envLong("LOOM_FAKE_NODES", 0, 0, 1);
+        p.fakeNodes = (int)envLong("LOOM_FAKE_NODES", 0, 0, 1024);
     });
     return p;
 }

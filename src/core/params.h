@@ -18,7 +18,7 @@ struct Params {
     long llRingMaxBytes;    // LOOM_LL_RING_MAX_BYTES: ring on the LL protocol up to this size (0: never)
     long llSlotBytes;       // LOOM_LL_SLOT_BYTES: bytes of LL lines per ring FIFO slot
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
-    int fakeNodes;          // LOOM_FAKE_NODES=1: every process is a host of its own (tests the net path on one box)
+    int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)
 };
 
 // Parsed once per process; out-of-range values are clamped and logged.
