@@ -7,3 +7,4 @@ Suite *ring_schedule_suite(void);
 Suite *topo_suite(void);
 Suite *bootstrap_suite(void);
 Suite *proxy_suite(void);
+Suite *tree_schedule_suite(void);
