@@ -56,20 +56,27 @@ int threadAllgather(void *ctx, const void *send, void *recv, size_t bytes) {
     return 0;
 }
 
+// Runs body(rank, bootstrap) on n threads over one in-process bootstrap.
+template <typename Body>
+void runRanks(int n, Body body) {
+    ThreadGroup g(n);
+    std::vector<Rank> ranks;
+    for (int r = 0; r < n; ++r) ranks.push_back(Rank{&g, r});
+    std::vector<std::thread> t;
+    for (int r = 0; r < n; ++r)
+        t.emplace_back([&, r] {
+            loomBootstrap_t bs = {&ranks[r], threadAllgather};
+            body(r, &bs);
+        });
+    for (auto &x : t) x.join();
+}
+
 } // namespace
 
 START_TEST(agree_all_reports_who_failed) {
-    ThreadGroup g(3);
     std::vector<loomResult_t> out(3);
     const loomResult_t local[3] = {loomSuccess, loomSuccess, loomSystemError};
-    std::vector<std::thread> t;
-    std::vector<Rank> ranks = {{&g, 0}, {&g, 1}, {&g, 2}};
-    for (int r = 0; r < 3; ++r)
-        t.emplace_back([&, r] {
-            loomBootstrap_t bs = {&ranks[r], threadAllgather};
-            out[r] = loom::agreeAll(&bs, r, 3, local[r], "a test stage");
-        });
-    for (auto &x : t) x.join();
+    runRanks(3, [&](int r, const loomBootstrap_t *bs) { out[r] = loom::agreeAll(bs, r, 3, local[r], "a test stage"); });
     ck_assert_int_eq(out[0], loomRemoteError);
     ck_assert_int_eq(out[1], loomRemoteError);
     ck_assert_int_eq(out[2], loomSystemError); // its own error, not a remote one
@@ -81,26 +88,19 @@ START_TEST(all_ranks_fail_together_without_gpu) {
     // ranks share one process, so mapping each other's memory fails instead.
     // Either way all must return an error; a hang trips the test timeout.
     const int n = 3;
-    ThreadGroup g(n);
-    std::vector<Rank> ranks;
-    for (int r = 0; r < n; ++r) ranks.push_back(Rank{&g, r});
     std::vector<loomResult_t> out(n, loomSuccess);
     std::vector<loomComm_t> comms(n, nullptr);
     loomUniqueId id;
     ck_assert_int_eq(loomGetUniqueId(&id), loomSuccess);
-    std::vector<std::thread> t;
-    for (int r = 0; r < n; ++r)
-        t.emplace_back([&, r] {
-            loomBootstrap_t bs = {&ranks[r], threadAllgather};
-            out[r] = loomCommInitRank(&comms[r], n, id, r, 0, &bs);
-        });
-    for (auto &x : t) x.join();
+    runRanks(n, [&](int r, const loomBootstrap_t *bs) { out[r] = loomCommInitRank(&comms[r], n, id, r, 0, bs); });
     for (int r = 0; r < n; ++r) {
         ck_assert_int_ne(out[r], loomSuccess);
         ck_assert_ptr_null(comms[r]);
     }
     ck_assert_int_eq(loomCommInitRank(nullptr, n, id, 0, 0, nullptr), loomInvalidArgument);
-    loomBootstrap_t bs = {&ranks[0], threadAllgather};
+    ThreadGroup g(1);
+    Rank only{&g, 0};
+    loomBootstrap_t bs = {&only, threadAllgather};
     loomComm_t c;
     ck_assert_int_eq(loomCommInitRank(&c, 2, id, 5, 0, &bs), loomInvalidArgument);
 }
@@ -112,21 +112,14 @@ START_TEST(net_setup_fails_together) {
     // net connections; rank 1 has none, but must join every exchange and
     // return the others' error. A hang trips the test timeout.
     const int n = 3;
-    ThreadGroup g(n);
-    std::vector<Rank> ranks;
-    for (int r = 0; r < n; ++r) ranks.push_back(Rank{&g, r});
     std::vector<loomResult_t> out(n, loomSuccess);
     std::vector<loom::NetLinks> links(n);
-    std::vector<std::thread> t;
-    for (int r = 0; r < n; ++r)
-        t.emplace_back([&, r] {
-            loomBootstrap_t bs = {&ranks[r], threadAllgather};
-            const bool net = r != 1;
-            loom::NetSetup s{net, net, true, 2, 4, 4096, "", (r + n - 1) % n, (r + 1) % n, r, n, 5.0};
-            out[r] = loom::netConnect(s, &bs, &links[r]);
-            loom::netClose(&links[r]);
-        });
-    for (auto &x : t) x.join();
+    runRanks(n, [&](int r, const loomBootstrap_t *bs) {
+        const bool net = r != 1;
+        loom::NetSetup s{net, net, true, 2, 4, 4096, "", (r + n - 1) % n, (r + 1) % n, r, n, 5.0};
+        out[r] = loom::netConnect(s, bs, &links[r]);
+        loom::netClose(&links[r]);
+    });
     for (int r = 0; r < n; ++r) ck_assert_int_ne(out[r], loomSuccess);
     ck_assert_int_eq(out[1], loomRemoteError); // not its own failure
 }

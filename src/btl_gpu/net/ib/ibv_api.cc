@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/debug.h"
+#include "core/dl_bind.h"
 
 namespace loom {
 namespace net {
@@ -15,9 +16,7 @@ const Ibv *g_loaded = nullptr;
 
 template <typename Fn>
 bool bind(void *lib, const char *name, Fn *&slot, bool required = true) {
-    slot = reinterpret_cast<Fn *>(dlsym(lib, name));
-    if (!slot && required) LOOM_INFO(kNet, "libibverbs.so.1 lacks %s: no ib plugin", name);
-    return slot || !required;
+    return dlBind(lib, "libibverbs.so.1", name, slot, "no ib plugin", required);
 }
 
 void load() {

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/debug.h"
+#include "core/dl_bind.h"
 
 namespace loom {
 namespace net {
@@ -15,9 +16,7 @@ const Ucp *g_loaded = nullptr;
 
 template <typename Fn>
 bool bind(void *lib, const char *libName, const char *name, Fn *&slot) {
-    slot = reinterpret_cast<Fn *>(dlsym(lib, name));
-    if (!slot) LOOM_INFO(kNet, "%s lacks %s: no ucx plugin", libName, name);
-    return slot != nullptr;
+    return dlBind(lib, libName, name, slot, "no ucx plugin");
 }
 
 void load() {
