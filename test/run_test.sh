@@ -9,6 +9,7 @@
 #   EXPECT_PATH=delegated|staged|gpu   path every collective in COLLS must report
 #   COLLS="..."       collectives to look for (default: all loom overrides)
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
+#   MIN_GPUS=N        with NEEDS_GPU: skip, with the reason, where there are fewer GPUs
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
 #   EXPECT_LOG="re"   an extended regex the output must match (e.g. the transport used)
 # The build tree's component comes first in mca_base_component_path: Open MPI loads the
@@ -17,7 +18,7 @@
 # or test/gpu/run.sh).
 set -u
 . "$1"
-: "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
+: "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
@@ -30,6 +31,7 @@ if [ "$NEEDS_GPU" = 1 ]; then
         0*) echo "SKIP: needs a CUDA GPU, found $ngpu; on a GPU host run: test/gpu/run.sh BUILDDIR"; exit 77;;
     esac
     ngpu=${ngpu%% *}
+    [ "$ngpu" -lt "$MIN_GPUS" ] && { echo "SKIP: needs $MIN_GPUS GPUs, found $ngpu"; exit 77; }
     [ "$ngpu" -lt "$NP" ] && [ "$ngpu" -ge 2 ] && NP=$ngpu
 fi
 

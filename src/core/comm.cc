@@ -263,8 +263,11 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
                     "communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->prev, comm->next,
                     params().timeoutSeconds);
     }
-    if (err != cudaSuccess)
+    if (err != cudaSuccess) {
+        comm->failed = true;
+        netAbandon(&comm->net);
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): kernel failed: %s", comm->rank, comm->cudaDev,
                     comm->busId, cudaGetErrorString(err));
+    }
     return loomSuccess;
 }

@@ -11,10 +11,13 @@
  * the result comes down (from the parent into the output, then to the
  * children). The output buffer is the accumulator, so in place works and the
  * root needs no extra storage. The down phase of chunk k runs `lag` chunks
- * after its up phase, so up and down overlap; every op waits only on ops of
- * its own or earlier chunks, so no lag deadlocks with FIFOs of any depth >= 1
- * (the simulation checks lags below, at and above the depth). Lag is a
- * performance knob for the kernel: how far reduce runs ahead of broadcast.
+ * after its up phase, so up and down overlap. No lag deadlocks with FIFOs of
+ * any depth >= 1: give up(c) the key c and down(c) the key c + lag + 1/2;
+ * every rank's ops run in increasing key order, a receive waits for the send
+ * of the same key one edge away, and a send's credit for a receive of a lower
+ * key — so no cycle of waits can form (the simulation checks lags below, at
+ * and above the depth). Lag is a performance knob for the kernel: how far
+ * reduce runs ahead of broadcast.
  */
 #ifndef LOOM_TREE_SCHEDULE_H
 #define LOOM_TREE_SCHEDULE_H

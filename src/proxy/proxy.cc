@@ -64,6 +64,7 @@ bool Proxy::quiesce(int id, double seconds) {
         {
             Update g(this);
             const Conn &c = conns_[id];
+            if (c.abandoned) return false;
             if (!c.active || (c.done >= c.target && c.done == c.posted && (!c.send || c.done >= *c.fifo.tail)))
                 return c.active;
             kicked_ = true;
@@ -86,6 +87,7 @@ void Proxy::post(int id, uint64_t steps) {
 void Proxy::dropPosted(int id) {
     Update g(this);
     conns_[id].target = conns_[id].done;
+    conns_[id].abandoned = true;
 }
 
 void Proxy::kick() {
@@ -189,12 +191,18 @@ void Proxy::run() {
         woke = false;
         for (Conn &c : conns_) {
             if (!c.active) continue;
-            if (upkeep && c.posted == c.done) plugin_->progress(c.comm);
+            if (upkeep && c.posted == c.done) {
+                loomResult_t r = plugin_->progress(c.comm);
+                if (r != loomSuccess) {
+                    moved |= failConn(c, r);
+                    continue;
+                }
+            }
             moved |= progress(c);
             // Sends in flight finish by themselves, and steps of a collective
             // the host posted will come; receives posted ahead for data that
             // may not come for a long time keep nobody awake.
-            busy |= (c.send && c.posted != c.done) || c.done < c.target;
+            busy |= !c.abandoned && ((c.send && c.posted != c.done) || c.done < c.target);
         }
         if (moved || busy || kicked_) {
             lastMove = clock::now();

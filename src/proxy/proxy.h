@@ -62,7 +62,8 @@ class Proxy {
     // connection `id`: stay awake until they are done.
     void post(int id, uint64_t steps);
     // The collective was abandoned (the GPU gave up): forget the steps
-    // post() promised on connection `id`, so the thread can idle again.
+    // post() promised on connection `id` and its sends in flight (a peer that
+    // stopped may never take them), so the thread can idle again.
     void dropPosted(int id);
     // Work was enqueued: run now.
     void kick();
@@ -86,6 +87,7 @@ class Proxy {
         std::vector<void *> requests; // per slot, in flight
         std::vector<char> flushing;   // per slot: requests[slot] is the step's flush (its data has arrived)
         bool active = true;
+        bool abandoned = false; // dropPosted(): nothing more is waited for here
         loomResult_t err = loomSuccess;
     };
     int add(bool send, void *comm, const ProxyFifo &fifo, int tag); // with mu_ held

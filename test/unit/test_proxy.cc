@@ -133,6 +133,28 @@ START_TEST(quiesce_waits_for_the_last_sends) {
 }
 END_TEST
 
+START_TEST(abandoned_sends_do_not_keep_the_proxy_awake) {
+    NetPlugin p = scripted();
+    g_complete = false; // the peer stopped taking them
+    Fifo f;
+    loom::Proxy proxy(&p, 200);
+    int id = proxy.addSend((void *)1, f.view(), 0);
+    proxy.post(id, 8);
+    f.tail = 2; // the GPU wrote 2 of 8 steps, then timed out
+    usleep(20000);
+    const uint64_t spinning = proxy.sleeps();
+    usleep(20000);
+    ck_assert_uint_eq(proxy.sleeps(), spinning); // sends in flight: awake
+    proxy.dropPosted(id);
+    usleep(40000);
+    ck_assert_uint_gt(proxy.sleeps(), spinning); // abandoned: idle again
+    const double t0 = now();
+    ck_assert(!proxy.quiesce(id, 30)); // and closing does not wait for them
+    ck_assert(now() - t0 < 1);
+    proxy.remove(id);
+}
+END_TEST
+
 START_TEST(gpu_memory_receives_are_flushed_before_the_gpu_is_told) {
     NetPlugin p = scripted();
     g_arrived = false;
@@ -173,6 +195,7 @@ Suite *proxy_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, post_keeps_the_proxy_awake_until_the_steps_are_done);
     tcase_add_test(tc, quiesce_waits_for_the_last_sends);
+    tcase_add_test(tc, abandoned_sends_do_not_keep_the_proxy_awake);
     tcase_add_test(tc, gpu_memory_receives_are_flushed_before_the_gpu_is_told);
     tcase_add_test(tc, idle_connections_get_upkeep_while_the_proxy_sleeps);
     suite_add_tcase(s, tc);
