@@ -31,7 +31,8 @@ loomResult_t waitAll(std::vector<Msg> &m, double deadline, std::vector<size_t> *
     return nettest::waitAll(P(), m, deadline, sizes);
 }
 
-enum Mode { kNormal, kDie, kBadRkey, kProxy };
+enum Mode { kNormal, kDie, kBadRkey, kProxy, kRandom };
+constexpr int kRandomMsgs = 200; // 0 .. 1 MiB each: the VM moves some 20 MB/s
 
 // The proxy over ib: steps through 4-slot FIFOs registered once.
 constexpr int kSteps = 2000;
@@ -45,6 +46,13 @@ int sender(int fd, Mode mode) {
         if (P()->connect(0, &h, &sc) != loomSuccess) return 3;
     if (!sc) return 4;
     if (mode == kDie) _exit(0); // gone without closing
+    if (mode == kRandom) {
+        std::string err = randomTraffic(P(), sc, true, (uint32_t)strtoul(getenv("LOOM_TEST_RANDOM"), nullptr, 0),
+                                        kRandomMsgs, 1u << 20, 120);
+        P()->closeSend(sc);
+        if (!err.empty()) fprintf(stderr, "random traffic, sender: %s\n", err.c_str());
+        return err.empty() ? 0 : 11;
+    }
     if (mode == kProxy) { // the sending "GPU": a host thread feeding the proxy
         HostFifo f;
         if (P()->regMr(sc, f.slots.data(), f.slots.size(), MemType::Host, &f.mr) != loomSuccess) return 10;
@@ -262,6 +270,19 @@ START_TEST(port_error_reaches_the_async_event_thread) {
 }
 END_TEST
 
+START_TEST(random_traffic) {
+    const uint32_t seed = trafficSeed();
+    setenv("LOOM_TEST_RANDOM", std::to_string(seed).c_str(), 1); // the forked sender's pattern
+    void *lc, *rc;
+    pid_t pid = startPair(&lc, &rc, kRandom);
+    std::string err = randomTraffic(P(), rc, false, seed, kRandomMsgs, 1u << 20, 120);
+    ck_assert_msg(err.empty(), "seed %u, receiver: %s", seed, err.c_str());
+    ck_assert_int_eq(childStatus(pid), 0);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+}
+END_TEST
+
 int main() {
     if (!rdmaDevicePresent()) {
         printf("SKIP: no RDMA device here; run it on a real kernel RDMA stack: "
@@ -278,6 +299,7 @@ int main() {
     tcase_add_test(tc, auto_flush_policy_skips_host_memory);
     tcase_add_test(tc, proxy_moves_steps_over_ib);
     tcase_add_test(tc, registration_cache_shares_live_registrations);
+    tcase_add_test(tc, random_traffic);
     tcase_add_test(tc, port_error_reaches_the_async_event_thread); // last: it bounces the port
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -36,6 +36,7 @@ loomResult_t waitAll(std::vector<Msg> &m, double deadline, std::vector<size_t> *
 }
 
 int proxySender(void *sc);
+constexpr int kRandomMsgs = 400;
 
 // Child: connects with the handle read from the pipe, sends every message,
 // or (dieAfterConnect) exits abruptly once connected.
@@ -48,6 +49,12 @@ int sender(int fd, bool dieAfterConnect) {
         if (P()->connect(0, &h, &sc) != loomSuccess) return 3;
     if (!sc) return 4;
     if (dieAfterConnect) _exit(0); // no close: the receiver must notice
+    if (const char *seed = getenv("LOOM_TEST_RANDOM")) {
+        std::string err = randomTraffic(P(), sc, true, (uint32_t)strtoul(seed, nullptr, 0), kRandomMsgs, 4u << 20, 60);
+        P()->closeSend(sc);
+        if (!err.empty()) fprintf(stderr, "random traffic, sender: %s\n", err.c_str());
+        return err.empty() ? 0 : 11;
+    }
     if (getenv("LOOM_TEST_PROXY")) {
         int rc = proxySender(sc);
         P()->closeSend(sc);
@@ -233,6 +240,19 @@ START_TEST(bad_arguments) {
 }
 END_TEST
 
+START_TEST(random_traffic) {
+    const uint32_t seed = trafficSeed();
+    setenv("LOOM_TEST_RANDOM", std::to_string(seed).c_str(), 1); // the forked sender's pattern
+    void *lc, *rc;
+    pid_t pid = startPair(&lc, &rc, false);
+    std::string err = randomTraffic(P(), rc, false, seed, kRandomMsgs, 4u << 20, 60);
+    ck_assert_msg(err.empty(), "seed %u, receiver: %s", seed, err.c_str());
+    ck_assert_int_eq(childStatus(pid), 0);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+}
+END_TEST
+
 int main() {
     Suite *s = suite_create("net_ucx");
     TCase *tc = tcase_create("net_ucx");
@@ -242,6 +262,7 @@ int main() {
     tcase_add_test(tc, proxy_moves_steps_in_order_and_idles);
     tcase_add_test(tc, idle_proxy_wakes_on_kick);
     tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, random_traffic);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
