@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -235,6 +236,77 @@ inline std::string randomTraffic(const loom::net::NetPlugin *p, void *comm, bool
         if (g() % 32 == 0) usleep(g() % 500);
     }
     return "";
+}
+
+// Traffic both ways over `k` connections each way between two processes,
+// every connection driven by its own thread (as several proxy threads do):
+// this process and a forked peer each listen k times, swap handles through
+// pipes, connect to the other's listens while accepting on their own, then
+// run randomTraffic on all 2k connections at once. Returns "" or what went
+// wrong (on either side).
+inline std::string twoWayTraffic(const loom::net::NetPlugin *p, int k, uint32_t seed, int n, size_t maxBytes,
+                                 double seconds) {
+    int down[2], up[2];
+    if (pipe(down) != 0 || pipe(up) != 0) return "pipe";
+    // One side of it: listen, swap handles, connect + accept, traffic.
+    auto side = [&](bool parent, int rfd, int wfd) -> std::string {
+        if (p->init() != loomSuccess) return "init";
+        std::vector<loom::net::Handle> mine(k), theirs(k);
+        std::vector<void *> lc(k, nullptr), sc(k, nullptr), rc(k, nullptr);
+        for (int i = 0; i < k; ++i)
+            if (p->listen(0, &mine[i], &lc[i]) != loomSuccess) return "listen";
+        if (write(wfd, mine.data(), k * sizeof(mine[0])) != (ssize_t)(k * sizeof(mine[0]))) return "write handles";
+        for (size_t got = 0; got < k * sizeof(theirs[0]);) {
+            ssize_t r = read(rfd, (char *)theirs.data() + got, k * sizeof(theirs[0]) - got);
+            if (r <= 0) return "read handles";
+            got += (size_t)r;
+        }
+        for (double end = now() + 30;;) {
+            bool pending = false;
+            for (int i = 0; i < k; ++i) {
+                if (!sc[i] && p->connect(0, &theirs[i], &sc[i]) != loomSuccess) return "connect";
+                if (!rc[i] && p->accept(lc[i], &rc[i]) != loomSuccess) return "accept";
+                pending |= !sc[i] || !rc[i];
+            }
+            if (!pending) break;
+            if (now() > end) return "connections not up in 30 s";
+        }
+        // Connection i from the parent to the child carries pattern seed + i,
+        // from the child to the parent seed + 1000 + i.
+        std::vector<std::string> errs(2 * k);
+        std::vector<std::thread> t;
+        for (int i = 0; i < k; ++i) {
+            const uint32_t sendSeed = seed + (parent ? 0 : 1000) + i, recvSeed = seed + (parent ? 1000 : 0) + i;
+            t.emplace_back([&, i, sendSeed] { errs[i] = randomTraffic(p, sc[i], true, sendSeed, n, maxBytes, seconds); });
+            t.emplace_back([&, i, recvSeed] { errs[k + i] = randomTraffic(p, rc[i], false, recvSeed, n, maxBytes, seconds); });
+        }
+        for (auto &x : t) x.join();
+        for (int i = 0; i < k; ++i) {
+            p->closeRecv(rc[i]); // receives first (see net_transport.cc)
+            p->closeListen(lc[i]);
+        }
+        for (int i = 0; i < k; ++i) p->closeSend(sc[i]);
+        for (int i = 0; i < 2 * k; ++i)
+            if (!errs[i].empty()) return (i < k ? "sender " : "receiver ") + std::to_string(i % k) + ": " + errs[i];
+        return "";
+    };
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(down[1]);
+        close(up[0]);
+        std::string err = side(false, down[0], up[1]);
+        if (!err.empty()) fprintf(stderr, "two-way traffic, peer: %s\n", err.c_str());
+        _exit(err.empty() ? 0 : 1);
+    }
+    close(down[0]);
+    close(up[1]);
+    std::string err = side(true, up[0], down[1]);
+    close(up[0]);
+    close(down[1]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (err.empty() && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) err = "the peer process failed (see its message)";
+    return err;
 }
 
 } // namespace nettest

@@ -283,6 +283,13 @@ START_TEST(random_traffic) {
 }
 END_TEST
 
+START_TEST(two_way_traffic_on_several_connections_and_threads) {
+    const uint32_t seed = trafficSeed();
+    std::string err = twoWayTraffic(P(), 3, seed, 60, 256u << 10, 180);
+    ck_assert_msg(err.empty(), "seed %u: %s", seed, err.c_str());
+}
+END_TEST
+
 int main() {
     if (!rdmaDevicePresent()) {
         printf("SKIP: no RDMA device here; run it on a real kernel RDMA stack: "
@@ -300,6 +307,7 @@ int main() {
     tcase_add_test(tc, proxy_moves_steps_over_ib);
     tcase_add_test(tc, registration_cache_shares_live_registrations);
     tcase_add_test(tc, random_traffic);
+    tcase_add_test(tc, two_way_traffic_on_several_connections_and_threads);
     tcase_add_test(tc, port_error_reaches_the_async_event_thread); // last: it bounces the port
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -253,6 +253,14 @@ START_TEST(random_traffic) {
 }
 END_TEST
 
+START_TEST(two_way_traffic_on_several_connections_and_threads) {
+    useLoopback();
+    const uint32_t seed = trafficSeed();
+    std::string err = twoWayTraffic(P(), 3, seed, 150, 1u << 20, 90);
+    ck_assert_msg(err.empty(), "seed %u: %s", seed, err.c_str());
+}
+END_TEST
+
 int main() {
     Suite *s = suite_create("net_ucx");
     TCase *tc = tcase_create("net_ucx");
@@ -263,6 +271,7 @@ int main() {
     tcase_add_test(tc, idle_proxy_wakes_on_kick);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, random_traffic);
+    tcase_add_test(tc, two_way_traffic_on_several_connections_and_threads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
