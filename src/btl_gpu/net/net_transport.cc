@@ -264,9 +264,8 @@ void netClose(NetLinks *l) {
         if (l->sendIds[c] >= 0) l->proxies[c]->remove(l->sendIds[c]);
         if (l->recvIds[c] >= 0) l->proxies[c]->remove(l->recvIds[c]);
     }
-    // The proxy no longer touches them: deregister, close, free. Receives
-    // first: this rank needs nothing more from its previous rank, and a
-    // sender's graceful close may wait for its receiver.
+    // The proxy no longer touches them: deregister, close, free (receives
+    // first; this rank needs nothing more from its previous rank).
     const net::NetPlugin *p = l->plugin;
     for (size_t c = 0; p && c < l->recvComms.size(); ++c) {
         if (l->recvMr[c]) p->deregMr(l->recvComms[c], l->recvMr[c]);
