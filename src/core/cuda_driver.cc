@@ -30,6 +30,8 @@ void load() {
         !bind(lib, "cuPointerGetAttributes", g_driver.cuPointerGetAttributes) ||
         !bind(lib, "cuGetErrorString", g_driver.cuGetErrorString))
         return;
+    g_driver.cuMemGetHandleForAddressRange = reinterpret_cast<decltype(g_driver.cuMemGetHandleForAddressRange)>(
+        dlsym(lib, "cuMemGetHandleForAddressRange"));
     CUresult rc = g_driver.cuInit(0);
     if (rc != CUDA_SUCCESS) {
         // e.g. CUDA_ERROR_NO_DEVICE on a machine with a driver but no GPU.

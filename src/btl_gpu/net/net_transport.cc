@@ -3,11 +3,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #include <cuda_runtime.h>
 
 #include "btl_gpu/net/plugins.h"
 #include "core/bootstrap.h"
+#include "core/cuda_driver.h"
 #include "core/debug.h"
 #include "device/ring_args.h"
 #include "proxy/proxy.h"
@@ -50,23 +52,40 @@ ProxyFifo fifoOf(const NetLinks *l, const NetHostArea &area, char *gpu, int c, v
     return fifo;
 }
 
-// GPUDirect RDMA where the plugin's device reaches GPU memory and
-// LOOM_NET_GDR is not 0.
+// GPUDirect RDMA where the plugin's device can register GPU memory (peer
+// memory, or dma-buf where the driver exports it) and LOOM_NET_GDR is not 0.
 bool wantGdr(const net::NetPlugin *p, int dev) {
     const char *e = getenv("LOOM_NET_GDR");
     if (e && *e && atoi(e) == 0) return false;
     net::Properties props;
-    return p->getProperties(dev, &props) == loomSuccess && props.gdr;
+    if (p->getProperties(dev, &props) != loomSuccess) return false;
+    const CudaDriver *drv = cudaDriver();
+    return props.gdr || (props.dmabuf && drv && drv->cuMemGetHandleForAddressRange);
 }
 
-// Registers one direction's slots: in GPU memory when *gpu is set (falling
-// back to the host area, logged, if the NIC refuses it), else host memory.
+// A dma-buf fd for the whole GPU buffer (-1 where the driver gives none).
+int dmabufFd(char *gpu, size_t bytes) {
+    const CudaDriver *drv = cudaDriver();
+    int fd = -1;
+    if (!drv || !drv->cuMemGetHandleForAddressRange ||
+        drv->cuMemGetHandleForAddressRange(&fd, (CUdeviceptr)(uintptr_t)gpu, bytes,
+                                           CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) != CUDA_SUCCESS)
+        return -1;
+    return fd;
+}
+
+// Registers one direction's slots: in GPU memory when *gpu is set — through
+// a dma-buf fd, else as peer memory — falling back to the host area (logged)
+// if the NIC takes neither, else host memory.
 loomResult_t registerSlots(const NetLinks *l, const std::vector<void *> &comms, const NetHostArea &area, char **gpu,
                            std::vector<void *> *mrs, const char *dir) {
     const size_t slots = (size_t)l->nslots * l->slotBytes;
     const net::NetPlugin *p = l->plugin;
+    const int fd = *gpu ? dmabufFd(*gpu, l->gpuBytes) : -1;
     for (int c = 0; *gpu && c < l->nchannels; ++c) {
         const size_t at = (size_t)c * l->channelBytes + sizeof(FifoFlags);
+        if (fd >= 0 && p->regMrDmaBuf(comms[c], *gpu + at, slots, net::MemType::Cuda, fd, at, &(*mrs)[c]) == loomSuccess)
+            continue;
         if (p->regMr(comms[c], *gpu + at, slots, net::MemType::Cuda, &(*mrs)[c]) == loomSuccess) continue;
         LOOM_INFO(kNet, "net %s: %s slots: the NIC cannot register GPU memory; using host memory", p->name, dir);
         for (int k = 0; k < c; ++k) p->deregMr(comms[k], (*mrs)[k]);
@@ -74,6 +93,7 @@ loomResult_t registerSlots(const NetLinks *l, const std::vector<void *> &comms, 
         cudaFree(*gpu);
         *gpu = nullptr;
     }
+    if (fd >= 0) close(fd); // the registrations hold the buffer
     for (int c = 0; !*gpu && c < l->nchannels; ++c) {
         const size_t at = (size_t)c * l->channelBytes + sizeof(FifoFlags);
         loomResult_t r = p->regMr(comms[c], area.host + at, slots, net::MemType::Host, &(*mrs)[c]);
@@ -140,9 +160,11 @@ loomResult_t prepare(const NetSetup &s, NetLinks *l, std::vector<net::Handle> *h
     if (s.send) r = allocArea(bytes, &l->sendArea);
     if (r == loomSuccess && s.recv) r = allocArea(bytes, &l->recvArea);
     if (r == loomSuccess && wantGdr(l->plugin, l->dev)) {
-        // The host areas stay (flags; fallback slots); failures here only mean no GDR.
-        if (s.send && cudaMalloc((void **)&l->sendGpu, bytes) != cudaSuccess) l->sendGpu = nullptr;
-        if (s.recv && cudaMalloc((void **)&l->recvGpu, bytes) != cudaSuccess) l->recvGpu = nullptr;
+        // The host areas stay (flags; fallback slots); failures here only
+        // mean no GDR. Whole 2 MiB pages: a dma-buf covers page-aligned ranges.
+        l->gpuBytes = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+        if (s.send && cudaMalloc((void **)&l->sendGpu, l->gpuBytes) != cudaSuccess) l->sendGpu = nullptr;
+        if (s.recv && cudaMalloc((void **)&l->recvGpu, l->gpuBytes) != cudaSuccess) l->recvGpu = nullptr;
         cudaGetLastError();
     }
     for (int c = 0; c < nch && r == loomSuccess && s.recv; ++c)

@@ -10,9 +10,9 @@
  * bumps its tail, and the GPU reads it and returns the credit. The GPU stores
  * into host memory itself, over PCIe, so no cudaMemcpy stage sits between
  * kernel and network (what NCCL does without GPUDirect RDMA as well).
- * Where the NIC can reach GPU memory (the plugin reports GDR: nvidia-peermem
- * for ib), the slots are in GPU memory instead and every received step is
- * flushed (plugin iflush) before the GPU is told; LOOM_NET_GDR=0 turns it off.
+ * Where the NIC can reach GPU memory (ib: a dma-buf of it, or nvidia-peermem),
+ * the slots are in GPU memory instead and every received step is flushed
+ * (plugin iflush) before the GPU is told; LOOM_NET_GDR=0 turns it off.
  *
  * Set-up is collective over the communicator's bootstrap: every rank joins
  * every exchange, also ranks without net connections and ranks that failed.
@@ -49,6 +49,7 @@ struct NetLinks {
     // stay in host memory for the proxy), where the NIC can register it;
     // null: the host area's slots are used.
     char *sendGpu = nullptr, *recvGpu = nullptr;
+    size_t gpuBytes = 0;            // each (a whole number of 2 MiB pages)
     std::vector<void *> listenComms, sendComms, recvComms, sendMr, recvMr;
     std::vector<int> sendIds, recvIds; // proxy connections per channel
     std::vector<Proxy *> proxies;      // the proxy thread of each channel
