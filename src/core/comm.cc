@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <sched.h>
 #include <unistd.h>
 #include <vector>
 
@@ -249,7 +250,14 @@ extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
 
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
-    cudaError_t err = cudaStreamSynchronize(comm->stream);
+    cudaError_t err;
+    if (comm->sendNet || comm->recvNet) {
+        // The proxy threads move this collective's data: a rank bound to one
+        // core (mpirun's default binding) must not spin them out of it.
+        while ((err = cudaStreamQuery(comm->stream)) == cudaErrorNotReady) sched_yield();
+    } else {
+        err = cudaStreamSynchronize(comm->stream);
+    }
     if (*comm->abortFlag) {
         comm->failed = true;
         netAbandon(&comm->net);
