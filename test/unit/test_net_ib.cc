@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -270,6 +271,36 @@ START_TEST(port_error_reaches_the_async_event_thread) {
 }
 END_TEST
 
+int openFds() {
+    int n = 0;
+    if (DIR *d = opendir("/proc/self/fd")) {
+        while (readdir(d)) ++n;
+        closedir(d);
+    }
+    return n;
+}
+
+START_TEST(an_abandoned_connect_releases_what_it_holds) {
+    // Nobody accepts: the connect stays in progress (TCP side channel open,
+    // QP created) until the caller gives it up.
+    ck_assert_int_eq(P()->init(), loomSuccess);
+    Handle h;
+    void *lc = nullptr, *sc = nullptr;
+    ck_assert_int_eq(P()->listen(0, &h, &lc), loomSuccess);
+    const int before = openFds();
+    for (int i = 0; i < 50 && !sc; ++i) {
+        ck_assert_int_eq(P()->connect(0, &h, &sc), loomSuccess);
+        usleep(1000);
+    }
+    ck_assert_ptr_null(sc);
+    ck_assert_int_gt(openFds(), before); // its socket
+    ck_assert_int_eq(P()->abandonConnect(&h), loomSuccess);
+    ck_assert_int_eq(openFds(), before);
+    ck_assert_int_eq(P()->abandonConnect(&h), loomSuccess); // nothing left: fine
+    P()->closeListen(lc);
+}
+END_TEST
+
 START_TEST(random_traffic) {
     const uint32_t seed = trafficSeed();
     setenv("LOOM_TEST_RANDOM", std::to_string(seed).c_str(), 1); // the forked sender's pattern
@@ -307,6 +338,7 @@ int main() {
     tcase_add_test(tc, proxy_moves_steps_over_ib);
     tcase_add_test(tc, registration_cache_shares_live_registrations);
     tcase_add_test(tc, random_traffic);
+    tcase_add_test(tc, an_abandoned_connect_releases_what_it_holds);
     tcase_add_test(tc, two_way_traffic_on_several_connections_and_threads);
     tcase_add_test(tc, port_error_reaches_the_async_event_thread); // last: it bounces the port
     suite_add_tcase(s, tc);

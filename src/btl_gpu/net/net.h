@@ -59,6 +59,9 @@ struct NetPlugin {
     // request is in flight (keepalives, connection upkeep). The proxy calls
     // it for idle connections from time to time.
     loomResult_t (*progress)(void *comm);
+    // Optional (may be null): gives up a connect() in progress on `handle`
+    // (the caller stopped waiting for it), releasing what it holds.
+    loomResult_t (*abandonConnect)(Handle *handle);
 };
 
 } // namespace net

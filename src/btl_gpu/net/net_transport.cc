@@ -174,7 +174,8 @@ loomResult_t prepare(const NetSetup &s, NetLinks *l, std::vector<net::Handle> *h
 
 // Connect to the next rank and accept the previous one, channel by channel,
 // both at once (each rank is the other side's peer), until done or timeout.
-loomResult_t establish(const NetSetup &s, NetLinks *l, std::vector<net::Handle> &nextHandles) {
+loomResult_t establish(const NetSetup &s, NetLinks *l) {
+    std::vector<net::Handle> &nextHandles = l->nextHandles;
     using clock = std::chrono::steady_clock;
     const auto deadline = clock::now() + std::chrono::duration<double>(s.timeoutSeconds);
     for (;;) {
@@ -230,9 +231,8 @@ loomResult_t netConnect(const NetSetup &s, const loomBootstrap_t *bs, NetLinks *
     std::vector<net::Handle> all((size_t)s.nranks * s.nchannels);
     if (bs->allgather(bs->ctx, mine.data(), all.data(), (size_t)s.nchannels * sizeof(net::Handle)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of net handles failed", s.rank);
-    std::vector<net::Handle> next(all.begin() + (size_t)s.next * s.nchannels,
-                                  all.begin() + (size_t)(s.next + 1) * s.nchannels);
-    r = (s.send || s.recv) ? establish(s, l, next) : loomSuccess;
+    l->nextHandles.assign(all.begin() + (size_t)s.next * s.nchannels, all.begin() + (size_t)(s.next + 1) * s.nchannels);
+    r = (s.send || s.recv) ? establish(s, l) : loomSuccess;
     if (r == loomSuccess && (s.send || s.recv)) r = attach(s, l);
     r = agreeAll(bs, s.rank, s.nranks, r, "net connections");
     if (r == loomSuccess && (s.send || s.recv))
@@ -297,6 +297,8 @@ void netClose(NetLinks *l) {
     for (size_t c = 0; p && c < l->sendComms.size(); ++c) {
         if (l->sendMr[c]) p->deregMr(l->sendComms[c], l->sendMr[c]);
         if (l->sendComms[c]) p->closeSend(l->sendComms[c]);
+        // A connect that never completed (set-up failed or timed out).
+        else if (l->send && c < l->nextHandles.size() && p->abandonConnect) p->abandonConnect(&l->nextHandles[c]);
     }
     for (Proxy *p : l->proxies) netReleaseProxy(p);
     if (l->sendGpu) cudaFree(l->sendGpu);

@@ -51,6 +51,7 @@ struct NetLinks {
     char *sendGpu = nullptr, *recvGpu = nullptr;
     size_t gpuBytes = 0;            // each (a whole number of 2 MiB pages)
     std::vector<void *> listenComms, sendComms, recvComms, sendMr, recvMr;
+    std::vector<net::Handle> nextHandles; // the next rank's listen handles (they hold a connect in progress)
     std::vector<int> sendIds, recvIds; // proxy connections per channel
     std::vector<Proxy *> proxies;      // the proxy thread of each channel
 };

@@ -295,6 +295,14 @@ loomResult_t ibConnect(int dev, Handle *handle, void **sendComm) {
     return loomSuccess; // not yet: call again
 }
 
+loomResult_t ibAbandonConnect(Handle *handle) {
+    HandleData *h = reinterpret_cast<HandleData *>(handle->data);
+    if (h->magic != kMagic) return fail(loomInvalidArgument, "ib: not an ib listen handle");
+    if (h->pending) destroy(static_cast<Comm *>(h->pending));
+    h->pending = nullptr;
+    return loomSuccess;
+}
+
 loomResult_t ibAccept(void *listenComm, void **recvComm) {
     *recvComm = nullptr;
     ListenComm *l = static_cast<ListenComm *>(listenComm);

@@ -133,6 +133,7 @@ loomResult_t ibGetProperties(int dev, Properties *p);
 loomResult_t ibListen(int dev, Handle *handle, void **listenComm);
 loomResult_t ibConnect(int dev, Handle *handle, void **sendComm);
 loomResult_t ibAccept(void *listenComm, void **recvComm);
+loomResult_t ibAbandonConnect(Handle *handle);
 loomResult_t ibClose(void *comm);
 loomResult_t ibCloseListen(void *listenComm);
 

@@ -283,7 +283,7 @@ loomResult_t ibTest(void *request, int *done, size_t *size) {
 const NetPlugin kIb = {"ib",        ibInit,     ibDevices,     ibGetProperties, ibListen,  ibConnect,
                        ibAccept,    ibRegMr,    ibRegMrDmaBuf, ibDeregMr,       ibIsend,   ibIrecv,
                        ibIflush,    ibTest,     ibClose,       ibClose,         ibCloseListen,
-                       nullptr /* the NIC keeps RC connections up by itself */};
+                       nullptr /* the NIC keeps RC connections up by itself */, ibAbandonConnect};
 
 
 } // namespace

@@ -410,10 +410,18 @@ loomResult_t ucxProgress(void *comm) {
     return loomSuccess;
 }
 
+loomResult_t ucxAbandonConnect(Handle *handle) {
+    HandleData *h = reinterpret_cast<HandleData *>(handle->data);
+    if (h->magic != kMagic) return fail(loomInvalidArgument, "ucx: not a ucx listen handle");
+    destroy(static_cast<Comm *>(h->pending));
+    h->pending = nullptr;
+    return loomSuccess;
+}
+
 const NetPlugin kUcx = {"ucx",         ucxInit,         ucxDevices,   ucxGetProperties, ucxListen,
                         ucxConnect,    ucxAccept,       ucxRegMr,     ucxRegMrDmaBuf,   ucxDeregMr,
                         ucxIsend,      ucxIrecv,        ucxIflush,    ucxTest,          ucxClose,
-                        ucxClose,      ucxClose,        ucxProgress};
+                        ucxClose,      ucxClose,        ucxProgress,  ucxAbandonConnect};
 
 } // namespace
 
