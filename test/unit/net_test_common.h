@@ -238,6 +238,21 @@ inline std::string randomTraffic(const loom::net::NetPlugin *p, void *comm, bool
     return "";
 }
 
+// The receiving side of a random-traffic test: `start(&lc, &rc)` forks a
+// sender that runs randomTraffic(send) with the seed in LOOM_TEST_RANDOM.
+template <typename StartPair>
+void randomTrafficReceiver(const loom::net::NetPlugin *p, StartPair start, int n, size_t maxBytes, double seconds) {
+    const uint32_t seed = trafficSeed();
+    setenv("LOOM_TEST_RANDOM", std::to_string(seed).c_str(), 1); // the forked sender's pattern
+    void *lc, *rc;
+    pid_t pid = start(&lc, &rc);
+    std::string err = randomTraffic(p, rc, false, seed, n, maxBytes, seconds);
+    ck_assert_msg(err.empty(), "seed %u, receiver: %s", seed, err.c_str());
+    ck_assert_int_eq(childStatus(pid), 0);
+    p->closeRecv(rc);
+    p->closeListen(lc);
+}
+
 // Traffic both ways over `k` connections each way between two processes,
 // every connection driven by its own thread (as several proxy threads do):
 // this process and a forked peer each listen k times, swap handles through

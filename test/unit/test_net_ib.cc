@@ -302,15 +302,7 @@ START_TEST(an_abandoned_connect_releases_what_it_holds) {
 END_TEST
 
 START_TEST(random_traffic) {
-    const uint32_t seed = trafficSeed();
-    setenv("LOOM_TEST_RANDOM", std::to_string(seed).c_str(), 1); // the forked sender's pattern
-    void *lc, *rc;
-    pid_t pid = startPair(&lc, &rc, kRandom);
-    std::string err = randomTraffic(P(), rc, false, seed, kRandomMsgs, 1u << 20, 120);
-    ck_assert_msg(err.empty(), "seed %u, receiver: %s", seed, err.c_str());
-    ck_assert_int_eq(childStatus(pid), 0);
-    P()->closeRecv(rc);
-    P()->closeListen(lc);
+    randomTrafficReceiver(P(), [](void **lc, void **rc) { return startPair(lc, rc, kRandom); }, kRandomMsgs, 1u << 20, 120);
 }
 END_TEST
 

@@ -241,15 +241,7 @@ START_TEST(bad_arguments) {
 END_TEST
 
 START_TEST(random_traffic) {
-    const uint32_t seed = trafficSeed();
-    setenv("LOOM_TEST_RANDOM", std::to_string(seed).c_str(), 1); // the forked sender's pattern
-    void *lc, *rc;
-    pid_t pid = startPair(&lc, &rc, false);
-    std::string err = randomTraffic(P(), rc, false, seed, kRandomMsgs, 4u << 20, 60);
-    ck_assert_msg(err.empty(), "seed %u, receiver: %s", seed, err.c_str());
-    ck_assert_int_eq(childStatus(pid), 0);
-    P()->closeRecv(rc);
-    P()->closeListen(lc);
+    randomTrafficReceiver(P(), [](void **lc, void **rc) { return startPair(lc, rc, false); }, kRandomMsgs, 4u << 20, 60);
 }
 END_TEST
 
