@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <mutex>
 
+#include "core/dl_bind.h"
 #include "debug.h"
 
 namespace loom {
@@ -14,10 +15,8 @@ const CudaDriver *g_loaded = nullptr;
 std::once_flag g_once;
 
 template <typename Fn>
-bool bind(void *lib, const char *name, Fn *&slot) {
-    slot = reinterpret_cast<Fn *>(dlsym(lib, name));
-    if (!slot) LOOM_INFO(kInit, "libcuda.so.1 lacks %s; treating all memory as host memory", name);
-    return slot != nullptr;
+bool bind(void *lib, const char *name, Fn *&slot, bool required = true) {
+    return dlBind(lib, "libcuda.so.1", name, slot, "treating all memory as host memory", required, kInit);
 }
 
 void load() {
@@ -30,8 +29,7 @@ void load() {
         !bind(lib, "cuPointerGetAttributes", g_driver.cuPointerGetAttributes) ||
         !bind(lib, "cuGetErrorString", g_driver.cuGetErrorString))
         return;
-    g_driver.cuMemGetHandleForAddressRange = reinterpret_cast<decltype(g_driver.cuMemGetHandleForAddressRange)>(
-        dlsym(lib, "cuMemGetHandleForAddressRange"));
+    bind(lib, "cuMemGetHandleForAddressRange", g_driver.cuMemGetHandleForAddressRange, false); // CUDA >= 11.7
     CUresult rc = g_driver.cuInit(0);
     if (rc != CUDA_SUCCESS) {
         // e.g. CUDA_ERROR_NO_DEVICE on a machine with a driver but no GPU.

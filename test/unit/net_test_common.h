@@ -238,6 +238,28 @@ inline std::string randomTraffic(const loom::net::NetPlugin *p, void *comm, bool
     return "";
 }
 
+// The forked sender's start: reads the listen handle from fd, initialises
+// the plugin, connects within `seconds`. 0 and *sc set, or an exit code.
+inline int connectFromPipe(const loom::net::NetPlugin *p, int fd, double seconds, void **sc) {
+    loom::net::Handle h;
+    *sc = nullptr;
+    if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || p->init() != loomSuccess) return 2;
+    for (double end = now() + seconds; !*sc && now() < end;)
+        if (p->connect(0, &h, sc) != loomSuccess) return 3;
+    return *sc ? 0 : 4;
+}
+
+// The sending side of a random-traffic test (seed from LOOM_TEST_RANDOM);
+// closes the connection. Returns the child's exit status.
+inline int randomTrafficSender(const loom::net::NetPlugin *p, void *sc, int n, size_t maxBytes, double seconds) {
+    const char *seed = getenv("LOOM_TEST_RANDOM");
+    std::string err = seed ? randomTraffic(p, sc, true, (uint32_t)strtoul(seed, nullptr, 0), n, maxBytes, seconds)
+                           : "LOOM_TEST_RANDOM not set";
+    p->closeSend(sc);
+    if (!err.empty()) fprintf(stderr, "random traffic, sender: %s\n", err.c_str());
+    return err.empty() ? 0 : 11;
+}
+
 // The receiving side of a random-traffic test: `start(&lc, &rc)` forks a
 // sender that runs randomTraffic(send) with the seed in LOOM_TEST_RANDOM.
 template <typename StartPair>

@@ -40,20 +40,10 @@ constexpr int kSteps = 2000;
 
 // Child: the sender. Returns its exit status.
 int sender(int fd, Mode mode) {
-    Handle h;
-    if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || P()->init() != loomSuccess) return 2;
     void *sc = nullptr;
-    for (double end = now() + 30; !sc && now() < end;)
-        if (P()->connect(0, &h, &sc) != loomSuccess) return 3;
-    if (!sc) return 4;
+    if (int rc = connectFromPipe(P(), fd, 30, &sc)) return rc;
     if (mode == kDie) _exit(0); // gone without closing
-    if (mode == kRandom) {
-        std::string err = randomTraffic(P(), sc, true, (uint32_t)strtoul(getenv("LOOM_TEST_RANDOM"), nullptr, 0),
-                                        kRandomMsgs, 1u << 20, 120);
-        P()->closeSend(sc);
-        if (!err.empty()) fprintf(stderr, "random traffic, sender: %s\n", err.c_str());
-        return err.empty() ? 0 : 11;
-    }
+    if (mode == kRandom) return randomTrafficSender(P(), sc, kRandomMsgs, 1u << 20, 120);
     if (mode == kProxy) { // the sending "GPU": a host thread feeding the proxy
         HostFifo f;
         if (P()->regMr(sc, f.slots.data(), f.slots.size(), MemType::Host, &f.mr) != loomSuccess) return 10;

@@ -42,19 +42,10 @@ constexpr int kRandomMsgs = 400;
 // or (dieAfterConnect) exits abruptly once connected.
 int sender(int fd, bool dieAfterConnect) {
     useLoopback();
-    Handle h;
-    if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || P()->init() != loomSuccess) return 2;
     void *sc = nullptr;
-    for (double end = now() + 20; !sc && now() < end;)
-        if (P()->connect(0, &h, &sc) != loomSuccess) return 3;
-    if (!sc) return 4;
+    if (int rc = connectFromPipe(P(), fd, 20, &sc)) return rc;
     if (dieAfterConnect) _exit(0); // no close: the receiver must notice
-    if (const char *seed = getenv("LOOM_TEST_RANDOM")) {
-        std::string err = randomTraffic(P(), sc, true, (uint32_t)strtoul(seed, nullptr, 0), kRandomMsgs, 4u << 20, 60);
-        P()->closeSend(sc);
-        if (!err.empty()) fprintf(stderr, "random traffic, sender: %s\n", err.c_str());
-        return err.empty() ? 0 : 11;
-    }
+    if (getenv("LOOM_TEST_RANDOM")) return randomTrafficSender(P(), sc, kRandomMsgs, 4u << 20, 60);
     if (getenv("LOOM_TEST_PROXY")) {
         int rc = proxySender(sc);
         P()->closeSend(sc);
