@@ -99,6 +99,8 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic);
     if (r != loomSuccess) return r;
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
+    comm->trees[0] = g.trees[0];
+    comm->trees[1] = g.trees[1];
     const std::vector<int> &ring = g.rings[0].ranks;
     for (size_t i = 0; i < ring.size(); ++i)
         if (ring[i] == comm->rank) {
@@ -131,8 +133,13 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     comm->llRingSlotBytes = (size_t)p.llSlotBytes;
     comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
     comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
-    size_t regionBytes =
+    comm->treeOffset =
         comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
+    // Tree FIFOs only where trees may run (ranks on several hosts).
+    comm->treeMaxBytes = comm->spansHosts ? (size_t)p.treeMaxBytes : 0;
+    comm->treeSlotBytes = (size_t)p.treeSlotBytes;
+    comm->treeFifoBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->treeSlotBytes;
+    size_t regionBytes = comm->treeOffset + (comm->treeMaxBytes ? kTreeEdgeSlots * comm->treeFifoBytes : 0);
     return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
 }
 
@@ -150,8 +157,9 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.hostHash = me.hostHash;
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    const uint64_t geometry[5] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
-                                  (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes};
+    const uint64_t geometry[7] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+                                  (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
+                                  (uint64_t)params().treeMaxBytes, (uint64_t)params().treeSlotBytes};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
     if (r != loomSuccess) return r;
@@ -159,7 +167,10 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     if (bs->allgather(bs->ctx, &mine, peers.data(), sizeof(PeerInfo)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of peer info failed", rank);
     if (n > 1) {
-        r = connectRing(comm, bs, peers);
+        Reach reach;
+        r = gatherReach(comm, bs, peers, &reach);
+        if (r == loomSuccess) r = connectRing(comm, bs, peers, reach);
+        if (r == loomSuccess) r = connectTrees(comm, bs, peers, reach);
         if (r != loomSuccess) return r;
     }
     auto kind = [](bool net, bool shm) { return net ? "net" : shm ? "shm" : "p2p"; };
@@ -179,6 +190,7 @@ void releaseComm(loomComm *comm) {
     if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
     if (comm->stream) cudaStreamSynchronize(comm->stream);
     netClose(&comm->net);
+    for (NetLinks &l : comm->treeNet) netClose(&l);
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
     shmClose(&comm->shmSend);
@@ -248,10 +260,30 @@ extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
     return loomSuccess;
 }
 
+namespace {
+
+// Every net link of the communicator: the ring's and the tree edges'.
+template <typename F> void forEachNet(loomComm *comm, F f) {
+    f(&comm->net);
+    for (NetLinks &l : comm->treeNet) f(&l);
+}
+
+loomResult_t anyNetError(loomComm *comm) {
+    loomResult_t r = loomSuccess;
+    forEachNet(comm, [&](NetLinks *l) { if (r == loomSuccess) r = netError(l); });
+    return r;
+}
+
+void abandonNets(loomComm *comm) {
+    forEachNet(comm, [](NetLinks *l) { netAbandon(l); });
+}
+
+} // namespace
+
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
     cudaError_t err;
-    if (comm->sendNet || comm->recvNet) {
+    if (comm->sendNet || comm->recvNet || comm->treeUsesNet) {
         // The proxy threads move this collective's data: a rank bound to one
         // core (mpirun's default binding) must not spin them out of it.
         while ((err = cudaStreamQuery(comm->stream)) == cudaErrorNotReady) sched_yield();
@@ -260,20 +292,20 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     }
     if (*comm->abortFlag) {
         comm->failed = true;
-        netAbandon(&comm->net);
+        abandonNets(comm);
         char host[64] = "?";
         gethostname(host, sizeof(host) - 1);
-        if (netError(&comm->net) != loomSuccess) // the proxy's error said what broke (logged at WARN)
-            return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: the network connection to rank %d or "
-                        "%d failed (see the warning above); communicator unusable", host, comm->rank, comm->cudaDev,
-                        comm->busId, comm->prev, comm->next);
-        return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: ring neighbour rank %d or %d silent for %.0f s; "
-                    "communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->prev, comm->next,
-                    params().timeoutSeconds);
+        if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
+            return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: a network connection (ring neighbours "
+                        "%d, %d%s) failed (see the warning above); communicator unusable", host, comm->rank,
+                        comm->cudaDev, comm->busId, comm->prev, comm->next, comm->treeUsesNet ? ", or a tree edge" : "");
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: a peer (ring neighbours %d, %d%s) silent for "
+                    "%.0f s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->prev,
+                    comm->next, comm->treeReady ? ", or a tree neighbour" : "", params().timeoutSeconds);
     }
     if (err != cudaSuccess) {
         comm->failed = true;
-        netAbandon(&comm->net);
+        abandonNets(comm);
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): kernel failed: %s", comm->rank, comm->cudaDev,
                     comm->busId, cudaGetErrorString(err));
     }

@@ -15,7 +15,9 @@
 #include "btl_gpu/shm/shm.h"
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
+#include "device/tree_args.h"
 #include "loom.h"
+#include "topo/search.h"
 
 struct loomComm {
     int rank = 0, nranks = 0, cudaDev = -1;
@@ -55,6 +57,18 @@ struct loomComm {
     size_t llRingChannelBytes = 0; // FifoFlags + slots of one channel
     size_t llRingMaxBytes = 0;
     uint64_t llRingStep[loom::kMaxChannels] = {};
+    // Trees (double binary tree across hosts, chains inside): for small
+    // messages when the ranks span hosts. Edge slot k = treeEdgeSlot(t, e).
+    loom::topo::Tree trees[2];   // every rank's place (the same on all ranks)
+    loom::TreeNode treeNode[2];  // this rank's
+    int treePeerSlot[loom::kTreeEdgeSlots] = {}; // the peer's edge slot for my edge slot k (-1: no edge)
+    bool treeReady = false;      // connected (agreed by all ranks)
+    bool treeUsesNet = false;    // some of this rank's tree edges cross hosts
+    size_t treeMaxBytes = 0, treeSlotBytes = 0;
+    size_t treeFifoBytes = 0;    // FifoFlags + slots of one edge FIFO
+    size_t treeOffset = 0;       // this rank's tree receive FIFOs in its region (kTreeEdgeSlots of them)
+    loom::TreeEdge treeEdge[loom::kTreeEdgeSlots] = {}; // the kernel's view; step counts the slots moved
+    loom::NetLinks treeNet[loom::kTreeEdgeSlots];       // edges across hosts
     cudaStream_t stream = nullptr;
     volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
     int *abortFlagDev = nullptr;

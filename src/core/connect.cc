@@ -25,7 +25,9 @@ void shmAreas(const loomComm *comm, void *base, char *areas[2]) {
     areas[kProtoLL] = static_cast<char *>(base) + (size_t)comm->maxChannels * comm->channelBytes;
 }
 
-loomResult_t mapPeer(loomComm *comm, const std::vector<PeerInfo> &peers, int q) {
+} // namespace
+
+loomResult_t mapPeerRegion(loomComm *comm, const std::vector<PeerInfo> &peers, int q) {
     if (comm->peerBase[q]) return loomSuccess;
     void *p = nullptr;
     loomResult_t r = p2pOpen(peers[q].endpoint, &p);
@@ -33,13 +35,11 @@ loomResult_t mapPeer(loomComm *comm, const std::vector<PeerInfo> &peers, int q) 
     return r;
 }
 
-} // namespace
-
-loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
+loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers, Reach *reach) {
     const int n = comm->nranks, me = comm->rank;
     // Decided from gathered data: every rank leaves here, or none.
     for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry, peers[0].fifoGeometry, sizeof(peers[0].fifoGeometry)) != 0)
+        if (memcmp(peers[q].fifoGeometry, peers[0].fifoGeometry, 5 * sizeof(uint64_t)) != 0)
             return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in channels/slots/slot size/LL thresholds "
                         "(%llu/%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu/%llu): set LOOM_* tunables alike on every rank",
                         me, q, (unsigned long long)peers[q].fifoGeometry[0], (unsigned long long)peers[q].fifoGeometry[1],
@@ -47,15 +47,29 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (unsigned long long)peers[q].fifoGeometry[4], (unsigned long long)peers[0].fifoGeometry[0],
                         (unsigned long long)peers[0].fifoGeometry[1], (unsigned long long)peers[0].fifoGeometry[2],
                         (unsigned long long)peers[0].fifoGeometry[3], (unsigned long long)peers[0].fifoGeometry[4]);
+    for (int q = 0; q < n; ++q)
+        if (memcmp(peers[q].fifoGeometry + 5, peers[0].fifoGeometry + 5, 2 * sizeof(uint64_t)) != 0)
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_TREE_MAX_BYTES/LOOM_TREE_SLOT_BYTES "
+                        "(%llu/%llu vs %llu/%llu): set them alike on every rank", me, q,
+                        (unsigned long long)peers[q].fifoGeometry[5], (unsigned long long)peers[q].fifoGeometry[6],
+                        (unsigned long long)peers[0].fifoGeometry[5], (unsigned long long)peers[0].fifoGeometry[6]);
     const uint64_t host = peers[me].hostHash;
     const bool p2pOff = getenv("LOOM_P2P_DISABLE") && atoi(getenv("LOOM_P2P_DISABLE")) != 0;
     // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.
-    std::vector<uint8_t> mine(n, 0), can((size_t)n * n, 0);
+    std::vector<uint8_t> mine(n, 0);
+    reach->n = n;
+    reach->can.assign((size_t)n * n, 0);
     for (int q = 0; q < n; ++q)
         mine[q] = q == me || (!p2pOff && peers[q].hostHash == host && p2pCanConnect(comm->cudaDev, peers[q].endpoint));
-    if (bs->allgather(bs->ctx, mine.data(), can.data(), (size_t)n) != 0)
+    if (bs->allgather(bs->ctx, mine.data(), reach->can.data(), (size_t)n) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of reachability failed", me);
-    auto p2p = [&](int a, int b) { return can[(size_t)a * n + b] && can[(size_t)b * n + a]; };
+    return loomSuccess;
+}
+
+loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
+                         const Reach &reach) {
+    const int n = comm->nranks, me = comm->rank;
+    auto p2p = [&](int a, int b) { return reach.p2p(a, b); };
     // Across hosts: the net transport. Decided from gathered data, so every
     // rank knows whether any rank goes through the net set-up below.
     auto sameHost = [&](int a, int b) { return peers[a].hostHash == peers[b].hostHash; };
@@ -66,9 +80,10 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     if (comm->spansHosts) {
         // The LL ring is not carried by the proxy: Simple only, on every rank.
         comm->llRingMaxBytes = 0;
-        NetSetup ns{comm->sendNet, comm->recvNet, true, comm->maxChannels, comm->nslots, comm->slotBytes,
-                    comm->nic.c_str(), comm->prev, comm->next, me, n, params().timeoutSeconds};
-        loomResult_t r = netConnect(ns, bs, &comm->net);
+        const NetCommon common{comm->nic.c_str(), me, n, params().timeoutSeconds, comm->maxChannels};
+        const NetSetup ns{comm->sendNet, comm->recvNet, comm->next, comm->prev, comm->maxChannels, comm->nslots,
+                          comm->slotBytes, 0, 0, 0};
+        loomResult_t r = netConnect(common, {ns}, bs, {&comm->net});
         if (r != loomSuccess) return r;
     }
 
@@ -88,7 +103,7 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     loomResult_t r = loomSuccess;
     for (int q = 0; q < n && r == loomSuccess; ++q)
         if (q != me && (all || (q == comm->next && !comm->sendShm) || (q == comm->prev && !comm->recvShm)))
-            r = mapPeer(comm, peers, q);
+            r = mapPeerRegion(comm, peers, q);
     if (r == loomSuccess && comm->sendShm) r = shmOpen(shm[comm->next], &comm->shmSend);
     // Everyone has mapped what it needs (or failed): the names can go.
     r = agreeAll(bs, me, n, r, "mapping peers");

@@ -1,5 +1,5 @@
 /*
- * Ring connections of a communicator: for each neighbour pair, p2p (the
+ * Ring and tree connections of a communicator: for each neighbour pair, p2p (the
  * receiver's FIFO in its GPU memory, mapped into the sender with CUDA IPC)
  * when both GPUs can reach each other, else shm (the FIFO in shared host
  * memory mapped into both GPUs) when they share a host, else net (FIFOs in
@@ -22,11 +22,38 @@ struct PeerInfo {
     P2pEndpoint endpoint;
     // What both ends of every connection must agree on (each rank reads its
     // own LOOM_* environment): channels, slots, slot size, LL thresholds.
-    uint64_t fifoGeometry[5];
+    uint64_t fifoGeometry[7];
 };
+
+// Which pairs of GPUs can use p2p (both ways), gathered so that both ends of
+// every pair decide alike: can[a * n + b] means a's GPU reaches b's.
+struct Reach {
+    int n = 0;
+    std::vector<uint8_t> can;
+    bool p2p(int a, int b) const { return can[(size_t)a * n + b] && can[(size_t)b * n + a]; }
+};
+
+// Collective: checks that the ranks agree on the FIFO geometry and gathers
+// the reachability.
+loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers, Reach *reach);
+
+// Peer q's region mapped into this process (once; kept in comm->peerBase).
+loomResult_t mapPeerRegion(loomComm *comm, const std::vector<PeerInfo> &peers, int q);
 
 // Collective. Connects what the ring (and, when every pair is p2p, the
 // one-shot kernel) needs and fills comm's areas.
-loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers);
+loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
+                         const Reach &reach);
+
+// This rank's side of both trees: its node and, per edge slot, the slot the
+// peer uses for the same edge (-1: no edge). False when a rank has more
+// children than a tree kernel takes (kMaxTreeChildren).
+bool planTreeEdges(const topo::Tree trees[2], int rank, TreeNode node[2], int peerSlot[kTreeEdgeSlots]);
+
+// Collective. When the ranks span hosts, every tree edge inside a host has
+// p2p and LOOM_TREE_MAX_BYTES is not 0: connects the tree edges (p2p inside a
+// host, net across) and sets comm->treeReady; else leaves trees off.
+loomResult_t connectTrees(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
+                          const Reach &reach);
 
 } // namespace loom

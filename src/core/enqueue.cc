@@ -10,6 +10,7 @@
 #include "core/params.h"
 #include "device/collectives.h"
 #include "device/ring_schedule.h"
+#include "device/tree_schedule.h"
 
 using namespace loom;
 
@@ -66,6 +67,44 @@ loomResult_t oneShotAllReduce(const void *in, void *out, size_t bytes, loomDataT
     return loomSuccess;
 }
 
+// Small messages across hosts: the double binary tree, log2(hosts) network
+// hops each way. Both trees take half the data; every edge moves one slot per
+// chunk each way, which the step counters (and the proxy) follow.
+loomResult_t treeAllReduce(const void *in, void *out, size_t count, size_t esize, loomDataType_t dtype,
+                           loomRedOp_t op, loomComm *comm, cudaStream_t stream) {
+    TreeArgs a;
+    memset(&a, 0, sizeof(a));
+    a.in = in;
+    a.out = out;
+    a.count = count;
+    a.nthreads = params().ringThreads;
+    a.nslots = comm->nslots;
+    a.slotBytes = comm->treeSlotBytes;
+    a.timeoutCycles = comm->timeoutCycles;
+    a.abortFlag = comm->abortFlagDev;
+    for (int t = 0; t < 2; ++t) {
+        a.tree[t].node = comm->treeNode[t];
+        a.tree[t].lag = comm->nslots / 2 > 0 ? comm->nslots / 2 : 1; // the schedule is deadlock-free for any lag
+        for (int e = 0; e < kTreeEdges; ++e) a.tree[t].edge[e] = comm->treeEdge[treeEdgeSlot(t, e)];
+    }
+    cudaError_t err = launchTreeAllreduce(a, dtype, op, stream);
+    if (err != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): tree allreduce launch: %s", comm->rank,
+                    comm->cudaDev, comm->busId, cudaGetErrorString(err));
+    for (int t = 0; t < 2; ++t) {
+        size_t b, e;
+        treeHalf(count, esize, t, &b, &e);
+        const uint64_t chunks = treeChunks(e - b, treeChunkElems(comm->treeSlotBytes, esize));
+        for (int k = treeEdgeSlot(t, 0); k < treeEdgeSlot(t + 1, 0); ++k) {
+            if (comm->treePeerSlot[k] < 0 || !chunks) continue;
+            comm->treeEdge[k].step += chunks;
+            if (comm->treeNet[k].send) netPost(&comm->treeNet[k], 1, &chunks);
+        }
+    }
+    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, trees", comm->rank, count, esize);
+    return loomSuccess;
+}
+
 } // namespace
 
 extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
@@ -80,6 +119,8 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (!stream) stream = comm->stream;
     if (comm->allPeersMapped && count * esize <= comm->llMaxBytes)
         return oneShotAllReduce(sendbuff, recvbuff, count * esize, datatype, op, comm, stream);
+    if (comm->treeReady && count * esize <= comm->treeMaxBytes)
+        return treeAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
 
     // Mid sizes: the ring on LL (low latency per step); large: Simple.
     const bool ll = count * esize <= comm->llRingMaxBytes;

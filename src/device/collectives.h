@@ -8,12 +8,16 @@
 
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
+#include "device/tree_args.h"
 #include "loom.h"
 
 namespace loom {
 
 // Enqueues one ring allreduce (a.nchannels CTAs) on stream.
 cudaError_t launchRingAllreduce(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+
+// Enqueues one tree allreduce (2 CTAs, one per tree) on stream.
+cudaError_t launchTreeAllreduce(const TreeArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
 // Enqueues one one-shot LL allreduce (a.nblocks CTAs) on stream.
 cudaError_t launchOneShotAllreduce(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);

@@ -34,8 +34,10 @@ struct ProtoSimple {
     }
 
     // out/toNext[i] = recv ? (reduce ? op(slot[i], in[i]) : slot[i]) : in[i]
-    template <typename T, typename Op>
-    __device__ static bool move(const RingArgs &, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
+    // (Args: the kernel's arguments, which Simple does not need; the tree
+    // kernel calls it too.)
+    template <typename T, typename Op, typename Args>
+    __device__ static bool move(const Args &, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t, uint32_t, unsigned long long) {
         const T *src = (const T *)slotIn;
         T *dst0 = (T *)slotOut, *dst1 = out;

@@ -12,28 +12,12 @@
 #include "device/prims_ll.h"
 #include "device/prims_simple.h"
 #include "device/ring_schedule.h"
+#include "device/wait.h"
 
 namespace loom {
 namespace {
 
 constexpr size_t kAlignBytes = 16;
-
-// Thread 0 waits for `cond`; a peer silent for timeoutCycles aborts the call.
-struct Waiter {
-    const RingArgs &a;
-    template <typename Cond>
-    __device__ bool operator()(Cond cond) const {
-        unsigned long long start = clock64();
-        int spins = 0;
-        while (!cond()) {
-            if (++spins > 1000) {
-                __nanosleep(100);
-                if (clock64() - start > a.timeoutCycles) return false;
-            }
-        }
-        return true;
-    }
-};
 
 template <typename Proto, typename T, typename Op>
 __global__ void __launch_bounds__(kMaxRingThreads) ringAllreduceKernel(RingArgs a) {
@@ -49,7 +33,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringAllreduceKernel(RingArgs 
     const size_t slotElems = ringSlotDataBytes(Proto::kId, a.slotBytes) / sizeof(T);
     const size_t chunkElems = ringChunkElems(n, a.nranks, slotElems, kAlignBytes / sizeof(T));
     const size_t rounds = a.nranks > 1 ? ringRounds(n, a.nranks, chunkElems) : 0;
-    const Waiter wait{a};
+    const Waiter wait{a.timeoutCycles};
     uint64_t sent = c.step, recvd = c.step;
     if (threadIdx.x == 0) waitFailed = moveFailed = false;
     __syncthreads();

@@ -116,8 +116,9 @@ START_TEST(net_setup_fails_together) {
     std::vector<loom::NetLinks> links(n);
     runRanks(n, [&](int r, const loomBootstrap_t *bs) {
         const bool net = r != 1;
-        loom::NetSetup s{net, net, true, 2, 4, 4096, "", (r + n - 1) % n, (r + 1) % n, r, n, 5.0};
-        out[r] = loom::netConnect(s, bs, &links[r]);
+        const loom::NetCommon common{"", r, n, 5.0, 2};
+        const loom::NetSetup s{net, net, (r + 1) % n, (r + n - 1) % n, 2, 4, 4096, 0, 0, 0};
+        out[r] = loom::netConnect(common, {s}, bs, {&links[r]});
         loom::netClose(&links[r]);
     });
     for (int r = 0; r < n; ++r) ck_assert_int_ne(out[r], loomSuccess);

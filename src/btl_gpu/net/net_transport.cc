@@ -103,8 +103,8 @@ loomResult_t registerSlots(const NetLinks *l, const std::vector<void *> &comms, 
 }
 
 // The plugin every rank with net connections can use, preferred first.
-loomResult_t agreePlugin(const NetSetup &s, const loomBootstrap_t *bs, const net::NetPlugin **out) {
-    uint32_t mine = (s.send || s.recv) ? netUsablePlugins() : ~0u; // ranks without net don't restrict
+loomResult_t agreePlugin(const NetCommon &s, bool usesNet, const loomBootstrap_t *bs, const net::NetPlugin **out) {
+    uint32_t mine = usesNet ? netUsablePlugins() : ~0u; // ranks without net don't restrict
     std::vector<uint32_t> all(s.nranks);
     if (bs->allgather(bs->ctx, &mine, all.data(), sizeof(mine)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of net plugins failed", s.rank);
@@ -138,8 +138,12 @@ int deviceFor(const net::NetPlugin *p, const char *nic) {
 }
 
 // Local: FIFOs and listening endpoints (one per channel) for the receive side.
-loomResult_t prepare(const NetSetup &s, NetLinks *l, std::vector<net::Handle> *handles) {
+loomResult_t prepare(const NetSetup &s, const NetCommon &common, NetLinks *l, net::Handle *handles) {
     const int nch = s.nchannels;
+    l->send = s.send;
+    l->recv = s.recv;
+    l->sendPeer = s.sendPeer;
+    l->recvPeer = s.recvPeer;
     l->nchannels = nch;
     l->nslots = s.nslots;
     l->slotBytes = s.slotBytes;
@@ -152,9 +156,8 @@ loomResult_t prepare(const NetSetup &s, NetLinks *l, std::vector<net::Handle> *h
     l->sendIds.assign(nch, -1);
     l->recvIds.assign(nch, -1);
     l->proxies.assign(nch, nullptr);
-    handles->assign(nch, net::Handle{});
     if (!s.send && !s.recv) return loomSuccess;
-    l->dev = deviceFor(l->plugin, s.nicName);
+    l->dev = deviceFor(l->plugin, common.nicName);
     loomResult_t r = loomSuccess;
     const size_t bytes = (size_t)nch * l->channelBytes;
     if (s.send) r = allocArea(bytes, &l->sendArea);
@@ -168,45 +171,54 @@ loomResult_t prepare(const NetSetup &s, NetLinks *l, std::vector<net::Handle> *h
         cudaGetLastError();
     }
     for (int c = 0; c < nch && r == loomSuccess && s.recv; ++c)
-        r = l->plugin->listen(l->dev, &(*handles)[c], &l->listenComms[c]);
+        r = l->plugin->listen(l->dev, &handles[c], &l->listenComms[c]);
     return r;
 }
 
-// Connect to the next rank and accept the previous one, channel by channel,
-// both at once (each rank is the other side's peer), until done or timeout.
-loomResult_t establish(const NetSetup &s, NetLinks *l) {
-    std::vector<net::Handle> &nextHandles = l->nextHandles;
+// Connect every link's send side and accept its receive side, channel by
+// channel, all at once (a peer may be connecting to this rank on another
+// link), until done or timeout.
+loomResult_t establish(const NetCommon &common, const std::vector<NetLinks *> &links) {
     using clock = std::chrono::steady_clock;
-    const auto deadline = clock::now() + std::chrono::duration<double>(s.timeoutSeconds);
+    const auto deadline = clock::now() + std::chrono::duration<double>(common.timeoutSeconds);
     for (;;) {
         bool pending = false;
-        for (int c = 0; c < l->nchannels; ++c) {
-            if (s.send && !l->sendComms[c]) {
-                loomResult_t r = l->plugin->connect(l->dev, &nextHandles[c], &l->sendComms[c]);
-                if (r != loomSuccess) return r;
-                pending |= !l->sendComms[c];
+        for (NetLinks *l : links)
+            for (int c = 0; c < l->nchannels; ++c) {
+                if (l->send && !l->sendComms[c]) {
+                    loomResult_t r = l->plugin->connect(l->dev, &l->peerHandles[c], &l->sendComms[c]);
+                    if (r != loomSuccess) return r;
+                    pending |= !l->sendComms[c];
+                }
+                if (l->recv && !l->recvComms[c]) {
+                    loomResult_t r = l->plugin->accept(l->listenComms[c], &l->recvComms[c]);
+                    if (r != loomSuccess) return r;
+                    pending |= !l->recvComms[c];
+                }
             }
-            if (s.recv && !l->recvComms[c]) {
-                loomResult_t r = l->plugin->accept(l->listenComms[c], &l->recvComms[c]);
-                if (r != loomSuccess) return r;
-                pending |= !l->recvComms[c];
-            }
-        }
         if (!pending) return loomSuccess;
-        if (clock::now() > deadline)
-            return fail(loomRemoteError, "rank %d: net (%s): no connection with rank %d (next) / %d (previous) "
-                        "within %.0f s", s.rank, l->plugin->name, s.next, s.prev, s.timeoutSeconds);
+        if (clock::now() > deadline) {
+            for (NetLinks *l : links)
+                for (int c = 0; c < l->nchannels; ++c)
+                    if ((l->send && !l->sendComms[c]) || (l->recv && !l->recvComms[c]))
+                        return fail(loomRemoteError, "rank %d: net (%s): no connection with rank %d (send) / %d "
+                                    "(receive) within %.0f s", common.rank, l->plugin->name, l->sendPeer, l->recvPeer,
+                                    common.timeoutSeconds);
+            return fail(loomRemoteError, "rank %d: net: connections not made within %.0f s", common.rank,
+                        common.timeoutSeconds);
+        }
     }
 }
 
 // Registration of the FIFOs and hand-over to the proxy.
 loomResult_t attach(const NetSetup &s, NetLinks *l) {
+    if (!s.send && !s.recv) return loomSuccess;
     loomResult_t r = loomSuccess;
     if (s.send) r = registerSlots(l, l->sendComms, l->sendArea, &l->sendGpu, &l->sendMr, "send");
     if (r == loomSuccess && s.recv) r = registerSlots(l, l->recvComms, l->recvArea, &l->recvGpu, &l->recvMr, "receive");
     if (r != loomSuccess) return r;
     for (int c = 0; c < l->nchannels; ++c) {
-        Proxy *p = netAcquireProxy(l->plugin, c);
+        Proxy *p = netAcquireProxy(l->plugin, s.proxyBase + c);
         if (!p) return fail(loomInternalError, "net: no proxy for %s", l->plugin->name);
         l->proxies[c] = p;
         if (s.send)
@@ -220,27 +232,44 @@ loomResult_t attach(const NetSetup &s, NetLinks *l) {
 
 } // namespace
 
-loomResult_t netConnect(const NetSetup &s, const loomBootstrap_t *bs, NetLinks *l) {
-    l->send = s.send;
-    l->recv = s.recv;
-    loomResult_t r = agreePlugin(s, bs, &l->plugin);
+loomResult_t netConnect(const NetCommon &common, const std::vector<NetSetup> &setups, const loomBootstrap_t *bs,
+                        const std::vector<NetLinks *> &links) {
+    bool uses = false;
+    for (const NetSetup &s : setups) uses |= s.send || s.recv;
+    const net::NetPlugin *plugin = nullptr;
+    loomResult_t r = agreePlugin(common, uses, bs, &plugin);
     if (r != loomSuccess) return r; // decided from gathered data: the same on every rank
-    std::vector<net::Handle> mine;
-    r = agreeAll(bs, s.rank, s.nranks, prepare(s, l, &mine), "net FIFOs and listen");
+    for (NetLinks *l : links) l->plugin = plugin;
+    std::vector<net::Handle> mine(common.tableHandles);
+    for (size_t i = 0; i < setups.size() && r == loomSuccess; ++i)
+        r = setups[i].handleAt + setups[i].nchannels > common.tableHandles
+                ? fail(loomInternalError, "net: handle table of %d too small", common.tableHandles)
+                : prepare(setups[i], common, links[i], mine.data() + setups[i].handleAt);
+    r = agreeAll(bs, common.rank, common.nranks, r, "net FIFOs and listen");
     if (r != loomSuccess) return r;
-    std::vector<net::Handle> all((size_t)s.nranks * s.nchannels);
-    if (bs->allgather(bs->ctx, mine.data(), all.data(), (size_t)s.nchannels * sizeof(net::Handle)) != 0)
-        return fail(loomRemoteError, "rank %d: bootstrap allgather of net handles failed", s.rank);
-    l->nextHandles.assign(all.begin() + (size_t)s.next * s.nchannels, all.begin() + (size_t)(s.next + 1) * s.nchannels);
-    r = (s.send || s.recv) ? establish(s, l) : loomSuccess;
-    if (r == loomSuccess && (s.send || s.recv)) r = attach(s, l);
-    r = agreeAll(bs, s.rank, s.nranks, r, "net connections");
-    if (r == loomSuccess && (s.send || s.recv))
-        LOOM_INFO(kNet, "rank %d: net %s dev %d: %s%s%s, %d channels x %d slots x %zu KiB; send slots in %s, "
-                  "receive slots in %s", s.rank, l->plugin->name, l->dev, s.recv ? "from " : "",
-                  s.recv ? std::to_string(s.prev).c_str() : "", s.send ? (" to " + std::to_string(s.next)).c_str() : "",
-                  l->nchannels, l->nslots, l->slotBytes >> 10, l->sendGpu ? "GPU memory (GDR)" : "host memory",
-                  l->recvGpu ? "GPU memory (GDR, flushed)" : "host memory");
+    const size_t per = (size_t)common.tableHandles;
+    std::vector<net::Handle> all((size_t)common.nranks * per);
+    if (bs->allgather(bs->ctx, mine.data(), all.data(), per * sizeof(net::Handle)) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of net handles failed", common.rank);
+    for (size_t i = 0; i < setups.size(); ++i)
+        if (setups[i].send) {
+            const auto at = all.begin() + (ptrdiff_t)((size_t)setups[i].sendPeer * per + setups[i].peerHandleAt);
+            links[i]->peerHandles.assign(at, at + setups[i].nchannels);
+        }
+    r = uses ? establish(common, links) : loomSuccess;
+    for (size_t i = 0; i < setups.size() && r == loomSuccess; ++i) r = attach(setups[i], links[i]);
+    r = agreeAll(bs, common.rank, common.nranks, r, "net connections");
+    for (size_t i = 0; i < setups.size() && r == loomSuccess; ++i) {
+        const NetSetup &s = setups[i];
+        const NetLinks *l = links[i];
+        if (s.send || s.recv)
+            LOOM_INFO(kNet, "rank %d: net %s dev %d: %s%s%s, %d channels x %d slots x %zu KiB; send slots in %s, "
+                      "receive slots in %s", common.rank, plugin->name, l->dev, s.recv ? "from " : "",
+                      s.recv ? std::to_string(s.recvPeer).c_str() : "",
+                      s.send ? (" to " + std::to_string(s.sendPeer)).c_str() : "", l->nchannels, l->nslots,
+                      l->slotBytes >> 10, l->sendGpu ? "GPU memory (GDR)" : "host memory",
+                      l->recvGpu ? "GPU memory (GDR, flushed)" : "host memory");
+    }
     return r;
 }
 
@@ -287,7 +316,7 @@ void netClose(NetLinks *l) {
         if (l->recvIds[c] >= 0) l->proxies[c]->remove(l->recvIds[c]);
     }
     // The proxy no longer touches them: deregister, close, free (receives
-    // first; this rank needs nothing more from its previous rank).
+    // first; this rank needs nothing more from its receive peer).
     const net::NetPlugin *p = l->plugin;
     for (size_t c = 0; p && c < l->recvComms.size(); ++c) {
         if (l->recvMr[c]) p->deregMr(l->recvComms[c], l->recvMr[c]);
@@ -298,7 +327,7 @@ void netClose(NetLinks *l) {
         if (l->sendMr[c]) p->deregMr(l->sendComms[c], l->sendMr[c]);
         if (l->sendComms[c]) p->closeSend(l->sendComms[c]);
         // A connect that never completed (set-up failed or timed out).
-        else if (l->send && c < l->nextHandles.size() && p->abandonConnect) p->abandonConnect(&l->nextHandles[c]);
+        else if (l->send && c < l->peerHandles.size() && p->abandonConnect) p->abandonConnect(&l->peerHandles[c]);
     }
     for (Proxy *p : l->proxies) netReleaseProxy(p);
     if (l->sendGpu) cudaFree(l->sendGpu);

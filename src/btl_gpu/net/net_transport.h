@@ -1,5 +1,5 @@
 /*
- * net transport: ring connections between GPUs on different hosts, over a
+ * net transport: ring and tree connections between GPUs on different hosts, over a
  * net plugin (ib: native verbs; ucx) and moved by the process's proxy thread.
  *
  * Each rank with a net connection has, per channel, a send FIFO and a receive
@@ -39,7 +39,8 @@ struct NetHostArea {
 struct NetLinks {
     const net::NetPlugin *plugin = nullptr;
     int dev = 0;                    // plugin device (the NIC closest to this rank's GPU)
-    bool send = false, recv = false; // which ring neighbour is reached over the net
+    bool send = false, recv = false; // which directions this link has
+    int sendPeer = -1, recvPeer = -1;
     int nchannels = 0;
     size_t channelBytes = 0;        // FifoFlags + slots of one channel
     size_t slotBytes = 0;
@@ -51,26 +52,41 @@ struct NetLinks {
     char *sendGpu = nullptr, *recvGpu = nullptr;
     size_t gpuBytes = 0;            // each (a whole number of 2 MiB pages)
     std::vector<void *> listenComms, sendComms, recvComms, sendMr, recvMr;
-    std::vector<net::Handle> nextHandles; // the next rank's listen handles (they hold a connect in progress)
+    std::vector<net::Handle> peerHandles; // the send peer's listen handles (they hold a connect in progress)
     std::vector<int> sendIds, recvIds; // proxy connections per channel
     std::vector<Proxy *> proxies;      // the proxy thread of each channel
 };
 
+// One link: this rank's send connection to sendPeer and/or receive
+// connection from recvPeer, nchannels plugin connections each (the ring: to
+// the next rank, from the previous one; a tree edge: both with one peer).
 struct NetSetup {
-    bool send, recv;      // this rank's ring connections that cross hosts
-    bool any;             // some rank of the communicator has one (same on all ranks)
-    int nchannels;        // same on all ranks
+    bool send, recv;
+    int sendPeer, recvPeer;
+    int nchannels;
     int nslots;
     size_t slotBytes;
-    const char *nicName;  // topology's NIC nearest this rank's GPU ("" if none)
-    int prev, next, rank, nranks;
+    // The handle exchange: every rank publishes a table of listen handles;
+    // this link's receive side publishes its channels' at handleAt, and the
+    // send peer published those of the link that receives from this rank at
+    // peerHandleAt (both sides compute it from the same graphs).
+    int handleAt, peerHandleAt;
+    int proxyBase; // channel c runs on proxy thread proxyBase + c (mod the plugin's threads)
+};
+
+struct NetCommon {
+    const char *nicName; // topology's NIC nearest this rank's GPU ("" if none)
+    int rank, nranks;
     double timeoutSeconds;
+    int tableHandles;    // handles in each rank's table (same on all ranks)
 };
 
 // Collective: plugin choice (agreed by all ranks), FIFOs, listen, handle
-// exchange, connect/accept, registration, proxy. On failure everything
-// created here is released by netClose.
-loomResult_t netConnect(const NetSetup &s, const loomBootstrap_t *bs, NetLinks *links);
+// exchange, connect/accept of all links at once, registration, proxy. Every
+// rank calls it, also with no links. On failure everything created here is
+// released by netClose of each link.
+loomResult_t netConnect(const NetCommon &c, const std::vector<NetSetup> &setups, const loomBootstrap_t *bs,
+                        const std::vector<NetLinks *> &links);
 
 // Where the kernel finds the slots: a base laid out like the areas
 // (channels x [FifoFlags + slots]); the GPU's own memory with GPUDirect RDMA.

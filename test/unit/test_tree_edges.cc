@@ -1,0 +1,101 @@
+// Tree edges as the connection set-up sees them (core/connect_tree.cc): each
+// rank's edge slots and the slot its peer uses for the same edge. The two
+// ends of an edge must name each other, in the same tree, one as parent and
+// the other as child — else a rank writes a FIFO its peer never reads.
+#include <vector>
+
+#include "core/connect.h"
+#include "topo/search.h"
+#include "unit_suites.h"
+
+using namespace loom;
+
+namespace {
+
+topo::Tree treeOf(const std::vector<int> &parent) {
+    topo::Tree t;
+    t.parent = parent;
+    t.children.assign(parent.size(), {});
+    for (size_t r = 0; r < parent.size(); ++r)
+        if (parent[r] >= 0) t.children[parent[r]].push_back((int)r);
+    return t;
+}
+
+int peerOfSlot(const TreeNode node[2], int k) {
+    const TreeNode &nd = node[k / kTreeEdges];
+    return k % kTreeEdges == 0 ? nd.parent : nd.children[k % kTreeEdges - 1];
+}
+
+// Every edge seen from both ends; returns the number of edges checked.
+int checkPairing(const topo::Tree trees[2], int n) {
+    std::vector<std::vector<int>> slots(n, std::vector<int>(kTreeEdgeSlots));
+    std::vector<std::vector<TreeNode>> nodes(n, std::vector<TreeNode>(2));
+    for (int r = 0; r < n; ++r) ck_assert(planTreeEdges(trees, r, nodes[r].data(), slots[r].data()));
+    int edges = 0;
+    for (int r = 0; r < n; ++r)
+        for (int k = 0; k < kTreeEdgeSlots; ++k) {
+            const int kp = slots[r][k];
+            const int q = peerOfSlot(nodes[r].data(), k);
+            ck_assert_int_eq(kp < 0, q < 0);
+            if (kp < 0) continue;
+            ++edges;
+            ck_assert_int_eq(kp / kTreeEdges, k / kTreeEdges);                  // same tree
+            ck_assert_int_eq(kp % kTreeEdges == 0, k % kTreeEdges != 0);        // parent <-> child
+            ck_assert_int_eq(peerOfSlot(nodes[q].data(), kp), r);               // names me back
+            ck_assert_int_eq(slots[q][kp], k);
+        }
+    return edges;
+}
+
+} // namespace
+
+START_TEST(edge_slots_pair_up_on_double_binary_trees) {
+    for (int n = 1; n <= 64; ++n) {
+        std::vector<int> p0, p1;
+        topo::binaryTree(n, &p0);
+        topo::complementaryTree(n, &p1);
+        const topo::Tree trees[2] = {treeOf(p0), treeOf(p1)};
+        ck_assert_int_eq(checkPairing(trees, n), 2 * 2 * (n - 1)); // n-1 edges per tree, seen from both ends
+    }
+}
+END_TEST
+
+START_TEST(edge_slots_pair_up_on_chains_inside_hosts) {
+    // 4 hosts of 3 GPUs: binary tree over the hosts' heads, chains below them
+    // (a head has up to 2 host children and 1 chain child).
+    const int hosts = 4, per = 3, n = hosts * per;
+    std::vector<int> hp0, hp1;
+    topo::binaryTree(hosts, &hp0);
+    topo::complementaryTree(hosts, &hp1);
+    auto expand = [&](const std::vector<int> &hp) {
+        std::vector<int> parent(n, -1);
+        for (int h = 0; h < hosts; ++h) {
+            parent[h * per] = hp[h] < 0 ? -1 : hp[h] * per;
+            for (int i = 1; i < per; ++i) parent[h * per + i] = h * per + i - 1;
+        }
+        return treeOf(parent);
+    };
+    const topo::Tree trees[2] = {expand(hp0), expand(hp1)};
+    ck_assert_int_eq(checkPairing(trees, n), 2 * 2 * (n - 1));
+}
+END_TEST
+
+START_TEST(a_rank_with_too_many_children_turns_trees_off) {
+    const topo::Tree star = treeOf({-1, 0, 0, 0, 0}); // 4 children
+    const topo::Tree trees[2] = {star, star};
+    TreeNode node[2];
+    int slots[kTreeEdgeSlots];
+    ck_assert(!planTreeEdges(trees, 0, node, slots));
+    ck_assert(!planTreeEdges(trees, 3, node, slots)); // judged on every rank alike
+}
+END_TEST
+
+Suite *tree_edges_suite(void) {
+    Suite *s = suite_create("tree_edges");
+    TCase *tc = tcase_create("tree_edges");
+    tcase_add_test(tc, edge_slots_pair_up_on_double_binary_trees);
+    tcase_add_test(tc, edge_slots_pair_up_on_chains_inside_hosts);
+    tcase_add_test(tc, a_rank_with_too_many_children_turns_trees_off);
+    suite_add_tcase(s, tc);
+    return s;
+}
