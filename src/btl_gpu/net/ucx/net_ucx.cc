@@ -86,14 +86,35 @@ void onRecv(void *, ucs_status_t status, const ucp_tag_recv_info_t *info, void *
     r->done = true;
 }
 
+// UCP's tag API registers (or copies) internally; the handle only records
+// the range and its memory type. GPU memory needs a UCX built with CUDA.
+struct UcxMr {
+    void *data;
+    size_t size;
+    MemType type;
+};
+
+// LOOM_UCX_MEMTYPE_HINT=0: let UCX detect memory types (for comparison).
+bool memoryTypeHint() {
+    static const bool on = !getenv("LOOM_UCX_MEMTYPE_HINT") || atoi(getenv("LOOM_UCX_MEMTYPE_HINT")) != 0;
+    return on;
+}
+
 // A tagged send (to the comm's endpoint) or receive (on its worker); the
 // callbacks complete the Request.
-loomResult_t post(Comm *c, bool recv, void *data, size_t size, uint64_t tag, Request **out, bool sync) {
+loomResult_t post(Comm *c, bool recv, void *data, size_t size, uint64_t tag, Request **out, bool sync,
+                  const UcxMr *mr = nullptr) {
     Request *r = new Request{c, nullptr, recv, false, UCS_OK, size};
     ucp_request_param_t p;
     memset(&p, 0, sizeof(p));
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     p.user_data = r;
+    if (mr && memoryTypeHint()) {
+        // Said, not detected: a CUDA-aware UCX otherwise asks the driver
+        // about every buffer (pinned host memory is not in its cache).
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        p.memory_type = mr->type == MemType::Cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    }
     if (recv) {
         p.cb.recv = onRecv;
         r->ucx = U()->tagRecvNbx(c->worker, data, size, tag, kFullMask, &p);
@@ -327,10 +348,8 @@ loomResult_t ucxAccept(void *listenComm, void **recvComm) {
     return loomSuccess;
 }
 
-loomResult_t ucxRegMr(void *, void *data, size_t size, MemType, void **mhandle) {
-    // UCP's tag API registers (or copies) internally; the handle only records
-    // the range. GPU memory needs a UCX built with CUDA support.
-    *mhandle = new (std::nothrow) std::pair<void *, size_t>(data, size);
+loomResult_t ucxRegMr(void *, void *data, size_t size, MemType type, void **mhandle) {
+    *mhandle = new (std::nothrow) UcxMr{data, size, type};
     return *mhandle ? loomSuccess : fail(loomSystemError, "ucx: out of memory");
 }
 
@@ -339,11 +358,11 @@ loomResult_t ucxRegMrDmaBuf(void *, void *, size_t, MemType, int, size_t, void *
 }
 
 loomResult_t ucxDeregMr(void *, void *mhandle) {
-    delete static_cast<std::pair<void *, size_t> *>(mhandle);
+    delete static_cast<UcxMr *>(mhandle);
     return loomSuccess;
 }
 
-loomResult_t postData(Comm *c, bool recv, void *data, size_t size, int tag, void **request) {
+loomResult_t postData(Comm *c, bool recv, void *data, size_t size, int tag, const UcxMr *mr, void **request) {
     *request = nullptr;
     if (!c) return fail(loomInvalidArgument, "ucx: NULL communicator");
     // A receive may still find its message: what a closing sender sent
@@ -356,17 +375,17 @@ loomResult_t postData(Comm *c, bool recv, void *data, size_t size, int tag, void
     // buffer, and a sender that closes after it cannot lose it. The proxy
     // keeps several in flight, which hides the acknowledgement's round trip.
     Request *r = nullptr;
-    loomResult_t res = post(c, recv, data, size, kDataBit | (uint32_t)tag, &r, !recv);
+    loomResult_t res = post(c, recv, data, size, kDataBit | (uint32_t)tag, &r, !recv, mr);
     *request = r;
     return res;
 }
 
-loomResult_t ucxIsend(void *comm, void *data, size_t size, int tag, void *, void **request) {
-    return postData(static_cast<Comm *>(comm), false, data, size, tag, request);
+loomResult_t ucxIsend(void *comm, void *data, size_t size, int tag, void *mhandle, void **request) {
+    return postData(static_cast<Comm *>(comm), false, data, size, tag, static_cast<UcxMr *>(mhandle), request);
 }
 
-loomResult_t ucxIrecv(void *comm, void *data, size_t size, int tag, void *, void **request) {
-    return postData(static_cast<Comm *>(comm), true, data, size, tag, request);
+loomResult_t ucxIrecv(void *comm, void *data, size_t size, int tag, void *mhandle, void **request) {
+    return postData(static_cast<Comm *>(comm), true, data, size, tag, static_cast<UcxMr *>(mhandle), request);
 }
 
 loomResult_t ucxIflush(void *, void *, size_t, void *, void **request) {
