@@ -133,13 +133,16 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     comm->llRingSlotBytes = (size_t)p.llSlotBytes;
     comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
     comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
-    comm->treeOffset =
+    comm->edgeOffset =
         comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
-    // Tree FIFOs only where trees may run (ranks on several hosts).
+    // Edge FIFOs only where trees or recursive doubling may run (ranks on
+    // several hosts).
     comm->treeMaxBytes = comm->spansHosts ? (size_t)p.treeMaxBytes : 0;
-    comm->treeSlotBytes = (size_t)p.treeSlotBytes;
-    comm->treeFifoBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->treeSlotBytes;
-    size_t regionBytes = comm->treeOffset + (comm->treeMaxBytes ? kTreeEdgeSlots * comm->treeFifoBytes : 0);
+    comm->rdMaxBytes = comm->spansHosts ? (size_t)p.rdMaxBytes : 0;
+    comm->edgeSlotBytes = (size_t)p.edgeSlotBytes;
+    comm->edgeFifoBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->edgeSlotBytes;
+    const bool edges = comm->treeMaxBytes || comm->rdMaxBytes;
+    size_t regionBytes = comm->edgeOffset + (edges ? kEdgeSlots * comm->edgeFifoBytes : 0);
     return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
 }
 
@@ -157,9 +160,10 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.hostHash = me.hostHash;
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    const uint64_t geometry[7] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[8] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                   (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
-                                  (uint64_t)params().treeMaxBytes, (uint64_t)params().treeSlotBytes};
+                                  (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
+                                  (uint64_t)params().rdMaxBytes};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
     if (r != loomSuccess) return r;
@@ -170,7 +174,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
         Reach reach;
         r = gatherReach(comm, bs, peers, &reach);
         if (r == loomSuccess) r = connectRing(comm, bs, peers, reach);
-        if (r == loomSuccess) r = connectTrees(comm, bs, peers, reach);
+        if (r == loomSuccess) r = connectEdges(comm, bs, peers, reach);
         if (r != loomSuccess) return r;
     }
     auto kind = [](bool net, bool shm) { return net ? "net" : shm ? "shm" : "p2p"; };
@@ -190,7 +194,7 @@ void releaseComm(loomComm *comm) {
     if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
     if (comm->stream) cudaStreamSynchronize(comm->stream);
     netClose(&comm->net);
-    for (NetLinks &l : comm->treeNet) netClose(&l);
+    for (NetLinks &l : comm->edgeNet) netClose(&l);
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
     shmClose(&comm->shmSend);
@@ -262,10 +266,10 @@ extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
 
 namespace {
 
-// Every net link of the communicator: the ring's and the tree edges'.
+// Every net link of the communicator: the ring's and the edges'.
 template <typename F> void forEachNet(loomComm *comm, F f) {
     f(&comm->net);
-    for (NetLinks &l : comm->treeNet) f(&l);
+    for (NetLinks &l : comm->edgeNet) f(&l);
 }
 
 loomResult_t anyNetError(loomComm *comm) {
@@ -283,7 +287,7 @@ void abandonNets(loomComm *comm) {
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
     cudaError_t err;
-    if (comm->sendNet || comm->recvNet || comm->treeUsesNet) {
+    if (comm->sendNet || comm->recvNet || comm->edgesUseNet) {
         // The proxy threads move this collective's data: a rank bound to one
         // core (mpirun's default binding) must not spin them out of it.
         while ((err = cudaStreamQuery(comm->stream)) == cudaErrorNotReady) sched_yield();
@@ -295,13 +299,14 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         abandonNets(comm);
         char host[64] = "?";
         gethostname(host, sizeof(host) - 1);
+        const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
         if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
             return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: a network connection (ring neighbours "
                         "%d, %d%s) failed (see the warning above); communicator unusable", host, comm->rank,
-                        comm->cudaDev, comm->busId, comm->prev, comm->next, comm->treeUsesNet ? ", or a tree edge" : "");
+                        comm->cudaDev, comm->busId, comm->prev, comm->next, others);
         return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: a peer (ring neighbours %d, %d%s) silent for "
                     "%.0f s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->prev,
-                    comm->next, comm->treeReady ? ", or a tree neighbour" : "", params().timeoutSeconds);
+                    comm->next, others, params().timeoutSeconds);
     }
     if (err != cudaSuccess) {
         comm->failed = true;

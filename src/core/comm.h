@@ -15,6 +15,7 @@
 #include "btl_gpu/shm/shm.h"
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
+#include "device/rd_args.h"
 #include "device/tree_args.h"
 #include "loom.h"
 #include "topo/search.h"
@@ -57,18 +58,24 @@ struct loomComm {
     size_t llRingChannelBytes = 0; // FifoFlags + slots of one channel
     size_t llRingMaxBytes = 0;
     uint64_t llRingStep[loom::kMaxChannels] = {};
-    // Trees (double binary tree across hosts, chains inside): for small
-    // messages when the ranks span hosts. Edge slot k = treeEdgeSlot(t, e).
+    // Small messages across hosts: trees (double binary tree across hosts,
+    // chains inside) and recursive doubling, over edges with one peer each
+    // (device/peer_edge.h): slot k leads to edgePeer[k], which uses its slot
+    // edgePeerSlot[k] for the same edge (-1: none).
+    int edgePeer[loom::kEdgeSlots] = {}, edgePeerSlot[loom::kEdgeSlots] = {};
+    loom::PeerEdge edge[loom::kEdgeSlots] = {}; // the kernels' view; step counts the slots moved
+    loom::NetLinks edgeNet[loom::kEdgeSlots];   // edges across hosts
+    bool edgesUseNet = false;    // some of this rank's edges cross hosts
+    size_t edgeSlotBytes = 0;
+    size_t edgeFifoBytes = 0;    // FifoFlags + slots of one edge FIFO
+    size_t edgeOffset = 0;       // this rank's edge receive FIFOs in its region (kEdgeSlots of them)
     loom::topo::Tree trees[2];   // every rank's place (the same on all ranks)
     loom::TreeNode treeNode[2];  // this rank's
-    int treePeerSlot[loom::kTreeEdgeSlots] = {}; // the peer's edge slot for my edge slot k (-1: no edge)
     bool treeReady = false;      // connected (agreed by all ranks)
-    bool treeUsesNet = false;    // some of this rank's tree edges cross hosts
-    size_t treeMaxBytes = 0, treeSlotBytes = 0;
-    size_t treeFifoBytes = 0;    // FifoFlags + slots of one edge FIFO
-    size_t treeOffset = 0;       // this rank's tree receive FIFOs in its region (kTreeEdgeSlots of them)
-    loom::TreeEdge treeEdge[loom::kTreeEdgeSlots] = {}; // the kernel's view; step counts the slots moved
-    loom::NetLinks treeNet[loom::kTreeEdgeSlots];       // edges across hosts
+    size_t treeMaxBytes = 0;
+    loom::RdPlan rd = {};        // this rank's part in recursive doubling
+    bool rdReady = false;
+    size_t rdMaxBytes = 0;
     cudaStream_t stream = nullptr;
     volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
     int *abortFlagDev = nullptr;

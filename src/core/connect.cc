@@ -48,11 +48,12 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (unsigned long long)peers[0].fifoGeometry[1], (unsigned long long)peers[0].fifoGeometry[2],
                         (unsigned long long)peers[0].fifoGeometry[3], (unsigned long long)peers[0].fifoGeometry[4]);
     for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry + 5, peers[0].fifoGeometry + 5, 2 * sizeof(uint64_t)) != 0)
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_TREE_MAX_BYTES/LOOM_TREE_SLOT_BYTES "
-                        "(%llu/%llu vs %llu/%llu): set them alike on every rank", me, q,
+        if (memcmp(peers[q].fifoGeometry + 5, peers[0].fifoGeometry + 5, 3 * sizeof(uint64_t)) != 0)
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_TREE_MAX_BYTES/LOOM_EDGE_SLOT_BYTES/"
+                        "LOOM_RD_MAX_BYTES (%llu/%llu/%llu vs %llu/%llu/%llu): set them alike on every rank", me, q,
                         (unsigned long long)peers[q].fifoGeometry[5], (unsigned long long)peers[q].fifoGeometry[6],
-                        (unsigned long long)peers[0].fifoGeometry[5], (unsigned long long)peers[0].fifoGeometry[6]);
+                        (unsigned long long)peers[q].fifoGeometry[7], (unsigned long long)peers[0].fifoGeometry[5],
+                        (unsigned long long)peers[0].fifoGeometry[6], (unsigned long long)peers[0].fifoGeometry[7]);
     const uint64_t host = peers[me].hostHash;
     const bool p2pOff = getenv("LOOM_P2P_DISABLE") && atoi(getenv("LOOM_P2P_DISABLE")) != 0;
     // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/comm.h"
@@ -22,7 +23,7 @@ struct PeerInfo {
     P2pEndpoint endpoint;
     // What both ends of every connection must agree on (each rank reads its
     // own LOOM_* environment): channels, slots, slot size, LL thresholds.
-    uint64_t fifoGeometry[7];
+    uint64_t fifoGeometry[8];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of
@@ -45,15 +46,28 @@ loomResult_t mapPeerRegion(loomComm *comm, const std::vector<PeerInfo> &peers, i
 loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
                          const Reach &reach);
 
+// Whether two ranks may have an edge: on different hosts, or p2p between them.
+using SameHostP2p = std::function<bool(int, int)>;
+
 // This rank's side of both trees: its node and, per edge slot, the slot the
 // peer uses for the same edge (-1: no edge). False when a rank has more
 // children than a tree kernel takes (kMaxTreeChildren).
 bool planTreeEdges(const topo::Tree trees[2], int rank, TreeNode node[2], int peerSlot[kTreeEdgeSlots]);
+// Trees usable by every rank (decided alike everywhere): fills comm->treeNode
+// and slots [0, kTreeEdgeSlots) of peerOf/peerSlot.
+bool planTrees(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEdgeSlots], int peerSlot[kEdgeSlots]);
 
-// Collective. When the ranks span hosts, every tree edge inside a host has
-// p2p and LOOM_TREE_MAX_BYTES is not 0: connects the tree edges (p2p inside a
-// host, net across) and sets comm->treeReady; else leaves trees off.
-loomResult_t connectTrees(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
+// Rank's recursive-doubling edges: peerOf[k] / peerSlot[k] for its slot
+// kTreeEdgeSlots + k. False beyond kMaxRdSteps steps.
+bool planRdEdges(int rank, int n, int peerOf[kRdEdgeSlots], int peerSlot[kRdEdgeSlots]);
+// Recursive doubling usable by every rank: fills comm->rd and its slots.
+bool planRd(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEdgeSlots], int peerSlot[kEdgeSlots]);
+
+// Collective. When the ranks span hosts: plans the trees and recursive
+// doubling (each off where LOOM_TREE_MAX_BYTES / LOOM_RD_MAX_BYTES is 0 or a
+// host has GPUs without p2p between them) and connects their edges (p2p
+// inside a host, net across); sets comm->treeReady / rdReady.
+loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
                           const Reach &reach);
 
 } // namespace loom

@@ -67,6 +67,27 @@ loomResult_t oneShotAllReduce(const void *in, void *out, size_t bytes, loomDataT
     return loomSuccess;
 }
 
+EdgeCall edgeCall(const loomComm *comm, const void *in, void *out, size_t count) {
+    EdgeCall c;
+    c.in = in;
+    c.out = out;
+    c.count = count;
+    c.nthreads = params().ringThreads;
+    c.nslots = comm->nslots;
+    c.slotBytes = comm->edgeSlotBytes;
+    c.timeoutCycles = comm->timeoutCycles;
+    c.abortFlag = comm->abortFlagDev;
+    return c;
+}
+
+// A call moves `chunks` slots each way over edge slot k (if this rank has
+// that edge): the step counters follow, and the proxy is told for net edges.
+void advanceEdge(loomComm *comm, int k, uint64_t chunks) {
+    if (comm->edgePeer[k] < 0 || !chunks) return;
+    comm->edge[k].step += chunks;
+    if (comm->edgeNet[k].send) netPost(&comm->edgeNet[k], 1, &chunks);
+}
+
 // Small messages across hosts: the double binary tree, log2(hosts) network
 // hops each way. Both trees take half the data; every edge moves one slot per
 // chunk each way, which the step counters (and the proxy) follow.
@@ -74,18 +95,11 @@ loomResult_t treeAllReduce(const void *in, void *out, size_t count, size_t esize
                            loomRedOp_t op, loomComm *comm, cudaStream_t stream) {
     TreeArgs a;
     memset(&a, 0, sizeof(a));
-    a.in = in;
-    a.out = out;
-    a.count = count;
-    a.nthreads = params().ringThreads;
-    a.nslots = comm->nslots;
-    a.slotBytes = comm->treeSlotBytes;
-    a.timeoutCycles = comm->timeoutCycles;
-    a.abortFlag = comm->abortFlagDev;
+    a.c = edgeCall(comm, in, out, count);
     for (int t = 0; t < 2; ++t) {
         a.tree[t].node = comm->treeNode[t];
         a.tree[t].lag = comm->nslots / 2 > 0 ? comm->nslots / 2 : 1; // the schedule is deadlock-free for any lag
-        for (int e = 0; e < kTreeEdges; ++e) a.tree[t].edge[e] = comm->treeEdge[treeEdgeSlot(t, e)];
+        for (int e = 0; e < kTreeEdges; ++e) a.tree[t].edge[e] = comm->edge[treeEdgeSlot(t, e)];
     }
     cudaError_t err = launchTreeAllreduce(a, dtype, op, stream);
     if (err != cudaSuccess)
@@ -94,14 +108,33 @@ loomResult_t treeAllReduce(const void *in, void *out, size_t count, size_t esize
     for (int t = 0; t < 2; ++t) {
         size_t b, e;
         treeHalf(count, esize, t, &b, &e);
-        const uint64_t chunks = treeChunks(e - b, treeChunkElems(comm->treeSlotBytes, esize));
-        for (int k = treeEdgeSlot(t, 0); k < treeEdgeSlot(t + 1, 0); ++k) {
-            if (comm->treePeerSlot[k] < 0 || !chunks) continue;
-            comm->treeEdge[k].step += chunks;
-            if (comm->treeNet[k].send) netPost(&comm->treeNet[k], 1, &chunks);
-        }
+        const uint64_t chunks = treeChunks(e - b, treeChunkElems(comm->edgeSlotBytes, esize));
+        for (int k = treeEdgeSlot(t, 0); k < treeEdgeSlot(t + 1, 0); ++k) advanceEdge(comm, k, chunks);
     }
     LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, trees", comm->rank, count, esize);
+    return loomSuccess;
+}
+
+// Small messages across hosts: recursive doubling, log2(ranks) network hops
+// (two more for ranks beyond a power of two). Every edge of this rank moves
+// every chunk once each way.
+loomResult_t rdAllReduce(const void *in, void *out, size_t count, size_t esize, loomDataType_t dtype, loomRedOp_t op,
+                         loomComm *comm, cudaStream_t stream) {
+    RdArgs a;
+    memset(&a, 0, sizeof(a));
+    a.c = edgeCall(comm, in, out, count);
+    a.rank = comm->rank;
+    a.isExtra = comm->rd.host >= 0;
+    a.steps = a.isExtra ? 0 : comm->rd.steps;
+    a.hasExtra = comm->rd.extra >= 0;
+    for (int k = 0; k < kRdEdgeSlots; ++k) a.edge[k] = comm->edge[kTreeEdgeSlots + k];
+    cudaError_t err = launchRdAllreduce(a, dtype, op, stream);
+    if (err != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): recursive-doubling allreduce launch: %s", comm->rank,
+                    comm->cudaDev, comm->busId, cudaGetErrorString(err));
+    const uint64_t chunks = (count + comm->edgeSlotBytes / esize - 1) / (comm->edgeSlotBytes / esize);
+    for (int k = kTreeEdgeSlots; k < kEdgeSlots; ++k) advanceEdge(comm, k, chunks);
+    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, recursive doubling", comm->rank, count, esize);
     return loomSuccess;
 }
 
@@ -119,6 +152,8 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (!stream) stream = comm->stream;
     if (comm->allPeersMapped && count * esize <= comm->llMaxBytes)
         return oneShotAllReduce(sendbuff, recvbuff, count * esize, datatype, op, comm, stream);
+    if (comm->rdReady && count * esize <= comm->rdMaxBytes)
+        return rdAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
     if (comm->treeReady && count * esize <= comm->treeMaxBytes)
         return treeAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
 

@@ -42,7 +42,10 @@ const Params &params() {
         p.llRingMaxBytes = envLong("LOOM_LL_RING_MAX_BYTES", 0, 0, 1L << 30);
         p.llSlotBytes = envLong("LOOM_LL_SLOT_BYTES", 64 * 1024, 4096, 16L << 20) & ~255L;
         p.treeMaxBytes = envLong("LOOM_TREE_MAX_BYTES", 64 * 1024, 0, 1L << 40);
-        p.treeSlotBytes = envLong("LOOM_TREE_SLOT_BYTES", 128 * 1024, 4096, 64L << 20) & ~255L;
+        // Recursive doubling won up to 128 KiB at 2-4 ranks (trees 2x its hops,
+        // rings 2(n-1)x), 4x H200 over ucx/TCP; from 256 KiB the ring won.
+        p.rdMaxBytes = envLong("LOOM_RD_MAX_BYTES", 128 * 1024, 0, 1L << 40);
+        p.edgeSlotBytes = envLong("LOOM_EDGE_SLOT_BYTES", 128 * 1024, 4096, 64L << 20) & ~255L;
         p.netChannels = (int)envLong("LOOM_NET_NCHANNELS", 0, 0, kMaxNetChannels);
         p.fakeNodes = (int)envLong("LOOM_FAKE_NODES", 0, 0, 1024);
     });

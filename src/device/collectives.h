@@ -8,6 +8,7 @@
 
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
+#include "device/rd_args.h"
 #include "device/tree_args.h"
 #include "loom.h"
 
@@ -18,6 +19,9 @@ cudaError_t launchRingAllreduce(const RingArgs &a, loomDataType_t dtype, loomRed
 
 // Enqueues one tree allreduce (2 CTAs, one per tree) on stream.
 cudaError_t launchTreeAllreduce(const TreeArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+
+// Enqueues one recursive-doubling allreduce (1 CTA) on stream.
+cudaError_t launchRdAllreduce(const RdArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
 // Enqueues one one-shot LL allreduce (a.nblocks CTAs) on stream.
 cudaError_t launchOneShotAllreduce(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);

@@ -15,6 +15,12 @@ namespace loom {
 struct ProtoSimple {
     static constexpr int kId = kProtoSimple;
 
+    // op(received, input), or op(input, received) with InFirst.
+    template <typename T, typename Op, bool InFirst>
+    __device__ static T combine(T received, T input) {
+        return InFirst ? reduce<T, Op>(input, received) : reduce<T, Op>(received, input);
+    }
+
     // Thread 0: wait until the previous rank has posted step `recvd`.
     template <typename Wait>
     __device__ static bool waitData(const RingChannel &c, uint64_t recvd, Wait wait) {
@@ -36,7 +42,9 @@ struct ProtoSimple {
     // out/toNext[i] = recv ? (reduce ? op(slot[i], in[i]) : slot[i]) : in[i]
     // (Args: the kernel's arguments, which Simple does not need; the tree
     // kernel calls it too.)
-    template <typename T, typename Op, typename Args>
+    // InFirst: op(in[i], slot[i]) instead — for algorithms whose two ends must
+    // reduce in the same order (op need not commute bitwise: min of -0, +0).
+    template <typename T, typename Op, bool InFirst = false, typename Args>
     __device__ static bool move(const Args &, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t, uint32_t, unsigned long long) {
         const T *src = (const T *)slotIn;
@@ -64,7 +72,7 @@ struct ProtoSimple {
 #pragma unroll
                     for (int u = 0; u < U; ++u)
 #pragma unroll
-                        for (int k = 0; k < V; ++k) x[u].t[k] = reduce<T, Op>(x[u].t[k], y[u].t[k]);
+                        for (int k = 0; k < V; ++k) x[u].t[k] = combine<T, Op, InFirst>(x[u].t[k], y[u].t[k]);
                 }
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
@@ -79,7 +87,7 @@ struct ProtoSimple {
                     Vec y;
                     y.u = i4[v];
 #pragma unroll
-                    for (int k = 0; k < V; ++k) x.t[k] = reduce<T, Op>(x.t[k], y.t[k]);
+                    for (int k = 0; k < V; ++k) x.t[k] = combine<T, Op, InFirst>(x.t[k], y.t[k]);
                 }
                 if (d0) d0[v] = x.u;
                 if (d1) d1[v] = x.u;
@@ -88,7 +96,7 @@ struct ProtoSimple {
         }
         for (size_t i = done + tid; i < len; i += nthr) {
             T x = src ? loadCg(src + i) : in[i];
-            if (reduceIn) x = reduce<T, Op>(x, in[i]);
+            if (reduceIn) x = combine<T, Op, InFirst>(x, in[i]);
             if (dst0) dst0[i] = x;
             if (dst1) dst1[i] = x;
         }

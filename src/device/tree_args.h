@@ -1,11 +1,7 @@
 /*
  * What the host hands the tree allreduce kernel: per tree (two, a double
- * binary tree), this rank's node and one edge per tree neighbour. An edge is
- * two one-way FIFOs with the ring's layout (FifoFlags + slots): the peer's
- * chunks arrive in the receive FIFO, this rank's go into the send FIFO, each
- * flow-controlled by a head counter, whatever carries them (p2p: the
- * receiver's GPU memory mapped by the sender; net: host FIFOs of this rank
- * moved by the proxy). Shared by host (core) and device code.
+ * binary tree), this rank's node and one edge (peer_edge.h) per tree
+ * neighbour. Shared by host (core) and device code.
  */
 #pragma once
 
@@ -14,41 +10,19 @@
 
 #include "device/ring_args.h"
 #include "device/ring_schedule.h"
+#include "device/peer_edge.h"
 #include "device/tree_schedule.h"
 
 namespace loom {
 
-constexpr int kTreeEdges = 1 + kMaxTreeChildren; // edge 0: the parent; 1 + j: child j
-constexpr int kTreeEdgeSlots = 2 * kTreeEdges;   // FIFO pairs a rank may have (both trees)
-// Which of a rank's edge slots an edge is: tree t, parent or child j.
-inline constexpr int treeEdgeSlot(int tree, int edge) { return tree * kTreeEdges + edge; }
-
-struct TreeEdge {
-    char *recvSlots;                 // the peer's chunks for me
-    volatile uint64_t *recvTail;     // ... and their tail
-    volatile uint64_t *peerSendHead; // my credit to the peer (I bump it when a slot is consumed)
-    char *sendSlots;                 // my chunks for the peer
-    volatile uint64_t *peerRecvTail; // ... and their tail (I bump it); a FifoFlags, for stepBytes
-    volatile uint64_t *sendHead;     // credit for my sends: slots the peer consumed
-    int sendSizes;                   // net: the proxy needs each step's size (FifoFlags::stepBytes)
-    uint64_t step;                   // slots sent (= received) on this edge by earlier calls
-};
-
 struct TreeSide {
     TreeNode node;                   // ranks of the parent and children
-    TreeEdge edge[kTreeEdges];       // [0] parent, [1 + j] child j
+    PeerEdge edge[kTreeEdges];       // [0] parent, [1 + j] child j
     size_t lag;                      // chunks the broadcast runs behind the reduce
 };
 
 struct TreeArgs {
-    const void *in;
-    void *out;
-    size_t count;
-    int nthreads;
-    int nslots;
-    size_t slotBytes;
-    unsigned long long timeoutCycles;
-    volatile int *abortFlag;
+    EdgeCall c;
     TreeSide tree[2];                // CTA t walks tree t over its half of the data
 };
 

@@ -8,4 +8,4 @@ Suite *topo_suite(void);
 Suite *bootstrap_suite(void);
 Suite *proxy_suite(void);
 Suite *tree_schedule_suite(void);
-Suite *tree_edges_suite(void);
+Suite *edges_suite(void);

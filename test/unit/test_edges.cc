@@ -1,7 +1,9 @@
-// Tree edges as the connection set-up sees them (core/connect_tree.cc): each
-// rank's edge slots and the slot its peer uses for the same edge. The two
-// ends of an edge must name each other, in the same tree, one as parent and
-// the other as child — else a rank writes a FIFO its peer never reads.
+// Edges of the small-message algorithms as the connection set-up sees them
+// (core/connect_tree.cc, core/connect_rd.cc): each rank's edge slots and the
+// slot its peer uses for the same edge. The two ends of an edge must name
+// each other — in the same tree, one as parent and the other as child; in
+// the same recursive-doubling step — else a rank writes a FIFO its peer
+// never reads.
 #include <vector>
 
 #include "core/connect.h"
@@ -90,12 +92,45 @@ START_TEST(a_rank_with_too_many_children_turns_trees_off) {
 }
 END_TEST
 
-Suite *tree_edges_suite(void) {
-    Suite *s = suite_create("tree_edges");
-    TCase *tc = tcase_create("tree_edges");
+START_TEST(recursive_doubling_edges_pair_up) {
+    for (int n = 1; n <= 300; ++n) {
+        std::vector<std::vector<int>> peer(n, std::vector<int>(kRdEdgeSlots)), slot(n, std::vector<int>(kRdEdgeSlots));
+        bool ok = true;
+        for (int r = 0; r < n; ++r) ok = planRdEdges(r, n, peer[r].data(), slot[r].data()) && ok;
+        const RdPlan q = rdPlan(0, n);
+        ck_assert_int_eq(ok, q.steps <= kMaxRdSteps); // beyond 128 doubling ranks: off
+        if (!ok) continue;
+        ck_assert_int_eq(1 << q.steps, q.p);
+        ck_assert(q.p <= n && 2 * q.p > n);
+        for (int r = 0; r < n; ++r) {
+            const RdPlan m = rdPlan(r, n);
+            int edges = 0;
+            for (int k = 0; k < kRdEdgeSlots; ++k) {
+                const int p = peer[r][k];
+                ck_assert_int_eq(p < 0, slot[r][k] < 0);
+                if (p < 0) continue;
+                ++edges;
+                ck_assert(p != r && p >= 0 && p < n);
+                const int kp = slot[r][k] - kTreeEdgeSlots;
+                ck_assert_int_eq(kp, k);                            // the same step (or the extra edge) at both ends
+                ck_assert_int_eq(peer[p][kp], r);                   // names me back
+                ck_assert_int_eq(slot[p][kp], kTreeEdgeSlots + k);
+                if (k < kMaxRdSteps) ck_assert_int_eq(p, r ^ (1 << k)); // lower and upper differ in bit k only
+            }
+            // A doubling rank: one partner per step, plus its extra; an extra: its host only.
+            ck_assert_int_eq(edges, m.host >= 0 ? 1 : q.steps + (m.extra >= 0));
+        }
+    }
+}
+END_TEST
+
+Suite *edges_suite(void) {
+    Suite *s = suite_create("edges");
+    TCase *tc = tcase_create("edges");
     tcase_add_test(tc, edge_slots_pair_up_on_double_binary_trees);
     tcase_add_test(tc, edge_slots_pair_up_on_chains_inside_hosts);
     tcase_add_test(tc, a_rank_with_too_many_children_turns_trees_off);
+    tcase_add_test(tc, recursive_doubling_edges_pair_up);
     suite_add_tcase(s, tc);
     return s;
 }
