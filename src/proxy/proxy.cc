@@ -49,13 +49,19 @@ int Proxy::add(bool send, void *comm, const ProxyFifo &fifo, int tag) {
     c.tag = tag;
     c.requests.assign(fifo.nslots, nullptr);
     c.flushing.assign(fifo.nslots, 0);
-    conns_.push_back(c);
-    return (int)conns_.size() - 1;
+    size_t id = 0;
+    while (id < conns_.size() && !conns_[id].removed) ++id;
+    if (id == (size_t)kMaxConns) return -1;
+    targets_[id].store(0);
+    if (id == conns_.size()) conns_.push_back(c);
+    else conns_[id] = c;
+    return (int)id;
 }
 
 void Proxy::remove(int id) {
     Update g(this);
     conns_[id].active = false;
+    conns_[id].removed = true;
 }
 
 bool Proxy::quiesce(int id, double seconds) {
@@ -65,7 +71,7 @@ bool Proxy::quiesce(int id, double seconds) {
             Update g(this);
             const Conn &c = conns_[id];
             if (c.abandoned) return false;
-            if (!c.active || (c.done >= c.target && c.done == c.posted && (!c.send || c.done >= *c.fifo.tail)))
+            if (!c.active || (c.done >= targets_[id].load() && c.done == c.posted && (!c.send || c.done >= *c.fifo.tail)))
                 return c.active;
             kicked_ = true;
         }
@@ -76,9 +82,12 @@ bool Proxy::quiesce(int id, double seconds) {
 }
 
 void Proxy::post(int id, uint64_t steps) {
+    // Both seq_cst: either the thread's check before it sleeps sees the new
+    // target (postedWork), or this sees it sleeping and wakes it.
+    targets_[id].fetch_add(steps);
+    if (!sleeping_.load()) return;
     {
         Update g(this);
-        conns_[id].target += steps;
         kicked_ = true;
     }
     cv_.notify_one();
@@ -86,8 +95,14 @@ void Proxy::post(int id, uint64_t steps) {
 
 void Proxy::dropPosted(int id) {
     Update g(this);
-    conns_[id].target = conns_[id].done;
+    targets_[id].store(conns_[id].done);
     conns_[id].abandoned = true;
+}
+
+bool Proxy::postedWork() const {
+    for (size_t i = 0; i < conns_.size(); ++i)
+        if (conns_[i].active && !conns_[i].abandoned && conns_[i].done < targets_[i].load()) return true;
+    return false;
 }
 
 void Proxy::kick() {
@@ -189,7 +204,8 @@ void Proxy::run() {
         // every wake-up from sleep (at least every 16 ms).
         const bool upkeep = plugin_->progress && (++passes_ % 1024 == 0 || woke);
         woke = false;
-        for (Conn &c : conns_) {
+        for (size_t i = 0; i < conns_.size(); ++i) {
+            Conn &c = conns_[i];
             if (!c.active) continue;
             if (upkeep && c.posted == c.done) {
                 loomResult_t r = plugin_->progress(c.comm);
@@ -202,7 +218,7 @@ void Proxy::run() {
             // Sends in flight finish by themselves, and steps of a collective
             // the host posted will come; receives posted ahead for data that
             // may not come for a long time keep nobody awake.
-            busy |= !c.abandoned && ((c.send && c.posted != c.done) || c.done < c.target);
+            busy |= !c.abandoned && ((c.send && c.posted != c.done) || c.done < targets_[i].load());
         }
         if (moved || busy || kicked_) {
             lastMove = clock::now();
@@ -226,7 +242,9 @@ void Proxy::run() {
         // served at the next timeout, which backs off from 1 to 16 ms while
         // nothing happens (each wake-up costs a network progress call).
         sleeps_.fetch_add(1);
-        cv_.wait_for(lock, std::chrono::microseconds(idleSleepUs), [this] { return stop_ || kicked_; });
+        sleeping_.store(true); // before postedWork() reads the targets (see post())
+        cv_.wait_for(lock, std::chrono::microseconds(idleSleepUs), [this] { return stop_ || kicked_ || postedWork(); });
+        sleeping_.store(false);
         woke = true;
         idleSleepUs = std::min(idleSleepUs * 2, kMaxIdleSleepUs);
     }

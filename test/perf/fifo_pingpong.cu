@@ -2,7 +2,9 @@
 // what a ring kernel does per net step — writes the step into the send FIFO
 // in mapped host memory, its size, a system fence, the tail; waits for the
 // receive FIFO's tail, reads the step, returns the credit — ping-ponging with
-// the other process through both proxies.
+// the other process through both proxies. One thread: beyond a few words
+// it times dependent PCIe reads of the slot (~1 us each), which loom's
+// kernels issue from many threads at once; use it for small steps.
 #include <cstdint>
 
 #include <cuda_runtime.h>

@@ -225,6 +225,8 @@ loomResult_t attach(const NetSetup &s, NetLinks *l) {
             l->sendIds[c] = p->addSend(l->sendComms[c], fifoOf(l, l->sendArea, l->sendGpu, c, l->sendMr[c], false), kTag);
         if (s.recv)
             l->recvIds[c] = p->addRecv(l->recvComms[c], fifoOf(l, l->recvArea, l->recvGpu, c, l->recvMr[c], true), kTag);
+        if ((s.send && l->sendIds[c] < 0) || (s.recv && l->recvIds[c] < 0))
+            return fail(loomInternalError, "net: proxy thread full (%d connections)", Proxy::kMaxConns);
         p->kick(); // receives get posted now
     }
     return loomSuccess;
