@@ -4,6 +4,7 @@
  */
 #include "core/comm.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -129,7 +130,10 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     comm->llMaxBytes = comm->nranks <= kMaxOneShotRanks ? (size_t)p.llMaxBytes : 0;
     comm->llSlotBytes = (llBytes(comm->llMaxBytes) + 255) / 256 * 256;
     comm->llOffset = (size_t)comm->maxChannels * comm->channelBytes;
-    comm->llRingMaxBytes = (size_t)p.llRingMaxBytes;
+    // The LL ring is not carried by the proxy: off on every rank when the
+    // ranks span hosts — decided here, before the region's layout, which the
+    // edge FIFOs' offset must not depend on LOOM_LL_SLOT_BYTES through.
+    comm->llRingMaxBytes = comm->spansHosts ? 0 : (size_t)p.llRingMaxBytes;
     comm->llRingSlotBytes = (size_t)p.llSlotBytes;
     comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
     comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
@@ -193,8 +197,10 @@ void releaseComm(loomComm *comm) {
     cudaGetDevice(&current);
     if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
     if (comm->stream) cudaStreamSynchronize(comm->stream);
-    netClose(&comm->net);
-    for (NetLinks &l : comm->edgeNet) netClose(&l);
+    // One deadline for the sends of all links (a dead peer takes none).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    netClose(&comm->net, end);
+    for (NetLinks &l : comm->edgeNet) netClose(&l, end);
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
     shmClose(&comm->shmSend);

@@ -78,9 +78,7 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     comm->sendNet = !sameHost(me, comm->next);
     comm->recvShm = !comm->recvNet && !p2p(comm->prev, me);
     comm->sendShm = !comm->sendNet && !p2p(me, comm->next);
-    if (comm->spansHosts) {
-        // The LL ring is not carried by the proxy: Simple only, on every rank.
-        comm->llRingMaxBytes = 0;
+    if (comm->spansHosts) { // (the LL ring is off: allocateFifos)
         const NetCommon common{comm->nic.c_str(), me, n, params().timeoutSeconds, comm->maxChannels};
         const NetSetup ns{comm->sendNet, comm->recvNet, comm->next, comm->prev, comm->maxChannels, comm->nslots,
                           comm->slotBytes, 0, 0, 0};

@@ -31,9 +31,16 @@ bool planTreeEdges(const topo::Tree trees[2], int rank, TreeNode node[2], int pe
         nd.parent = tr.parent[rank];
         nd.nchildren = (int)tr.children[rank].size();
         for (int j = 0; j < kMaxTreeChildren; ++j) nd.children[j] = j < nd.nchildren ? tr.children[rank][j] : -1;
-        if (nd.parent >= 0) peerSlot[treeEdgeSlot(t, 0)] = treeEdgeSlot(t, edgeTo(tr, nd.parent, rank));
-        for (int j = 0; j < nd.nchildren; ++j)
-            peerSlot[treeEdgeSlot(t, 1 + j)] = treeEdgeSlot(t, edgeTo(tr, nd.children[j], rank));
+        // Each end finds itself among the other's edges (else the trees are
+        // not trees: no edges rather than FIFOs nobody reads).
+        const int up = nd.parent >= 0 ? edgeTo(tr, nd.parent, rank) : 0;
+        if (up < 0) return false;
+        if (nd.parent >= 0) peerSlot[treeEdgeSlot(t, 0)] = treeEdgeSlot(t, up);
+        for (int j = 0; j < nd.nchildren; ++j) {
+            const int down = edgeTo(tr, nd.children[j], rank);
+            if (down != 0) return false;
+            peerSlot[treeEdgeSlot(t, 1 + j)] = treeEdgeSlot(t, down);
+        }
     }
     return true;
 }

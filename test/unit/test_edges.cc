@@ -89,6 +89,12 @@ START_TEST(a_rank_with_too_many_children_turns_trees_off) {
     int slots[kTreeEdgeSlots];
     ck_assert(!planTreeEdges(trees, 0, node, slots));
     ck_assert(!planTreeEdges(trees, 3, node, slots)); // judged on every rank alike
+    // Parents and children that disagree are no trees: no edges, rather than
+    // FIFOs one end writes and the other never reads.
+    topo::Tree bad = treeOf({-1, 0, 0});
+    bad.children[0] = {1}; // rank 2's parent does not list it
+    const topo::Tree badTrees[2] = {bad, treeOf({-1, 0, 0})};
+    ck_assert(!planTreeEdges(badTrees, 2, node, slots)); // planTrees asks every rank: off everywhere
 }
 END_TEST
 

@@ -302,10 +302,8 @@ void netAbandon(NetLinks *l) {
     }
 }
 
-void netClose(NetLinks *l) {
-    // Sends the GPU has handed over are finished first, within one deadline
-    // for all channels (a dead peer may never take them).
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+void netClose(NetLinks *l, std::chrono::steady_clock::time_point end) {
+    // Sends the GPU has handed over are finished first, within the deadline.
     for (size_t c = 0; c < l->proxies.size(); ++c) {
         if (!l->proxies[c] || l->sendIds[c] < 0) continue;
         double left = std::chrono::duration<double>(end - std::chrono::steady_clock::now()).count();

@@ -19,6 +19,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -104,6 +105,10 @@ loomResult_t netError(const NetLinks *links);
 // steps it was promised (else it would spin until the communicator is freed).
 void netAbandon(NetLinks *links);
 
-void netClose(NetLinks *links);
+// Finishes the sends the GPU handed over (until `deadline`: a dead peer may
+// never take them), then closes and frees everything. One deadline for all
+// of a communicator's links.
+void netClose(NetLinks *links, std::chrono::steady_clock::time_point deadline);
+inline void netClose(NetLinks *links) { netClose(links, std::chrono::steady_clock::now() + std::chrono::seconds(30)); }
 
 } // namespace loom
