@@ -1,5 +1,6 @@
 /*
- * Ring and tree connections of a communicator: for each neighbour pair, p2p (the
+ * Connections of a communicator (the ring's, and the edges of trees and
+ * recursive doubling across hosts): for each pair, p2p (the
  * receiver's FIFO in its GPU memory, mapped into the sender with CUDA IPC)
  * when both GPUs can reach each other, else shm (the FIFO in shared host
  * memory mapped into both GPUs) when they share a host, else net (FIFOs in
@@ -22,7 +23,8 @@ struct PeerInfo {
     int cudaDev;
     P2pEndpoint endpoint;
     // What both ends of every connection must agree on (each rank reads its
-    // own LOOM_* environment): channels, slots, slot size, LL thresholds.
+    // own LOOM_* environment): channels, slots, slot size, LL thresholds,
+    // tree and recursive-doubling thresholds, edge slot size.
     uint64_t fifoGeometry[8];
 };
 
