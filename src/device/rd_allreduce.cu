@@ -1,9 +1,10 @@
 /*
- * Recursive-doubling allreduce (rd_args.h), one CTA, chunk by chunk of one
- * slot: each exchange sends this rank's chunk, then receives the partner's
- * and reduces it into the output. Both partners reduce in the same order —
- * op(lower rank's value, upper rank's value) — so every rank ends with the
- * same bits even where op does not commute bitwise.
+ * Recursive-doubling allreduce (rd_args.h), one CTA, walking rd_schedule.h
+ * (the schedule the CPU simulation checks) chunk by chunk of one slot: each
+ * exchange sends this rank's chunk, then receives the partner's and reduces
+ * it into the output. Both partners reduce in the same order — op(lower
+ * rank's value, upper rank's value) — so every rank ends with the same bits
+ * even where op does not commute bitwise.
  */
 #include <cuda_runtime.h>
 
@@ -11,6 +12,7 @@
 #include "device/dispatch.h"
 #include "device/edge_step.h"
 #include "device/rd_args.h"
+#include "device/rd_schedule.h"
 
 namespace loom {
 namespace {
@@ -27,46 +29,27 @@ __global__ void __launch_bounds__(kMaxRingThreads) rdAllreduceKernel(RdArgs a) {
     const Waiter wait{a.c.timeoutCycles};
     if (threadIdx.x == 0) failed = false;
     __syncthreads();
-    auto len = [&](size_t c) { return c + 1 < nchunks ? chunkElems : a.c.count - c * chunkElems; };
-    const int x = kMaxRdSteps; // the extra rank's edge
+    const size_t ops = rdOpCount(a.role, nchunks);
     bool ok = true;
-
-    if (a.isExtra) {
-        // Hand the input to the rank that does the steps; the result comes back.
-        for (size_t c = 0; c < nchunks && ok; ++c)
-            ok = edgeStep<T, Op>(a.edge[x], k[x], true, in + c * chunkElems, nullptr, len(c), false, a.c.nslots,
-                                 a.c.slotBytes, wait, &failed);
-        for (size_t c = 0; c < nchunks && ok; ++c)
-            ok = edgeStep<T, Op>(a.edge[x], k[x], false, nullptr, out + c * chunkElems, len(c), false, a.c.nslots,
-                                 a.c.slotBytes, wait, &failed);
-    } else {
-        // The running value: out after the first reduction, in before it.
-        const T *mine = in;
-        if (a.hasExtra) { // this rank is the lower: op(mine, extra's)
-            for (size_t c = 0; c < nchunks && ok; ++c)
-                ok = edgeStep<T, Op, true>(a.edge[x], k[x], false, in + c * chunkElems, out + c * chunkElems, len(c),
-                                           true, a.c.nslots, a.c.slotBytes, wait, &failed);
-            mine = out;
+    for (size_t i = 0; i < ops && ok; ++i) {
+        const RdOp op = rdOp(a.role, nchunks, i);
+        const size_t off = op.chunk * chunkElems;
+        const size_t len = op.chunk + 1 < nchunks ? chunkElems : a.c.count - off;
+        const T *value = (op.fromIn ? in : out) + off;
+        if (op.kind == kRdCopy) {
+            ProtoSimple::move<T, Op>(a, nullptr, in + off, nullptr, out + off, len, false, 0, 0, 0);
+            continue;
         }
-        for (int s = 0; s < a.steps && ok; ++s) {
-            const bool lower = (a.rank & (1 << s)) == 0;
-            for (size_t c = 0; c < nchunks && ok; ++c) {
-                const size_t off = c * chunkElems;
-                ok = edgeStep<T, Op>(a.edge[s], k[s], true, mine + off, nullptr, len(c), false, a.c.nslots, a.c.slotBytes,
-                                     wait, &failed);
-                if (!ok) break;
-                ok = lower ? edgeStep<T, Op, true>(a.edge[s], k[s], false, mine + off, out + off, len(c), true,
-                                                   a.c.nslots, a.c.slotBytes, wait, &failed)
-                           : edgeStep<T, Op>(a.edge[s], k[s], false, mine + off, out + off, len(c), true, a.c.nslots,
-                                             a.c.slotBytes, wait, &failed);
-            }
-            mine = out;
-        }
-        if (mine == in && ok) // one rank, nothing folded: the result is the input
-            ProtoSimple::move<T, Op>(a, nullptr, in, nullptr, out, a.c.count, false, 0, 0, 0);
-        for (size_t c = 0; c < nchunks && ok && a.hasExtra; ++c)
-            ok = edgeStep<T, Op>(a.edge[x], k[x], true, out + c * chunkElems, nullptr, len(c), false, a.c.nslots,
-                                 a.c.slotBytes, wait, &failed);
+        const PeerEdge &d = a.edge[op.edge];
+        EdgeCounters &kc = k[op.edge];
+        if (op.kind == kRdSend)
+            ok = edgeStep<T, Op>(d, kc, true, value, nullptr, len, false, a.c.nslots, a.c.slotBytes, wait, &failed);
+        else if (op.inFirst)
+            ok = edgeStep<T, Op, true>(d, kc, false, value, out + off, len, op.reduce, a.c.nslots, a.c.slotBytes,
+                                       wait, &failed);
+        else
+            ok = edgeStep<T, Op>(d, kc, false, value, out + off, len, op.reduce, a.c.nslots, a.c.slotBytes, wait,
+                                 &failed);
     }
     if (!ok && threadIdx.x == 0) *a.c.abortFlag = 1;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "device/peer_edge.h"
+#include "device/rd_schedule.h"
 
 namespace loom {
 
@@ -40,17 +41,27 @@ inline RdPlan rdPlan(int rank, int n) {
     return q;
 }
 
+// What the kernel is told (rd_schedule.h).
+inline RdRole rdRoleOf(int rank, int n) {
+    const RdPlan q = rdPlan(rank, n);
+    RdRole r;
+    r.rank = rank;
+    r.isExtra = q.host >= 0;
+    r.steps = r.isExtra ? 0 : q.steps;
+    r.hasExtra = q.extra >= 0;
+    return r;
+}
+
 // Partner of `rank` at step k (ranks below p).
 inline constexpr int rdPartner(int rank, int step) { return rank ^ (1 << step); }
 
 struct RdArgs {
     EdgeCall c;
-    int rank;
-    int steps;                   // log2(p); 0 for an extra rank
-    int hasExtra;                // fold in the extra rank's vector first
-    int isExtra;                 // hand the input to edge[kMaxRdSteps], get the result from it
-    PeerEdge edge[kRdEdgeSlots]; // [k] partner of step k; [kMaxRdSteps] the extra (or host) rank
+    RdRole role;
+    PeerEdge edge[kRdEdgeSlots]; // [k] partner of step k; [kRdExtraEdge] the extra (or host) rank
 };
+
+static_assert(kRdExtraEdge == kMaxRdSteps && kRdEdgeSlots == kMaxRdSteps + 1, "rd_schedule.h's edges");
 
 static_assert(sizeof(RdArgs) <= 4096, "kernel parameters of CUDA < 12.1");
 

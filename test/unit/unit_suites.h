@@ -9,3 +9,4 @@ Suite *bootstrap_suite(void);
 Suite *proxy_suite(void);
 Suite *tree_schedule_suite(void);
 Suite *edges_suite(void);
+Suite *rd_schedule_suite(void);
