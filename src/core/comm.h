@@ -73,7 +73,7 @@ struct loomComm {
     loom::TreeNode treeNode[2];  // this rank's
     bool treeReady = false;      // connected (agreed by all ranks)
     size_t treeMaxBytes = 0;
-    loom::RdPlan rd = {};        // this rank's part in recursive doubling
+    loom::RdRole rdRole = {};    // this rank's part in recursive doubling (what the kernel is told)
     bool rdReady = false;
     size_t rdMaxBytes = 0;
     cudaStream_t stream = nullptr;

@@ -62,7 +62,7 @@ bool planTrees(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEd
 // Rank's recursive-doubling edges: peerOf[k] / peerSlot[k] for its slot
 // kTreeEdgeSlots + k. False beyond kMaxRdSteps steps.
 bool planRdEdges(int rank, int n, int peerOf[kRdEdgeSlots], int peerSlot[kRdEdgeSlots]);
-// Recursive doubling usable by every rank: fills comm->rd and its slots.
+// Recursive doubling usable by every rank: fills comm->rdRole and its slots.
 bool planRd(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEdgeSlots], int peerSlot[kEdgeSlots]);
 
 // Collective. When the ranks span hosts: plans the trees and recursive

@@ -35,8 +35,6 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
     int *peerOf = comm->edgePeer, *peerSlot = comm->edgePeerSlot;
     comm->treeReady = comm->treeMaxBytes && planTrees(comm, p2pInsideHosts, peerOf, peerSlot);
     comm->rdReady = comm->rdMaxBytes && planRd(comm, p2pInsideHosts, peerOf, peerSlot);
-    if (!comm->treeReady)
-        for (int k = 0; k < kTreeEdgeSlots; ++k) peerOf[k] = peerSlot[k] = -1;
 
     // Inside a host: map the peers' regions.
     loomResult_t r = loomSuccess;
@@ -90,12 +88,14 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
                   comm->treeNode[0].parent, comm->treeNode[1].parent, comm->treeNode[0].nchildren,
                   comm->treeNode[1].nchildren, comm->edgesUseNet ? "edges across hosts over the net" : "p2p only",
                   comm->treeMaxBytes >> 10, comm->edgeSlotBytes >> 10);
-    if (comm->rdReady)
-        LOOM_INFO(kInit, "rank %d: recursive doubling: %d steps over %d ranks%s; up to %zu KiB", me, comm->rd.steps,
-                  comm->rd.p, comm->rd.extra >= 0   ? (", folds in rank " + std::to_string(comm->rd.extra)).c_str()
-                              : comm->rd.host >= 0 ? (", an extra of rank " + std::to_string(comm->rd.host)).c_str()
-                                                   : "",
+    if (comm->rdReady) {
+        const RdPlan q = rdPlan(me, n);
+        LOOM_INFO(kInit, "rank %d: recursive doubling: %d steps over %d ranks%s; up to %zu KiB", me, q.steps, q.p,
+                  q.extra >= 0  ? (", folds in rank " + std::to_string(q.extra)).c_str()
+                  : q.host >= 0 ? (", an extra of rank " + std::to_string(q.host)).c_str()
+                                : "",
                   comm->rdMaxBytes >> 10);
+    }
     return loomSuccess;
 }
 

@@ -123,7 +123,7 @@ loomResult_t rdAllReduce(const void *in, void *out, size_t count, size_t esize, 
     RdArgs a;
     memset(&a, 0, sizeof(a));
     a.c = edgeCall(comm, in, out, count);
-    a.role = rdRoleOf(comm->rank, comm->nranks);
+    a.role = comm->rdRole;
     for (int k = 0; k < kRdEdgeSlots; ++k) a.edge[k] = comm->edge[kTreeEdgeSlots + k];
     cudaError_t err = launchRdAllreduce(a, dtype, op, stream);
     if (err != cudaSuccess)
