@@ -104,7 +104,6 @@ struct Fifo {
     size_t bytes;
     bool pinned;
     volatile uint64_t tail = 0, head = 0, sizes[kSlots] = {};
-    void *mr = nullptr;
     Fifo(size_t slotBytes, bool pin) : bytes(kSlots * slotBytes), pinned(pin) {
         if (!pin) {
             pageable.resize(bytes);
@@ -118,24 +117,48 @@ struct Fifo {
     }
 };
 
+// Both FIFOs registered and handed to a proxy thread for `total` steps each
+// way (posted as enqueue posts a collective: the thread stays awake); taken
+// down again when it goes out of scope.
+struct Proxied {
+    const net::NetPlugin *p;
+    const Pair &c;
+    void *mr[2] = {};
+    Proxy *proxy = nullptr;
+    int sid = -1, rid = -1;
+    Proxied(const net::NetPlugin *plugin, const Pair &pair, ProxyFifo out, ProxyFifo in, int tag, uint64_t total)
+        : p(plugin), c(pair) {
+        if (p->regMr(c.send, out.slots, (size_t)out.nslots * out.slotBytes, net::MemType::Host, &mr[0]) != loomSuccess ||
+            p->regMr(c.recv, in.slots, (size_t)in.nslots * in.slotBytes, net::MemType::Host, &mr[1]) != loomSuccess)
+            die("regMr");
+        out.mhandle = mr[0];
+        in.mhandle = mr[1];
+        proxy = netAcquireProxy(p, 0);
+        sid = proxy->addSend(c.send, out, tag);
+        rid = proxy->addRecv(c.recv, in, tag);
+        proxy->post(sid, total);
+        proxy->post(rid, total);
+    }
+    ~Proxied() {
+        if (!proxy->quiesce(sid, 10)) die("quiesce");
+        proxy->remove(sid);
+        proxy->remove(rid);
+        netReleaseProxy(proxy);
+        p->deregMr(c.send, mr[0]);
+        p->deregMr(c.recv, mr[1]);
+    }
+};
+
 // Through the proxies: the main thread is the GPU of each side.
 double proxyPingPong(const net::NetPlugin *p, const Pair &c, bool first, size_t bytes, int iters, bool pinned) {
     const size_t slotBytes = bytes < 4096 ? 4096 : bytes;
     Fifo out(slotBytes, pinned), in(slotBytes, pinned);
-    if (p->regMr(c.send, out.slots, out.bytes, net::MemType::Host, &out.mr) != loomSuccess ||
-        p->regMr(c.recv, in.slots, in.bytes, net::MemType::Host, &in.mr) != loomSuccess)
-        die("regMr");
-    Proxy *proxy = netAcquireProxy(p, 0);
+    const uint64_t total = (uint64_t)iters + 100;
     // Each run its own tag: receives the proxy posted ahead in an earlier
     // run stay in the worker and would take this run's first messages.
-    const int tag = pinned ? 2 : 0;
-    const int sid = proxy->addSend(c.send, ProxyFifo{out.slots, slotBytes, Fifo::kSlots, &out.tail, &out.head,
-                                                     out.sizes, out.mr}, tag);
-    const int rid = proxy->addRecv(c.recv, ProxyFifo{in.slots, slotBytes, Fifo::kSlots, &in.tail, &in.head,
-                                                     in.sizes, in.mr}, tag);
-    const uint64_t total = (uint64_t)iters + 100;
-    proxy->post(sid, total); // as enqueue does for a collective: the proxy stays awake
-    proxy->post(rid, total);
+    Proxied px(p, c, ProxyFifo{out.slots, slotBytes, Fifo::kSlots, &out.tail, &out.head, out.sizes, nullptr},
+               ProxyFifo{in.slots, slotBytes, Fifo::kSlots, &in.tail, &in.head, in.sizes, nullptr}, pinned ? 2 : 0,
+               total);
     auto sendStep = [&](uint64_t s) {
         while (s - out.head >= (uint64_t)Fifo::kSlots) sched_yield();
         memset(out.slots + (s % Fifo::kSlots) * slotBytes, (int)s, bytes);
@@ -146,7 +169,7 @@ double proxyPingPong(const net::NetPlugin *p, const Pair &c, bool first, size_t 
     auto recvStep = [&](uint64_t s) {
         // Yielding: the real GPU takes no core from the proxy thread.
         while (in.tail <= s)
-            if (proxy->error() != loomSuccess) die("proxy error");
+            if (px.proxy->error() != loomSuccess) die("proxy error");
             else sched_yield();
         std::atomic_thread_fence(std::memory_order_acquire);
         in.head = s + 1;
@@ -157,14 +180,7 @@ double proxyPingPong(const net::NetPlugin *p, const Pair &c, bool first, size_t 
         if (first) { sendStep(s); recvStep(s); }
         else { recvStep(s); sendStep(s); }
     }
-    const double us = (now() - t0) / iters / 2 * 1e6;
-    if (!proxy->quiesce(sid, 10)) die("quiesce");
-    proxy->remove(sid);
-    proxy->remove(rid);
-    netReleaseProxy(proxy);
-    p->deregMr(c.send, out.mr);
-    p->deregMr(c.recv, in.mr);
-    return us;
+    return (now() - t0) / iters / 2 * 1e6;
 }
 
 // Through the proxies with a GPU kernel on each side; < 0 without a GPU.
@@ -186,27 +202,17 @@ double gpuPingPong(const net::NetPlugin *p, const Pair &c, bool first, size_t by
     auto tail = [&](int k) { return (volatile uint64_t *)flags[k]; };
     auto head = [&](int k) { return (volatile uint64_t *)flags[k] + 16; };
     auto sizes = [&](int k) { return (volatile uint64_t *)flags[k] + 32; };
-    void *mr[2] = {};
-    if (p->regMr(c.send, slots[0], kSlots * slotBytes, net::MemType::Host, &mr[0]) != loomSuccess ||
-        p->regMr(c.recv, slots[1], kSlots * slotBytes, net::MemType::Host, &mr[1]) != loomSuccess)
-        die("regMr");
-    Proxy *proxy = netAcquireProxy(p, 0);
-    const int sid = proxy->addSend(c.send, ProxyFifo{slots[0], slotBytes, kSlots, tail(0), head(0), sizes(0), mr[0]}, 1);
-    const int rid = proxy->addRecv(c.recv, ProxyFifo{slots[1], slotBytes, kSlots, tail(1), head(1), sizes(1), mr[1]}, 1);
     const uint64_t warmup = 100, total = (uint64_t)iters + warmup;
-    FifoPingPongArgs a{slots[0], tail(0), head(0), sizes(0), slots[1], tail(1), head(1),
-                       slotBytes, bytes, kSlots, first ? 1 : 0, total, warmup, times};
-    if (launchFifoPingPong(a) != cudaSuccess) die("kernel launch");
-    proxy->post(sid, total);
-    proxy->post(rid, total);
-    if (cudaDeviceSynchronize() != cudaSuccess) die("kernel failed");
-    const double us = (double)(times[1] - times[0]) / iters / 2 / 1000;
-    if (!proxy->quiesce(sid, 10)) die("quiesce");
-    proxy->remove(sid);
-    proxy->remove(rid);
-    netReleaseProxy(proxy);
-    p->deregMr(c.send, mr[0]);
-    p->deregMr(c.recv, mr[1]);
+    double us;
+    {
+        Proxied px(p, c, ProxyFifo{slots[0], slotBytes, kSlots, tail(0), head(0), sizes(0), nullptr},
+                   ProxyFifo{slots[1], slotBytes, kSlots, tail(1), head(1), sizes(1), nullptr}, 1, total);
+        FifoPingPongArgs a{slots[0], tail(0), head(0), sizes(0), slots[1], tail(1), head(1),
+                           slotBytes, bytes, kSlots, first ? 1 : 0, total, warmup, times};
+        if (launchFifoPingPong(a) != cudaSuccess) die("kernel launch");
+        if (cudaDeviceSynchronize() != cudaSuccess) die("kernel failed");
+        us = (double)(times[1] - times[0]) / iters / 2 / 1000;
+    }
     for (int k = 0; k < 2; ++k) {
         cudaFreeHost(slots[k]);
         cudaFreeHost(flags[k]);
