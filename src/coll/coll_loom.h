@@ -80,8 +80,10 @@ typedef struct {
     struct loomComm *lcomm; /* created at the first GPU-path call */
     int gpu_state;
     int gpu_device;
+    int gpu_capable; /* every rank's process sees a GPU: -1 not probed yet, 0, 1 */
     mca_coll_loom_previous_t prev;
     unsigned char paths_reported[LOOM_COLL_COUNT]; /* bit per mca_coll_loom_path_t */
+    uint64_t why_reported; /* bit per collective: the reason for staging was printed */
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
@@ -92,6 +94,13 @@ mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int 
 
 /* Once per (communicator, collective, path) with verbose >= 1. */
 void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path);
+/* Once per (communicator, collective) with verbose >= 1: why a call on
+ * device buffers was staged. */
+void mca_coll_loom_report_why(mca_coll_loom_module_t *m, int coll, const char *why);
+
+/* Once per communicator, at its first collective, before anything else that
+ * communicates (every override calls it): do all ranks' processes see a GPU? */
+void mca_coll_loom_probe(mca_coll_loom_module_t *m);
 
 static inline void mca_coll_loom_note(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path)
 {

@@ -1,38 +1,89 @@
 #include "coll_loom_gpu.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "loom.h"
+#include "opal/datatype/opal_datatype_internal.h"
 
-/* The MPI types loom reduces on the GPU; anything else is staged. */
-static int map_dtype(ompi_datatype_t *dt, loomDataType_t *out)
+/* opal's basic type ids -> loom's types (-1: none). MPI_CHAR is INT1,
+ * MPI_BYTE and MPI_UNSIGNED_CHAR UINT1, MPI_C_BOOL BOOL (one byte, 0 or 1). */
+static int loom_type_of_opal(int id)
 {
-    static const struct { MPI_Datatype mpi; loomDataType_t loom; } map[] = {
-        {MPI_FLOAT, loomFloat32}, {MPI_DOUBLE, loomFloat64},
-        {MPI_INT, loomInt32}, {MPI_INT32_T, loomInt32},
-        {MPI_LONG, loomInt64}, {MPI_INT64_T, loomInt64}, {MPI_LONG_LONG, loomInt64},
-        {MPI_UNSIGNED, loomUint32}, {MPI_UINT32_T, loomUint32},
-        {MPI_UNSIGNED_LONG, loomUint64}, {MPI_UINT64_T, loomUint64},
-        {MPI_INT8_T, loomInt8}, {MPI_SIGNED_CHAR, loomInt8},
-        {MPI_UINT8_T, loomUint8}, {MPI_UNSIGNED_CHAR, loomUint8},
-    };
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); ++i)
-        if (map[i].mpi == dt) {
-            *out = map[i].loom;
-            return 1;
-        }
-    return 0;
+    switch (id) {
+    case OPAL_DATATYPE_INT1: return loomInt8;
+    case OPAL_DATATYPE_UINT1: case OPAL_DATATYPE_BOOL: return loomUint8;
+    case OPAL_DATATYPE_INT2: return loomInt16;
+    case OPAL_DATATYPE_UINT2: return loomUint16;
+    case OPAL_DATATYPE_INT4: return loomInt32;
+    case OPAL_DATATYPE_UINT4: return loomUint32;
+    case OPAL_DATATYPE_INT8: case OPAL_DATATYPE_LONG: return loomInt64;
+    case OPAL_DATATYPE_UINT8: case OPAL_DATATYPE_UNSIGNED_LONG: return loomUint64;
+    case OPAL_DATATYPE_FLOAT2: return loomFloat16;
+    case OPAL_DATATYPE_FLOAT4: return loomFloat32;
+    case OPAL_DATATYPE_FLOAT8: return loomFloat64;
+    default: return -1;
+    }
 }
 
-static int map_op(struct ompi_op_t *op, loomRedOp_t *out)
+static bool contiguous_from_zero(ompi_datatype_t *dt, int count)
 {
-    if (op == MPI_SUM) *out = loomSum;
-    else if (op == MPI_PROD) *out = loomProd;
-    else if (op == MPI_MIN) *out = loomMin;
-    else if (op == MPI_MAX) *out = loomMax;
-    else return 0;
-    return 1;
+    ptrdiff_t true_lb, true_extent;
+    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+    return 0 == true_lb && opal_datatype_is_contiguous_memory_layout(&dt->super, count);
+}
+
+const char *mca_coll_loom_map_type(ompi_datatype_t *dt, int count, loomDataType_t *out)
+{
+    uint32_t used = dt->super.bdt_used;
+    if (0 == used || 0 != (used & (used - 1))) return "the datatype is not made of one predefined type";
+    int id = __builtin_ctz(used), t = loom_type_of_opal(id);
+    if (t < 0) return "loom has no GPU reduction for this predefined type (long double, complex, wchar)";
+    if (!contiguous_from_zero(dt, count)) return "the datatype is not contiguous";
+    *out = (loomDataType_t)t;
+    return NULL;
+}
+
+const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct ompi_op_t *op, loomDataType_t *ldt,
+                                      loomRedOp_t *lop)
+{
+    const struct { MPI_Op mpi; loomRedOp_t loom; } ops[] = {
+        {MPI_SUM, loomSum},   {MPI_PROD, loomProd}, {MPI_MIN, loomMin}, {MPI_MAX, loomMax}, {MPI_BAND, loomBand},
+        {MPI_BOR, loomBor},   {MPI_BXOR, loomBxor}, {MPI_LAND, loomLand}, {MPI_LOR, loomLor}, {MPI_LXOR, loomLxor},
+    };
+    size_t i = 0;
+    while (i < sizeof(ops) / sizeof(ops[0]) && ops[i].mpi != op) ++i;
+    if (i == sizeof(ops) / sizeof(ops[0])) return "the op is not one loom reduces on the GPU (user-defined, MINLOC/MAXLOC, REPLACE)";
+    const char *why = mca_coll_loom_map_type(dt, count, ldt);
+    if (NULL != why) return why;
+    if (!loomOpSupported(*ldt, ops[i].loom)) return "loom does not reduce this datatype with this op";
+    *lop = ops[i].loom;
+    return NULL;
+}
+
+const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, int count, size_t *bytes)
+{
+    size_t size;
+    ompi_datatype_type_size(dt, &size);
+    if (!contiguous_from_zero(dt, count)) return "the datatype is not contiguous";
+    *bytes = size * (size_t)count;
+    return NULL;
+}
+
+/* MIN or MAX of a flag over the communicator, through the previous module. */
+static int agree(mca_coll_loom_module_t *m, int mine, struct ompi_op_t *op)
+{
+    int all = 0;
+    if (MPI_SUCCESS != m->prev.allreduce(&mine, &all, 1, MPI_INT, op, m->comm, m->prev.allreduce_module)) return 0;
+    return all;
+}
+
+void mca_coll_loom_probe(mca_coll_loom_module_t *m)
+{
+    if (m->gpu_capable >= 0) return;
+    m->gpu_capable = agree(m, loomCudaDeviceCount() > 0, MPI_MIN);
+    if (!m->gpu_capable) m->gpu_state = LOOM_GPU_UNAVAILABLE;
 }
 
 /* Bootstrap for loom: allgather through the previous module (host buffers). */
@@ -43,15 +94,6 @@ static int bootstrap_allgather(void *ctx, const void *send, void *recv, size_t b
                              m->prev.allgather_module);
 }
 
-/* MIN of a flag over the communicator, through the previous module. */
-static int agree(mca_coll_loom_module_t *m, int mine)
-{
-    int all = 0;
-    if (MPI_SUCCESS != m->prev.allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, m->comm, m->prev.allreduce_module))
-        return 0;
-    return all;
-}
-
 static void gpu_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r)
 {
     char host[64] = "?";
@@ -60,8 +102,9 @@ static void gpu_error(mca_coll_loom_module_t *m, const char *what, loomResult_t 
             m->comm->c_name, m->comm->c_contextid, what, loomGetErrorString(r), loomGetLastError());
 }
 
-/* Collective: every rank builds its side of the loom communicator, then all
- * agree that every rank succeeded. */
+/* Collective: every rank builds its side of the loom communicator (on the
+ * GPU of its buffers, else its current GPU), then all agree that every rank
+ * succeeded. */
 static int create_loom_comm(mca_coll_loom_module_t *m, int device)
 {
     loomUniqueId id;
@@ -71,35 +114,97 @@ static int create_loom_comm(mca_coll_loom_module_t *m, int device)
     loomBootstrap_t bs = {m, bootstrap_allgather};
     loomResult_t r = loomCommInitRank(&m->lcomm, ompi_comm_size(m->comm), id, rank, device, &bs);
     if (loomSuccess != r && loomNotSupported != r) gpu_error(m, "creating the loom communicator", r);
-    if (agree(m, loomSuccess == r)) return 1;
+    if (agree(m, loomSuccess == r, MPI_MIN)) return 1;
     if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
     m->lcomm = NULL;
     return 0;
 }
 
-bool mca_coll_loom_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
-                                 ompi_communicator_t *comm, mca_coll_loom_module_t *m,
-                                 const loomPointerInfo_t *sinfo, const loomPointerInfo_t *rinfo, int *rc)
+static int mpi_error(loomResult_t r)
 {
-    loomDataType_t ldt = loomFloat32;
-    loomRedOp_t lop = loomSum;
-    int want = LOOM_GPU_UNAVAILABLE != m->gpu_state && map_dtype(dt, &ldt) && map_op(op, &lop) &&
-               loomMemoryHost != rinfo->kind;
-    if (want && MPI_IN_PLACE != sbuf) want = loomMemoryHost != sinfo->kind && sinfo->device == rinfo->device;
-    if (want && NULL != m->lcomm) want = m->gpu_device == rinfo->device;
-    /* A blocking collective must take the same path on every rank. */
-    if (!agree(m, want)) return false;
-    if (LOOM_GPU_UNKNOWN == m->gpu_state) {
-        m->gpu_state = create_loom_comm(m, rinfo->device) ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
-        m->gpu_device = rinfo->device;
-        if (LOOM_GPU_READY != m->gpu_state) return false;
+    switch (r) {
+    case loomSuccess: return MPI_SUCCESS;
+    case loomInvalidArgument: return MPI_ERR_ARG;
+    case loomRemoteError: return MPI_ERR_OTHER;
+    case loomSystemError: return MPI_ERR_NO_MEM;
+    default: return MPI_ERR_INTERN;
     }
-    mca_coll_loom_note(m, LOOM_COLL_allreduce, LOOM_PATH_GPU);
-    const void *in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
-    loomResult_t r = loomAllReduce(in, rbuf, (size_t)count, ldt, lop, m->lcomm, NULL);
+}
+
+static loomResult_t launch(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, const void *in, void *out)
+{
+    switch (c->kind) {
+    case LOOM_GPU_ALLREDUCE: return loomAllReduce(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
+    case LOOM_GPU_BCAST: return loomBroadcast(in, out, c->count, c->dt, c->root, m->lcomm, NULL);
+    case LOOM_GPU_REDUCE: return loomReduce(in, out, c->count, c->dt, c->op, c->root, m->lcomm, NULL);
+    case LOOM_GPU_ALLGATHER: return loomAllGather(in, out, c->count, c->dt, m->lcomm, NULL);
+    default: return loomReduceScatter(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
+    }
+}
+
+/* Whether the communicator's kernels can use ptr as it is. */
+static bool usable(const mca_coll_loom_module_t *m, const void *ptr)
+{
+    loomPointerInfo_t info;
+    if (NULL == ptr || loomSuccess != loomPointerQuery(ptr, &info)) return false;
+    return loomMemoryHost != info.kind && info.device == m->gpu_device;
+}
+
+/* Runs the call, moving this rank's buffers through the scratch buffer where
+ * the kernels cannot use them (host memory, another GPU). */
+static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
+{
+    const char *in = (const char *)c->in;
+    char *out = (char *)c->out;
+    const bool in_inside_out = c->in_bytes && c->out_bytes && in >= out && in + c->in_bytes <= out + c->out_bytes;
+    const bool stage_out = c->out_bytes && !usable(m, out);
+    const bool stage_in = c->in_bytes && (in_inside_out ? stage_out : !usable(m, in));
+    const size_t out_at = stage_in && !in_inside_out ? (c->in_bytes + 255) / 256 * 256 : 0;
+    void *scratch = NULL;
+    loomResult_t r = loomSuccess;
+    if (stage_in || stage_out) r = loomCommScratch(m->lcomm, out_at + (stage_out ? c->out_bytes : 0), &scratch);
+    const char *kin = in;
+    char *kout = out;
+    if (loomSuccess == r && stage_out) kout = (char *)scratch + out_at;
+    if (loomSuccess == r && stage_in) {
+        kin = in_inside_out ? kout + (in - out) : (const char *)scratch;
+        r = loomMemcpySync((void *)kin, in, c->in_bytes);
+    }
+    if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
+    if (loomSuccess == r) r = launch(m, c, kin, kout);
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
-    if (loomSuccess != r) gpu_error(m, "allreduce", r);
-    *rc = loomSuccess == r ? MPI_SUCCESS : loomRemoteError == r ? MPI_ERR_OTHER : MPI_ERR_INTERN;
+    if (loomSuccess == r && stage_out) r = loomMemcpySync(out, kout, c->out_bytes);
+    return r;
+}
+
+static bool stay_off(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, const char *why)
+{
+    if (local_gpu) mca_coll_loom_report_why(m, c->coll, why);
+    return false;
+}
+
+bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc)
+{
+    mca_coll_loom_probe(m);
+    if (NULL != c->why_not) return stay_off(m, c, local_gpu, c->why_not);
+    if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
+    if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");
+    if (LOOM_GPU_UNKNOWN == m->gpu_state) {
+        /* Does any rank have device buffers? Only then is a loom communicator made. */
+        if (!agree(m, local_gpu, MPI_MAX)) return false;
+        loomPointerInfo_t info = {loomMemoryHost, -1};
+        if (NULL != c->out) loomPointerQuery(c->out, &info);
+        if (loomMemoryHost == info.kind && NULL != c->in) loomPointerQuery(c->in, &info);
+        int device = loomMemoryHost != info.kind ? info.device : -1;
+        m->gpu_state = create_loom_comm(m, device) ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
+        if (LOOM_GPU_READY != m->gpu_state) return false;
+        m->gpu_device = device;
+        if (device < 0) loomCommDevice(m->lcomm, &m->gpu_device);
+    }
+    mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
+    loomResult_t r = run_here(m, c);
+    if (loomSuccess != r) gpu_error(m, mca_coll_loom_coll_names[c->coll], r);
+    *rc = mpi_error(r);
     return true;
 }
 

@@ -1,6 +1,24 @@
 /*
- * loom's GPU path inside the component: MPI (datatype, op) -> loom, agreement
- * of all ranks, lazy creation of the loom communicator over MPI, the call.
+ * loom's GPU path inside the component: which calls it takes, the lazy
+ * creation of the loom communicator over MPI, and one helper that runs any
+ * collective there (thin per-collective mappers fill a loom_gpu_call_t).
+ *
+ * Every rank of a call must take the same path, also when some ranks pass
+ * host buffers and others device buffers (MPI allows it). So the choice never
+ * depends on where this rank's buffers are, only on what every rank knows
+ * alike:
+ *  - the communicator's state: whether every rank's process sees a GPU (probed
+ *    once, at the communicator's first collective, which every rank calls),
+ *    and whether the loom communicator exists (created collectively);
+ *  - the call's arguments: collective, datatype, op, counts, root.
+ * While the loom communicator does not exist yet, an eligible call on a
+ * communicator whose every process sees a GPU costs one small host allreduce
+ * (does any rank have device buffers?); when one does, all ranks create it.
+ * From then on eligible calls run on loom's kernels on every rank with no
+ * agreement: a rank whose buffers are in host memory (or on another GPU) runs
+ * through a device scratch buffer of the loom communicator. Calls that are
+ * not eligible are staged on ranks with device buffers and delegated on the
+ * others: both call the previous module with the same arguments.
  */
 #ifndef COLL_LOOM_GPU_H
 #define COLL_LOOM_GPU_H
@@ -8,11 +26,43 @@
 #include "coll_loom.h"
 #include "loom.h"
 
-/* Runs a blocking allreduce on loom's kernels when every rank can. Returns
- * true and sets *rc when it took the call; false when the caller must stage. */
-bool mca_coll_loom_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
-                                 ompi_communicator_t *comm, mca_coll_loom_module_t *m,
-                                 const loomPointerInfo_t *sinfo, const loomPointerInfo_t *rinfo, int *rc);
+typedef enum {
+    LOOM_GPU_ALLREDUCE,
+    LOOM_GPU_BCAST,
+    LOOM_GPU_REDUCE,
+    LOOM_GPU_ALLGATHER,
+    LOOM_GPU_REDUCE_SCATTER,
+} loom_gpu_kind_t;
+
+/* One call as the GPU path sees it, filled by a collective's mapper. */
+typedef struct {
+    int coll;            /* LOOM_COLL_*, for reports */
+    loom_gpu_kind_t kind;
+    const void *in;      /* this rank's input (MPI_IN_PLACE resolved); may lie inside out */
+    void *out;           /* this rank's output */
+    size_t in_bytes;     /* bytes read from in (0: none) */
+    size_t out_bytes;    /* bytes written to out (0: none) */
+    size_t count;        /* loom's count: elements (per block for allgather / reduce_scatter) */
+    loomDataType_t dt;
+    loomRedOp_t op;
+    int root;
+    const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
+} loom_gpu_call_t;
+
+/* MPI datatype -> loom type: predefined types and contiguous derived types of
+ * one predefined type. NULL on success, else why not. */
+const char *mca_coll_loom_map_type(ompi_datatype_t *dt, int count, loomDataType_t *out);
+/* The same plus the op (reductions). */
+const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct ompi_op_t *op, loomDataType_t *ldt,
+                                      loomRedOp_t *lop);
+/* Data movement: any datatype whose `count` elements are contiguous bytes. */
+const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, int count, size_t *bytes);
+
+/* Runs c on loom's kernels when the call is eligible and the communicator
+ * takes the GPU path (see above); local_gpu: some buffer of this rank is on a
+ * GPU. Returns true and sets *rc when it took the call; false when the caller
+ * must stage (device buffers) or delegate (host buffers). */
+bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc);
 
 /* Releases the loom communicator of a module (module destructor). */
 void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m);

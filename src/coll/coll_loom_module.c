@@ -25,6 +25,8 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->lcomm = NULL;
     m->gpu_state = LOOM_GPU_UNKNOWN;
     m->gpu_device = -1;
+    m->gpu_capable = -1;
+    m->why_reported = 0;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }
@@ -53,6 +55,15 @@ void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loo
     char what[96];
     m->paths_reported[coll] |= (unsigned char)(1u << path);
     snprintf(what, sizeof(what), "%s -> %s", mca_coll_loom_coll_names[coll], path_names[path]);
+    report(m, what);
+}
+
+void mca_coll_loom_report_why(mca_coll_loom_module_t *m, int coll, const char *why)
+{
+    if (mca_coll_loom_component.verbose <= 0 || (m->why_reported & (1ull << coll))) return;
+    m->why_reported |= 1ull << coll;
+    char what[256];
+    snprintf(what, sizeof(what), "%s on device buffers staged: %s", mca_coll_loom_coll_names[coll], why);
     report(m, what);
 }
 

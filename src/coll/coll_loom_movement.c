@@ -3,7 +3,10 @@
  * Same scheme as the reductions: host buffers go to the previous module
  * untouched, device buffers are staged through host memory.
  */
+#include "coll_loom_gpu.h"
 #include "coll_loom_stage.h"
+
+#include <string.h>
 
 static int barrier_any(ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
@@ -23,13 +26,29 @@ int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_
 static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm, loom_t *m,
                      ompi_request_t **req)
 {
-    if (!mca_coll_loom_on_gpu(buf)) LOOM_DELEGATE(m, req, bcast, buf, count, dt, root, comm);
+    const bool on_gpu = mca_coll_loom_on_gpu(buf), is_root = ompi_comm_rank(comm) == root;
+    loom_gpu_call_t c;
+    memset(&c, 0, sizeof(c));
+    c.coll = LOOM_COLL_bcast;
+    c.kind = LOOM_GPU_BCAST;
+    c.dt = loomUint8;
+    c.root = root;
+    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+              : count <= 0 ? "nothing to send"
+              : mca_coll_loom_map_bytes(dt, count, &c.count);
+    c.in = c.out = buf;
+    c.out_bytes = c.count;
+    c.in_bytes = is_root ? c.count : 0;
+    int rc;
+    if (mca_coll_loom_gpu_run(m, &c, on_gpu, &rc)) return rc;
+    if (!on_gpu) LOOM_DELEGATE(m, req, bcast, buf, count, dt, root, comm);
+    mca_coll_loom_probe(m);
     mca_coll_loom_note(m, LOOM_COLL_ID(req, bcast), LOOM_PATH_STAGED);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_stage_t st = {.n = 0};
     void *hb;
     /* The root only sends: nothing to copy back there. */
-    int rc = mca_coll_loom_stage(&st, true, buf, loom_span_of(&sh, (size_t)count), ompi_comm_rank(comm) != root, &hb);
+    rc = mca_coll_loom_stage(&st, true, buf, loom_span_of(&sh, (size_t)count), !is_root, &hb);
     if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, bcast, hb, count, dt, root, comm);
     return mca_coll_loom_unstage(&st, rc, req);
 }
@@ -98,11 +117,13 @@ int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, v
 
 /* allgather and alltoall: fixed-size blocks; scount_n is scount times the
  * number of blocks read from sbuf (1 for allgather, comm size for alltoall). */
-#define LOOM_BLOCKS(name, s_blocks)                                                                          \
+#define LOOM_BLOCKS(name, s_blocks, gpu_try)                                                                 \
     static int name##_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,         \
                           ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)   \
     {                                                                                                         \
         bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                          \
+        int rc;                                                                                               \
+        if (gpu_try(sbuf, scount, sdt, rbuf, rcount, rdt, comm, m, req, s_gpu || r_gpu, &rc)) return rc;      \
         if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, name, sbuf, scount, sdt, rbuf, rcount, rdt, comm);        \
         size_t n = (size_t)ompi_comm_size(comm);                                                              \
         loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);                     \
@@ -123,8 +144,38 @@ int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, v
         return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), req);                     \
     }
 
-LOOM_BLOCKS(allgather, 1)
-LOOM_BLOCKS(alltoall, n)
+/* allgather on loom's kernels: blocks of contiguous bytes, in rank order. */
+static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                          ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
+                          bool local_gpu, int *rc)
+{
+    const size_t n = (size_t)ompi_comm_size(comm);
+    loom_gpu_call_t c;
+    memset(&c, 0, sizeof(c));
+    c.coll = LOOM_COLL_allgather;
+    c.kind = LOOM_GPU_ALLGATHER;
+    c.dt = loomUint8;
+    size_t total = 0, sbytes = 0;
+    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+              : rcount <= 0 ? "nothing to gather"
+              : mca_coll_loom_map_bytes(rdt, (int)(rcount * n), &total);
+    if (NULL == c.why_not && MPI_IN_PLACE != sbuf) c.why_not = mca_coll_loom_map_bytes(sdt, scount, &sbytes);
+    c.count = total / n;
+    c.out = rbuf;
+    c.out_bytes = total;
+    c.in = MPI_IN_PLACE == sbuf ? (const char *)rbuf + (size_t)ompi_comm_rank(comm) * c.count : sbuf;
+    c.in_bytes = c.count;
+    return mca_coll_loom_gpu_run(m, &c, local_gpu, rc);
+}
+
+static bool no_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount, ompi_datatype_t *rdt,
+                   ompi_communicator_t *comm, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
+{
+    return false;
+}
+
+LOOM_BLOCKS(allgather, 1, allgather_gpu)
+LOOM_BLOCKS(alltoall, n, no_gpu)
 
 static int allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
                           const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,

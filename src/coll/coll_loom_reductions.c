@@ -7,15 +7,53 @@
 #include "coll_loom_gpu.h"
 #include "coll_loom_stage.h"
 
+#include <string.h>
+
+/* A blocking reduction as the GPU path sees it (the mappers below fill in
+ * buffers and counts). Non-blocking calls stay off it for now. */
+static loom_gpu_call_t reduction_call(int coll, loom_gpu_kind_t kind, ompi_datatype_t *dt, int count,
+                                      struct ompi_op_t *op, ompi_request_t **req)
+{
+    loom_gpu_call_t c;
+    memset(&c, 0, sizeof(c));
+    c.coll = coll;
+    c.kind = kind;
+    c.count = count > 0 ? (size_t)count : 0;
+    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+              : count <= 0 ? "nothing to reduce"
+              : mca_coll_loom_map_type_op(dt, count, op, &c.dt, &c.op);
+    return c;
+}
+
+static size_t type_bytes(ompi_datatype_t *dt, size_t count)
+{
+    size_t size;
+    ompi_datatype_type_size(dt, &size);
+    return size * count;
+}
+
+/* reduce_scatter(_block): n blocks of c->count in (rbuf in place), one out. */
+static void scatter_buffers(loom_gpu_call_t *c, const void *sbuf, void *rbuf, ompi_datatype_t *dt,
+                            ompi_communicator_t *comm)
+{
+    c->in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
+    c->out = rbuf;
+    c->out_bytes = type_bytes(dt, c->count);
+    c->in_bytes = c->out_bytes * (size_t)ompi_comm_size(comm);
+}
+
 /* Blocking allreduce on device buffers tries loom's GPU path first. */
 static int allreduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
-    loomPointerInfo_t sinfo, rinfo; /* one driver query per buffer, shared with the GPU path */
-    bool s_gpu = mca_coll_loom_locate(sbuf, &sinfo), r_gpu = mca_coll_loom_locate(rbuf, &rinfo);
-    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allreduce, sbuf, rbuf, count, dt, op, comm);
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_allreduce, LOOM_GPU_ALLREDUCE, dt, count, op, req);
+    c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
+    c.out = rbuf;
+    c.in_bytes = c.out_bytes = type_bytes(dt, c.count);
     int rc;
-    if (NULL == req && mca_coll_loom_gpu_allreduce(sbuf, rbuf, count, dt, op, comm, m, &sinfo, &rinfo, &rc)) return rc;
+    if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allreduce, sbuf, rbuf, count, dt, op, comm);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_span_t span = loom_span_of(&sh, (size_t)count);
     LOOM_STAGED_CALL(m, req, allreduce, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, comm);
@@ -62,8 +100,17 @@ static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *
                       ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
     /* rbuf means something only at the root. */
+    const bool is_root = ompi_comm_rank(comm) == root;
     bool s_gpu = mca_coll_loom_on_gpu(sbuf);
-    bool r_gpu = ompi_comm_rank(comm) == root && mca_coll_loom_on_gpu(rbuf);
+    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce, LOOM_GPU_REDUCE, dt, count, op, req);
+    c.root = root;
+    c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf; /* in place: root only */
+    c.out = is_root ? rbuf : NULL;
+    c.in_bytes = type_bytes(dt, c.count);
+    c.out_bytes = is_root ? c.in_bytes : 0;
+    int rc;
+    if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce, sbuf, rbuf, count, dt, op, root, comm);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_span_t span = loom_span_of(&sh, (size_t)count);
@@ -86,9 +133,16 @@ static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, 
                               struct ompi_op_t *op, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
-    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce_scatter, sbuf, rbuf, rcounts, dt, op, comm);
     size_t total = 0;
-    for (int r = 0; r < ompi_comm_size(comm); ++r) total += (size_t)rcounts[r];
+    bool equal = true;
+    for (int r = 0; r < ompi_comm_size(comm); ++r) total += (size_t)rcounts[r], equal &= rcounts[r] == rcounts[0];
+    /* Equal counts are reduce_scatter_block; ragged ones stay staged for now. */
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce_scatter, LOOM_GPU_REDUCE_SCATTER, dt, rcounts[0], op, req);
+    if (!equal && NULL == c.why_not) c.why_not = "ragged receive counts are not on loom's kernels yet";
+    scatter_buffers(&c, sbuf, rbuf, dt, comm);
+    int rc;
+    if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce_scatter, sbuf, rbuf, rcounts, dt, op, comm);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_span_t s_span = loom_span_of(&sh, total);
     /* In place, rbuf holds the whole input. */
@@ -113,6 +167,10 @@ static int reduce_scatter_block_any(const void *sbuf, void *rbuf, int rcount, om
                                     ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce_scatter_block, LOOM_GPU_REDUCE_SCATTER, dt, rcount, op, req);
+    scatter_buffers(&c, sbuf, rbuf, dt, comm);
+    int rc;
+    if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce_scatter_block, sbuf, rbuf, rcount, dt, op, comm);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_span_t s_span = loom_span_of(&sh, (size_t)rcount * (size_t)ompi_comm_size(comm));

@@ -67,6 +67,7 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
  * call the previous module with the host views (hs, hr), unstage, return. */
 #define LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, ...)                      \
     do {                                                                                       \
+        mca_coll_loom_probe(m);                                                                \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_STAGED);                      \
         loom_stage_t st = {.n = 0};                                                            \
         const void *hs;                                                                        \
@@ -78,6 +79,7 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
 
 #define LOOM_DELEGATE(m, req, name, ...)                                       \
     do {                                                                       \
+        mca_coll_loom_probe(m);                                                \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_DELEGATED);   \
         return LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                      \
     } while (0)

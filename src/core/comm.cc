@@ -103,6 +103,9 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     comm->trees[0] = g.trees[0];
     comm->trees[1] = g.trees[1];
     const std::vector<int> &ring = g.rings[0].ranks;
+    comm->ringOrder = ring;
+    comm->ringPosOf.assign(comm->nranks, 0);
+    for (size_t i = 0; i < ring.size(); ++i) comm->ringPosOf[ring[i]] = (int)i;
     for (size_t i = 0; i < ring.size(); ++i)
         if (ring[i] == comm->rank) {
             comm->ringPos = (int)i;
@@ -181,6 +184,8 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
         if (r == loomSuccess) r = connectEdges(comm, bs, peers, reach);
         if (r != loomSuccess) return r;
     }
+    r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
+    if (r != loomSuccess) return r;
     auto kind = [](bool net, bool shm) { return net ? "net" : shm ? "shm" : "p2p"; };
     LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -(%s)-> %d -(%s)-> %d, %d channels x %d slots x %zu KiB "
               "(LL ring up to %zu KiB: %zu KiB slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
@@ -206,6 +211,9 @@ void releaseComm(loomComm *comm) {
     shmClose(&comm->shmSend);
     shmClose(&comm->shmRecv);
     p2pFreeRegion(&comm->region);
+    cudaFree(comm->ringRanksDev);
+    for (RingChannel *t : comm->ringChansDev) cudaFree(t);
+    cudaFree(comm->scratch);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
     if (current >= 0) cudaSetDevice(current);
@@ -234,9 +242,9 @@ extern "C" loomResult_t loomCommInitRank(loomComm_t *out, int nranks, loomUnique
     if (!comm) return fail(loomSystemError, "loomCommInitRank: out of memory");
     comm->rank = rank;
     comm->nranks = nranks;
-    comm->cudaDev = cudaDev;
     int current = -1;
     cudaGetDevice(&current);
+    comm->cudaDev = cudaDev >= 0 ? cudaDev : current < 0 ? 0 : current;
     loomResult_t r = initComm(comm, bootstrap);
     if (current >= 0) cudaSetDevice(current);
     if (r != loomSuccess) {
@@ -264,9 +272,38 @@ extern "C" loomResult_t loomCommUserRank(loomComm_t comm, int *rank) {
     return loomSuccess;
 }
 
+extern "C" loomResult_t loomCommDevice(loomComm_t comm, int *device) {
+    if (!comm || !device) return fail(loomInvalidArgument, "loomCommDevice: NULL argument");
+    *device = comm->cudaDev;
+    return loomSuccess;
+}
+
 extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
     if (!comm || !bytes) return fail(loomInvalidArgument, "loomCommMemoryBytes: NULL argument");
-    *bytes = comm->region.bytes;
+    *bytes = comm->region.bytes + comm->scratchBytes;
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr) {
+    if (!comm || !ptr) return fail(loomInvalidArgument, "loomCommScratch: NULL argument");
+    if (bytes > comm->scratchBytes) {
+        // Whatever used the old buffer was ordered on loom's stream.
+        cudaStreamSynchronize(comm->stream);
+        cudaFree(comm->scratch);
+        comm->scratch = nullptr;
+        comm->scratchBytes = 0;
+        int current = -1;
+        cudaGetDevice(&current);
+        cudaSetDevice(comm->cudaDev);
+        const size_t want = (bytes + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+        cudaError_t e = cudaMalloc(&comm->scratch, want);
+        if (current >= 0) cudaSetDevice(current);
+        if (e != cudaSuccess)
+            return fail(loomUnhandledCudaError, "rank %d GPU %d: scratch buffer of %zu bytes: %s", comm->rank,
+                        comm->cudaDev, want, cudaGetErrorString(e));
+        comm->scratchBytes = want;
+    }
+    *ptr = comm->scratch;
     return loomSuccess;
 }
 
@@ -307,11 +344,11 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         gethostname(host, sizeof(host) - 1);
         const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
         if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
-            return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: a network connection (ring neighbours "
+            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s: a network connection (ring neighbours "
                         "%d, %d%s) failed (see the warning above); communicator unusable", host, comm->rank,
-                        comm->cudaDev, comm->busId, comm->prev, comm->next, others);
-        return fail(loomRemoteError, "%s rank %d GPU %d (%s): allreduce: a peer (ring neighbours %d, %d%s) silent for "
-                    "%.0f s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->prev,
+                        comm->cudaDev, comm->busId, comm->lastColl, comm->prev, comm->next, others);
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s: a peer (ring neighbours %d, %d%s) silent for "
+                    "%.0f s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->lastColl, comm->prev,
                     comm->next, others, params().timeoutSeconds);
     }
     if (err != cudaSuccess) {

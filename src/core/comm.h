@@ -14,6 +14,7 @@
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
 #include "device/oneshot_args.h"
+#include "device/conn.h"
 #include "device/ring_args.h"
 #include "device/rd_args.h"
 #include "device/tree_args.h"
@@ -24,6 +25,13 @@ struct loomComm {
     int rank = 0, nranks = 0, cudaDev = -1;
     int next = 0, prev = 0;      // ring neighbours, from the topology search
     int ringPos = 0;             // this rank's position in the ring order (not its rank)
+    std::vector<int> ringOrder;  // the rank at each ring position (channels all use rings[0])
+    std::vector<int> ringPosOf;  // the ring position of each rank
+    int *ringRanksDev = nullptr; // ringOrder in device memory (blocks of gather-type calls are in rank order)
+    // Per protocol: each channel's connections as the kernels see them
+    // (device memory), and the slots sent and received on them so far.
+    loom::RingChannel *ringChansDev[2] = {};
+    loom::ConnSteps ringSteps[2][loom::kMaxChannels] = {};
     int maxChannels = 1, nslots = 2;
     size_t slotBytes = 0;
     size_t channelBytes = 0;     // FifoFlags + slots of one channel
@@ -57,7 +65,6 @@ struct loomComm {
     size_t llRingSlotBytes = 0;
     size_t llRingChannelBytes = 0; // FifoFlags + slots of one channel
     size_t llRingMaxBytes = 0;
-    uint64_t llRingStep[loom::kMaxChannels] = {};
     // Small messages across hosts: trees (double binary tree across hosts,
     // chains inside) and recursive doubling, over edges with one peer each
     // (device/peer_edge.h): slot k leads to edgePeer[k], which uses its slot
@@ -80,7 +87,9 @@ struct loomComm {
     volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
     int *abortFlagDev = nullptr;
     unsigned long long timeoutCycles = 0;
-    uint64_t step[loom::kMaxChannels] = {}; // slots sent per channel so far
+    void *scratch = nullptr;     // loomCommScratch's buffer (GPU memory)
+    size_t scratchBytes = 0;
+    const char *lastColl = "";   // the collective last enqueued (for errors)
     bool failed = false;
     char busId[16] = "";
 };

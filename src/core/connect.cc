@@ -139,4 +139,35 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     return loomSuccess;
 }
 
+loomResult_t buildRingTables(loomComm *comm) {
+    const int n = comm->nranks;
+    cudaError_t e = cudaMalloc((void **)&comm->ringRanksDev, sizeof(int) * (size_t)n);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(comm->ringRanksDev, comm->ringOrder.data(), sizeof(int) * (size_t)n, cudaMemcpyHostToDevice);
+    for (int p = 0; p < 2 && e == cudaSuccess; ++p) {
+        const size_t chBytes = p == kProtoLL ? comm->llRingChannelBytes : comm->channelBytes;
+        std::vector<RingChannel> chans((size_t)comm->maxChannels);
+        for (int c = 0; c < comm->maxChannels && n > 1 && comm->recvArea[p]; ++c) {
+            const size_t at = (size_t)c * chBytes;
+            auto flags = [&](char *area) { return reinterpret_cast<FifoFlags *>(area + at); };
+            RingChannel &ch = chans[c];
+            ch.recv.slots = comm->recvSlotBase[p] + at + sizeof(FifoFlags);
+            ch.recv.tail = &flags(comm->recvArea[p])->recvTail;
+            ch.recv.head = &flags(comm->prevCreditArea[p])->sendHead;
+            ch.send.slots = comm->sendSlotBase[p] + at + sizeof(FifoFlags);
+            ch.send.tail = &flags(comm->sendArea[p])->recvTail;
+            ch.send.head = &flags(comm->creditArea[p])->sendHead;
+            ch.send.sizes = comm->sendNet; // the proxy needs each step's size
+        }
+        e = cudaMalloc((void **)&comm->ringChansDev[p], sizeof(RingChannel) * chans.size());
+        if (e == cudaSuccess)
+            e = cudaMemcpy(comm->ringChansDev[p], chans.data(), sizeof(RingChannel) * chans.size(),
+                           cudaMemcpyHostToDevice);
+    }
+    if (e != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d: ring connection tables: %s", comm->rank, comm->cudaDev,
+                    cudaGetErrorString(e));
+    return loomSuccess;
+}
+
 } // namespace loom

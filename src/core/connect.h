@@ -48,6 +48,10 @@ loomResult_t mapPeerRegion(loomComm *comm, const std::vector<PeerInfo> &peers, i
 loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
                          const Reach &reach);
 
+// Local: the kernels' view of the ring connections (one RingChannel per
+// channel and protocol) and the ring order, copied into device memory.
+loomResult_t buildRingTables(loomComm *comm);
+
 // Whether two ranks may have an edge: on different hosts, or p2p between them.
 using SameHostP2p = std::function<bool(int, int)>;
 

@@ -29,6 +29,7 @@ void load() {
         !bind(lib, "cuPointerGetAttributes", g_driver.cuPointerGetAttributes) ||
         !bind(lib, "cuGetErrorString", g_driver.cuGetErrorString))
         return;
+    bind(lib, "cuDeviceGetCount", g_driver.cuDeviceGetCount, false);
     bind(lib, "cuMemGetHandleForAddressRange", g_driver.cuMemGetHandleForAddressRange, false); // CUDA >= 11.7
     CUresult rc = g_driver.cuInit(0);
     if (rc != CUDA_SUCCESS) {

@@ -15,6 +15,7 @@ struct CudaDriver {
     CUresult (*cuInit)(unsigned int);
     CUresult (*cuPointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuDeviceGetCount)(int *); // optional here: 0 devices when absent
     // Optional (null before CUDA 11.7): a dma-buf fd for GPU memory, which a
     // NIC registers with ibv_reg_dmabuf_mr (GPUDirect RDMA without nvidia-peermem).
     CUresult (*cuMemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);

@@ -1,11 +1,14 @@
 /*
- * Plan and enqueue: how many channels a call uses and what each kernel CTA
- * is told; advances the per-channel FIFO step counters exactly as the kernel
- * will (the same schedule functions, so both sides of a ring stay in step).
+ * The collectives' entry points: argument checks, then the algorithm and
+ * protocol for the call (the selection rules below: one-shot LL, recursive
+ * doubling, trees, rings), then that algorithm's plan, launch and commit.
+ * Small-message allreduce algorithms (one-shot, trees, recursive doubling)
+ * are planned here; the ring and its chains in enqueue_ring.cc.
  */
 #include <cstring>
 
 #include "core/comm.h"
+#include "core/enqueue.h"
 #include "core/debug.h"
 #include "core/params.h"
 #include "device/collectives.h"
@@ -17,21 +20,20 @@ using namespace loom;
 extern "C" size_t loomTypeSize(loomDataType_t type) {
     switch (type) {
     case loomInt8: case loomUint8: return 1;
-    case loomFloat16: case loomBfloat16: return 2;
+    case loomInt16: case loomUint16: case loomFloat16: case loomBfloat16: return 2;
     case loomInt32: case loomUint32: case loomFloat32: return 4;
     case loomInt64: case loomUint64: case loomFloat64: return 8;
     default: return 0;
     }
 }
 
-namespace {
-
-// Every rank derives the same number from the same count.
-int channelsFor(const loomComm *comm, size_t bytes) {
-    size_t n = bytes / (size_t)params().minChannelBytes;
-    if (n < 1) n = 1;
-    return n < (size_t)comm->maxChannels ? (int)n : comm->maxChannels;
+extern "C" int loomOpSupported(loomDataType_t type, loomRedOp_t op) {
+    if (!loomTypeSize(type) || (int)op < 0 || op >= loomNumOps) return 0;
+    const bool floating = type == loomFloat16 || type == loomBfloat16 || type == loomFloat32 || type == loomFloat64;
+    return !floating || op == loomSum || op == loomProd || op == loomMin || op == loomMax;
 }
+
+namespace {
 
 // Small messages: every rank pushes its input to every peer as LL lines and
 // reduces locally (one hop). Slots alternate between two parities per call.
@@ -50,6 +52,7 @@ loomResult_t oneShotAllReduce(const void *in, void *out, size_t bytes, loomDataT
     uint32_t call = ++comm->llCalls;
     if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
     a.flag = call;
+    comm->lastColl = "allreduce";
     size_t parity = (size_t)(call & 1) * comm->nranks;
     for (int q = 0; q < comm->nranks; ++q) {
         char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;
@@ -85,7 +88,7 @@ EdgeCall edgeCall(const loomComm *comm, const void *in, void *out, size_t count)
 void advanceEdge(loomComm *comm, int k, uint64_t chunks) {
     if (comm->edgePeer[k] < 0 || !chunks) return;
     comm->edge[k].step += chunks;
-    if (comm->edgeNet[k].send) netPost(&comm->edgeNet[k], 1, &chunks);
+    if (comm->edgeNet[k].send) netPost(&comm->edgeNet[k], 1, &chunks, &chunks);
 }
 
 // Small messages across hosts: the double binary tree, log2(hosts) network
@@ -101,6 +104,7 @@ loomResult_t treeAllReduce(const void *in, void *out, size_t count, size_t esize
         a.tree[t].lag = comm->nslots / 2 > 0 ? comm->nslots / 2 : 1; // the schedule is deadlock-free for any lag
         for (int e = 0; e < kTreeEdges; ++e) a.tree[t].edge[e] = comm->edge[treeEdgeSlot(t, e)];
     }
+    comm->lastColl = "allreduce";
     cudaError_t err = launchTreeAllreduce(a, dtype, op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): tree allreduce launch: %s", comm->rank,
@@ -125,6 +129,7 @@ loomResult_t rdAllReduce(const void *in, void *out, size_t count, size_t esize, 
     a.c = edgeCall(comm, in, out, count);
     a.role = comm->rdRole;
     for (int k = 0; k < kRdEdgeSlots; ++k) a.edge[k] = comm->edge[kTreeEdgeSlots + k];
+    comm->lastColl = "allreduce";
     cudaError_t err = launchRdAllreduce(a, dtype, op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): recursive-doubling allreduce launch: %s", comm->rank,
@@ -135,75 +140,98 @@ loomResult_t rdAllReduce(const void *in, void *out, size_t count, size_t esize, 
     return loomSuccess;
 }
 
+// Checks every collective shares; loomSuccess means go on (count > 0).
+loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
+    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
+    if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
+    if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
+    if (reduction && !loomOpSupported(dtype, op))
+        return fail(loomInvalidArgument, "%s: op %d is not defined on datatype %d", what, (int)op, (int)dtype);
+    return loomSuccess;
+}
+
+loomResult_t checkRoot(const char *what, const loomComm *comm, int root) {
+    if (root < 0 || root >= comm->nranks)
+        return fail(loomInvalidArgument, "%s: root %d of %d ranks", what, root, comm->nranks);
+    return loomSuccess;
+}
+
+RingCall ringCall(int coll, const void *in, void *out, size_t count, size_t totalBytes, loomDataType_t dtype,
+                  loomRedOp_t op, int root) {
+    RingCall c;
+    c.coll = coll;
+    c.proto = kProtoSimple;
+    c.in = in;
+    c.out = out;
+    c.count = count;
+    c.totalBytes = totalBytes;
+    c.dtype = dtype;
+    c.op = op;
+    c.root = root;
+    return c;
+}
+
 } // namespace
 
 extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
                                       loomRedOp_t op, loomComm_t comm, cudaStream_t stream) {
-    if (!comm) return fail(loomInvalidArgument, "loomAllReduce: comm is NULL");
-    if (comm->failed) return fail(loomRemoteError, "loomAllReduce: rank %d: communicator failed earlier", comm->rank);
-    size_t esize = loomTypeSize(datatype);
-    if (!esize) return fail(loomInvalidArgument, "loomAllReduce: unknown datatype %d", (int)datatype);
-    if ((int)op < 0 || op >= loomNumOps) return fail(loomInvalidArgument, "loomAllReduce: unknown op %d", (int)op);
-    if (count == 0) return loomSuccess;
+    loomResult_t r = checkCall("loomAllReduce", comm, datatype, true, op);
+    if (r != loomSuccess || count == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
     if (!stream) stream = comm->stream;
-    if (comm->allPeersMapped && count * esize <= comm->llMaxBytes)
-        return oneShotAllReduce(sendbuff, recvbuff, count * esize, datatype, op, comm, stream);
-    if (comm->rdReady && count * esize <= comm->rdMaxBytes)
+    const size_t esize = loomTypeSize(datatype), bytes = count * esize;
+    if (comm->allPeersMapped && bytes <= comm->llMaxBytes)
+        return oneShotAllReduce(sendbuff, recvbuff, bytes, datatype, op, comm, stream);
+    if (comm->rdReady && bytes <= comm->rdMaxBytes)
         return rdAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
-    if (comm->treeReady && count * esize <= comm->treeMaxBytes)
+    if (comm->treeReady && bytes <= comm->treeMaxBytes)
         return treeAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
-
     // Mid sizes: the ring on LL (low latency per step); large: Simple.
-    const bool ll = count * esize <= comm->llRingMaxBytes;
-    const int proto = ll ? kProtoLL : kProtoSimple;
-    const size_t chBytes = ll ? comm->llRingChannelBytes : comm->channelBytes;
-    uint64_t *steps = ll ? comm->llRingStep : comm->step;
-    RingArgs a;
-    memset(&a, 0, sizeof(a));
-    a.proto = proto;
-    a.sendSizes = comm->sendNet;
-    a.in = sendbuff;
-    a.out = recvbuff;
-    a.count = count;
-    a.nranks = comm->nranks;
-    a.pos = comm->ringPos; // the schedule is in ring positions
-    a.nchannels = channelsFor(comm, count * esize);
-    a.nthreads = params().ringThreads;
-    a.nslots = comm->nslots;
-    a.slotBytes = ll ? comm->llRingSlotBytes : comm->slotBytes;
-    a.timeoutCycles = comm->timeoutCycles;
-    a.abortFlag = comm->abortFlagDev;
-    for (int c = 0; c < a.nchannels && comm->nranks > 1; ++c) {
-        const size_t at = (size_t)c * chBytes;
-        auto flags = [&](char *area) { return reinterpret_cast<FifoFlags *>(area + at); };
-        RingChannel &ch = a.ch[c];
-        ch.recvSlots = comm->recvSlotBase[proto] + at + sizeof(FifoFlags);
-        ch.recvTail = &flags(comm->recvArea[proto])->recvTail;
-        ch.sendHead = &flags(comm->creditArea[proto])->sendHead;
-        ch.sendSlots = comm->sendSlotBase[proto] + at + sizeof(FifoFlags);
-        ch.nextRecvTail = &flags(comm->sendArea[proto])->recvTail;
-        ch.prevSendHead = &flags(comm->prevCreditArea[proto])->sendHead;
-        ch.step = steps[c];
-    }
-    cudaError_t err = launchRingAllreduce(a, datatype, op, stream);
-    if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): allreduce launch: %s", comm->rank, comm->cudaDev,
-                    comm->busId, cudaGetErrorString(err));
-    // The kernel sends 2(n-1) slots per round on each channel it runs (and
-    // receives as many); the proxy moves them for net connections.
-    const size_t align = 16 / esize;
-    const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
-    uint64_t callSteps[kMaxChannels] = {};
-    for (int c = 0; c < a.nchannels && comm->nranks > 1; ++c) {
-        size_t b, e;
-        channelRange(count, a.nchannels, c, align * 4, &b, &e);
-        size_t chunk = ringChunkElems(e - b, comm->nranks, slotElems, align);
-        callSteps[c] = ringRounds(e - b, comm->nranks, chunk) * (uint64_t)ringSendsPerRound(comm->nranks);
-        steps[c] += callSteps[c];
-    }
-    if (comm->sendNet || comm->recvNet) netPost(&comm->net, a.nchannels, callSteps);
-    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, ring %s on %d channels", comm->rank, count, esize,
-               ll ? "LL" : "Simple", a.nchannels);
-    return loomSuccess;
+    RingCall c = ringCall(kRingAllReduce, sendbuff, recvbuff, count, bytes, datatype, op, 0);
+    if (bytes <= comm->llRingMaxBytes) c.proto = kProtoLL;
+    return ringCollective(comm, c, stream);
+}
+
+extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
+                                      int root, loomComm_t comm, cudaStream_t stream) {
+    loomResult_t r = checkCall("loomBroadcast", comm, datatype, false, loomSum);
+    if (r == loomSuccess) r = checkRoot("loomBroadcast", comm, root);
+    if (r != loomSuccess || count == 0) return r;
+    if (!recvbuff || (comm->rank == root && !sendbuff)) return fail(loomInvalidArgument, "loomBroadcast: NULL buffer");
+    const void *in = comm->rank == root ? sendbuff : recvbuff;
+    const size_t bytes = count * loomTypeSize(datatype);
+    return ringCollective(comm, ringCall(kRingBroadcast, in, recvbuff, count, bytes, datatype, loomSum, root),
+                          stream ? stream : comm->stream);
+}
+
+extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
+                                   loomRedOp_t op, int root, loomComm_t comm, cudaStream_t stream) {
+    loomResult_t r = checkCall("loomReduce", comm, datatype, true, op);
+    if (r == loomSuccess) r = checkRoot("loomReduce", comm, root);
+    if (r != loomSuccess || count == 0) return r;
+    if (!sendbuff || (comm->rank == root && !recvbuff)) return fail(loomInvalidArgument, "loomReduce: NULL buffer");
+    const size_t bytes = count * loomTypeSize(datatype);
+    return ringCollective(comm, ringCall(kRingReduce, sendbuff, recvbuff, count, bytes, datatype, op, root),
+                          stream ? stream : comm->stream);
+}
+
+extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, loomDataType_t datatype,
+                                      loomComm_t comm, cudaStream_t stream) {
+    loomResult_t r = checkCall("loomAllGather", comm, datatype, false, loomSum);
+    if (r != loomSuccess || sendcount == 0) return r;
+    if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllGather: NULL buffer");
+    const size_t total = sendcount * loomTypeSize(datatype) * (size_t)comm->nranks;
+    return ringCollective(comm, ringCall(kRingAllGather, sendbuff, recvbuff, sendcount, total, datatype, loomSum, 0),
+                          stream ? stream : comm->stream);
+}
+
+extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                          loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
+                                          cudaStream_t stream) {
+    loomResult_t r = checkCall("loomReduceScatter", comm, datatype, true, op);
+    if (r != loomSuccess || recvcount == 0) return r;
+    if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomReduceScatter: NULL buffer");
+    const size_t total = recvcount * loomTypeSize(datatype) * (size_t)comm->nranks;
+    return ringCollective(comm, ringCall(kRingReduceScatter, sendbuff, recvbuff, recvcount, total, datatype, op, 0),
+                          stream ? stream : comm->stream);
 }

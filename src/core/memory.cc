@@ -15,6 +15,13 @@ using namespace loom;
 
 extern "C" int loomCudaDriverAvailable(void) { return cudaDriver() != nullptr; }
 
+extern "C" int loomCudaDeviceCount(void) {
+    const CudaDriver *drv = cudaDriver();
+    int n = 0;
+    if (!drv || !drv->cuDeviceGetCount || drv->cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
+    return n;
+}
+
 extern "C" loomResult_t loomPointerQuery(const void *ptr, loomPointerInfo_t *info) {
     if (!info) return fail(loomInvalidArgument, "loomPointerQuery: info is NULL");
     info->kind = loomMemoryHost;

@@ -14,8 +14,10 @@
 
 namespace loom {
 
-// Enqueues one ring allreduce (a.nchannels CTAs) on stream.
-cudaError_t launchRingAllreduce(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+// Enqueues one ring collective (a.coll; a.nchannels CTAs) on stream:
+// reductions per (dtype, op); allgather and broadcast over bytes (count in bytes).
+cudaError_t launchRingColl(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+cudaError_t launchRingBytes(const RingArgs &a, cudaStream_t stream);
 
 // Enqueues one tree allreduce (2 CTAs, one per tree) on stream.
 cudaError_t launchTreeAllreduce(const TreeArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);

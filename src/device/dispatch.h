@@ -1,7 +1,12 @@
 /*
  * One switch from run-time (type, op) to a kernel template instance, shared
- * by every collective: Kernel<T, Op>::launch(args, stream) is instantiated for
- * the 10 types x 4 ops and nothing is written per type.
+ * by every reduction kernel: Kernel<T, Op>::launch(args, stream). Integer ops
+ * other than min/max give the same bits for signed and unsigned operands
+ * (two's complement wraps alike; bitwise and logical ops ignore the sign), so
+ * they run on the unsigned type and only min/max are compiled for signed
+ * types: 4 x 10 + 4 x 2 integer instances, 4 x 4 floating ones.
+ * Combinations loom refuses (bitwise or logical ops on floating types) give
+ * cudaErrorInvalidValue; the host checks with loomOpSupported first.
  */
 #pragma once
 
@@ -10,6 +15,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "device/reduce_ops.h"
 #include "loom.h"
 
@@ -17,12 +24,29 @@ namespace loom {
 
 template <typename T, template <typename, typename> class Kernel, typename Args>
 cudaError_t dispatchOp(loomRedOp_t op, const Args &a, cudaStream_t stream) {
-    switch (op) {
-    case loomSum: return Kernel<T, OpSum>::launch(a, stream);
-    case loomProd: return Kernel<T, OpProd>::launch(a, stream);
-    case loomMin: return Kernel<T, OpMin>::launch(a, stream);
-    case loomMax: return Kernel<T, OpMax>::launch(a, stream);
-    default: return cudaErrorInvalidValue;
+    if constexpr (std::is_integral<T>::value) {
+        using U = typename std::make_unsigned<T>::type;
+        switch (op) {
+        case loomMin: return Kernel<T, OpMin>::launch(a, stream);
+        case loomMax: return Kernel<T, OpMax>::launch(a, stream);
+        case loomSum: return Kernel<U, OpSum>::launch(a, stream);
+        case loomProd: return Kernel<U, OpProd>::launch(a, stream);
+        case loomBand: return Kernel<U, OpBand>::launch(a, stream);
+        case loomBor: return Kernel<U, OpBor>::launch(a, stream);
+        case loomBxor: return Kernel<U, OpBxor>::launch(a, stream);
+        case loomLand: return Kernel<U, OpLand>::launch(a, stream);
+        case loomLor: return Kernel<U, OpLor>::launch(a, stream);
+        case loomLxor: return Kernel<U, OpLxor>::launch(a, stream);
+        default: return cudaErrorInvalidValue;
+        }
+    } else {
+        switch (op) {
+        case loomSum: return Kernel<T, OpSum>::launch(a, stream);
+        case loomProd: return Kernel<T, OpProd>::launch(a, stream);
+        case loomMin: return Kernel<T, OpMin>::launch(a, stream);
+        case loomMax: return Kernel<T, OpMax>::launch(a, stream);
+        default: return cudaErrorInvalidValue;
+        }
     }
 }
 
@@ -31,6 +55,8 @@ cudaError_t dispatchTypeOp(loomDataType_t dtype, loomRedOp_t op, const Args &a, 
     switch (dtype) {
     case loomInt8: return dispatchOp<int8_t, Kernel>(op, a, stream);
     case loomUint8: return dispatchOp<uint8_t, Kernel>(op, a, stream);
+    case loomInt16: return dispatchOp<int16_t, Kernel>(op, a, stream);
+    case loomUint16: return dispatchOp<uint16_t, Kernel>(op, a, stream);
     case loomInt32: return dispatchOp<int32_t, Kernel>(op, a, stream);
     case loomUint32: return dispatchOp<uint32_t, Kernel>(op, a, stream);
     case loomInt64: return dispatchOp<int64_t, Kernel>(op, a, stream);

@@ -10,7 +10,7 @@
 
 #include "device/peer_edge.h"
 #include "device/prims_simple.h"
-#include "device/ring_args.h"
+#include "device/fifo.h"
 #include "device/wait.h"
 
 namespace loom {

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "device/ll_line.h"
-#include "device/ring_args.h"
+#include "device/conn.h"
 
 namespace loom {
 
@@ -15,14 +15,14 @@ struct ProtoLL {
     static constexpr int kId = kProtoLL;
 
     template <typename Wait>
-    __device__ static bool waitData(const RingChannel &, uint64_t, Wait) {
+    __device__ static bool waitData(const ConnRecv &, uint64_t, Wait) {
         return true; // the lines carry their own flags
     }
 
     // Per 8-byte unit: take it from the slot's lines (tag recvTag) or the
     // input, reduce with the input, store as lines with sendTag and/or to out.
     template <typename T, typename Op>
-    __device__ static bool move(const RingArgs &a, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
+    __device__ static bool move(unsigned long long timeoutCycles, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t recvTag, uint32_t sendTag, unsigned long long start) {
         const LLLine *src = (const LLLine *)slotIn;
         LLLine *dst = (LLLine *)slotOut;
@@ -31,7 +31,7 @@ struct ProtoLL {
         for (size_t u = threadIdx.x; u < units; u += blockDim.x) {
             uint64_t v;
             if (src) {
-                if (!llWait(src + u, recvTag, &v, start, a.timeoutCycles)) return false;
+                if (!llWait(src + u, recvTag, &v, start, timeoutCycles)) return false;
             } else {
                 v = loadUnit(inb, u * 8, bytes);
             }
@@ -43,7 +43,7 @@ struct ProtoLL {
     }
 
     __device__ static void fenceSend() {}
-    __device__ static void publish(const RingArgs &, const RingChannel &, uint64_t, size_t) {}
+    __device__ static void publish(const ConnSend &, uint64_t, size_t, int) {}
 };
 
 } // namespace loom

@@ -7,7 +7,7 @@
 
 #include <type_traits>
 
-#include "device/ring_args.h"
+#include "device/conn.h"
 #include "device/reduce_ops.h"
 
 namespace loom {
@@ -21,10 +21,10 @@ struct ProtoSimple {
         return InFirst ? reduce<T, Op>(input, received) : reduce<T, Op>(received, input);
     }
 
-    // Thread 0: wait until the previous rank has posted step `recvd`.
+    // Thread 0: wait until the sender has published step `recvd`.
     template <typename Wait>
-    __device__ static bool waitData(const RingChannel &c, uint64_t recvd, Wait wait) {
-        return wait([&] { return *c.recvTail > recvd; });
+    __device__ static bool waitData(const ConnRecv &c, uint64_t recvd, Wait wait) {
+        return wait([&] { return *c.tail > recvd; });
     }
 
     // A scalar load that bypasses L1 (slot data is written by a peer GPU).
@@ -40,12 +40,11 @@ struct ProtoSimple {
     }
 
     // out/toNext[i] = recv ? (reduce ? op(slot[i], in[i]) : slot[i]) : in[i]
-    // (Args: the kernel's arguments, which Simple does not need; the tree
-    // kernel calls it too.)
+    // (timeout: for protocols that poll inside the move; Simple does not.)
     // InFirst: op(in[i], slot[i]) instead — for algorithms whose two ends must
     // reduce in the same order (op need not commute bitwise: min of -0, +0).
-    template <typename T, typename Op, bool InFirst = false, typename Args>
-    __device__ static bool move(const Args &, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
+    template <typename T, typename Op, bool InFirst = false>
+    __device__ static bool move(unsigned long long, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t, uint32_t, unsigned long long) {
         const T *src = (const T *)slotIn;
         T *dst0 = (T *)slotOut, *dst1 = out;
@@ -106,14 +105,14 @@ struct ProtoSimple {
     // Every thread that wrote into the peer's slot: before the tail moves.
     __device__ static void fenceSend() { __threadfence_system(); }
 
-    // Thread 0: step `sent` (`bytes` long) is in the next rank's slot. A net
+    // Thread 0: step `sent` (`bytes` long) is in the receiver's slot. A net
     // connection's proxy also needs the size, which must land before the tail.
-    __device__ static void publish(const RingArgs &a, const RingChannel &c, uint64_t sent, size_t bytes) {
-        if (a.sendSizes) {
-            stepBytesOf(c.nextRecvTail)[sent % a.nslots] = bytes;
+    __device__ static void publish(const ConnSend &c, uint64_t sent, size_t bytes, int nslots) {
+        if (c.sizes) {
+            stepBytesOf(c.tail)[sent % nslots] = bytes;
             __threadfence_system();
         }
-        *c.nextRecvTail = sent + 1;
+        *c.tail = sent + 1;
     }
 };
 

@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) rdAllreduceKernel(RdArgs a) {
         const size_t len = op.chunk + 1 < nchunks ? chunkElems : a.c.count - off;
         const T *value = (op.fromIn ? in : out) + off;
         if (op.kind == kRdCopy) {
-            ProtoSimple::move<T, Op>(a, nullptr, in + off, nullptr, out + off, len, false, 0, 0, 0);
+            ProtoSimple::move<T, Op>(0, nullptr, in + off, nullptr, out + off, len, false, 0, 0, 0);
             continue;
         }
         const PeerEdge &d = a.edge[op.edge];

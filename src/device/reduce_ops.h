@@ -1,6 +1,7 @@
 /*
  * Reduction functors: one per op, templated on the element type. fp16 and
  * bf16 compute in float. Used by every collective kernel; no per-type copies.
+ * The logical ops give 1 or 0, as in C (and MPI_LAND etc.).
  */
 #pragma once
 
@@ -29,6 +30,13 @@ struct OpSum { template <typename C> __device__ C operator()(C a, C b) const { r
 struct OpProd { template <typename C> __device__ C operator()(C a, C b) const { return a * b; } };
 struct OpMin { template <typename C> __device__ C operator()(C a, C b) const { return b < a ? b : a; } };
 struct OpMax { template <typename C> __device__ C operator()(C a, C b) const { return a < b ? b : a; } };
+// Integer types only (the host refuses the others).
+struct OpBand { template <typename C> __device__ C operator()(C a, C b) const { return a & b; } };
+struct OpBor { template <typename C> __device__ C operator()(C a, C b) const { return a | b; } };
+struct OpBxor { template <typename C> __device__ C operator()(C a, C b) const { return a ^ b; } };
+struct OpLand { template <typename C> __device__ C operator()(C a, C b) const { return (a && b) ? 1 : 0; } };
+struct OpLor { template <typename C> __device__ C operator()(C a, C b) const { return (a || b) ? 1 : 0; } };
+struct OpLxor { template <typename C> __device__ C operator()(C a, C b) const { return (!a != !b) ? 1 : 0; } };
 
 template <typename T, typename Op> __device__ __forceinline__ T reduce(T a, T b) {
     using A = Arith<T>;

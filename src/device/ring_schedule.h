@@ -1,12 +1,28 @@
 /*
- * The ring allreduce schedule: which chunk a rank sends, reduces or copies at
- * each step, and which elements a chunk covers. Compiled for host and device:
- * the kernel follows it, and the CPU simulation (test/unit) executes it over
- * host buffers for 1..64 ranks, so schedule bugs are caught before a GPU runs.
+ * Ring schedules of every collective loom runs on a ring: which block a rank
+ * sends, reduces or copies at each step, and which elements a step covers.
+ * Compiled for host and device: the kernel walks it, the host advances the
+ * connections' step counters (and tells the proxy) from it, and the CPU
+ * simulator (test/unit/ring_sim.h) executes it over host buffers for 1..64
+ * ranks, so schedule bugs are caught before a GPU runs.
  *
- * Data layout: the count is split into per-channel ranges; a channel walks its
- * range in rounds of nranks chunks of chunkElems; one chunk = one FIFO slot.
- * A round is reduce-scatter then allgather, 2 * (nranks - 1) sends per rank.
+ * Positions are ring positions (pos 0..n-1 along the ring), not ranks. A
+ * channel's range is walked in rounds; every round runs ringStepsPerRound
+ * steps and one step moves at most one FIFO slot each way.
+ *
+ *   allreduce       round = n chunks of the range; reduce-scatter, then
+ *                   allgather: 2(n-1) sends and receives per rank.
+ *   reduce_scatter  input = n blocks of `count` (block q: rank q's result);
+ *                   a round takes one chunk of every block: n-1 each way.
+ *   allgather       output = n blocks of `count`; the mirror image: n-1 each way.
+ *   broadcast       a chain along the ring from the root: one chunk a round;
+ *                   the root only sends, the last rank of the chain only receives.
+ *   reduce          a chain along the ring ending at the root: the rank after
+ *                   the root only sends, the root only receives.
+ * Invariant (checked by the simulator): over a round, what position p sends
+ * is what position p+1 receives, in the same order, and no position sends
+ * more than one step ahead of what it received, so FIFOs of depth >= 2
+ * (LOOM_NSLOTS's least) carry it without deadlock.
  */
 #ifndef LOOM_RING_SCHEDULE_H
 #define LOOM_RING_SCHEDULE_H
@@ -21,35 +37,63 @@
 
 namespace loom {
 
+enum RingColl : int {
+    kRingAllReduce = 0,
+    kRingReduceScatter = 1,
+    kRingAllGather = 2,
+    kRingBroadcast = 3,
+    kRingReduce = 4,
+    kRingNumColls = 5
+};
+
 struct RingStep {
-    int chunk;     // chunk index within the round, 0..nranks-1
+    int chunk;     // allreduce: chunk of the round; reduce_scatter/allgather: ring position whose block moves
     bool recv;     // take the chunk from the previous rank's slot
     bool reduce;   // combine it with this rank's input
     bool send;     // pass the result to the next rank
     bool toOutput; // write the result to the output buffer
 };
 
-// Steps of one round: 0 .. 2 * nranks - 2.
-LOOM_HD int ringStepsPerRound(int nranks) { return 2 * nranks - 1; }
-// Slots each rank sends (and receives) per round.
-LOOM_HD int ringSendsPerRound(int nranks) { return 2 * (nranks - 1); }
-
 LOOM_HD int ringMod(int a, int n) { return ((a % n) + n) % n; }
 
-// Step s of a round, for the rank at ring position pos (nranks >= 2).
-LOOM_HD RingStep ringAllreduceStep(int pos, int nranks, int s) {
+LOOM_HD RingStep ringStepOf(int chunk, bool recv, bool reduce, bool send, bool toOutput) {
     RingStep st;
-    if (s == 0) { // send own input of chunk pos-1
-        st.chunk = ringMod(pos - 1, nranks);
-        st.recv = false; st.reduce = false; st.send = true; st.toOutput = false;
-    } else if (s < nranks) { // reduce-scatter; s == nranks-1 completes chunk pos
-        st.chunk = ringMod(pos - 1 - s, nranks);
-        st.recv = true; st.reduce = true; st.send = true; st.toOutput = (s == nranks - 1);
-    } else { // allgather of the completed chunks
-        st.chunk = ringMod(pos - (s - nranks + 1), nranks);
-        st.recv = true; st.reduce = false; st.send = (s < 2 * nranks - 2); st.toOutput = true;
-    }
+    st.chunk = chunk; st.recv = recv; st.reduce = reduce; st.send = send; st.toOutput = toOutput;
     return st;
+}
+
+// Steps of one round (nranks >= 2).
+LOOM_HD int ringStepsPerRound(int coll, int nranks) {
+    switch (coll) {
+    case kRingAllReduce: return 2 * nranks - 1;
+    case kRingReduceScatter: case kRingAllGather: return nranks;
+    default: return 1;
+    }
+}
+
+// Step s of a round, for the rank at ring position pos; rootPos: the root's
+// position (broadcast, reduce).
+LOOM_HD RingStep ringCollStep(int coll, int pos, int rootPos, int nranks, int s) {
+    const int n = nranks;
+    switch (coll) {
+    case kRingAllReduce:
+        if (s == 0) return ringStepOf(ringMod(pos - 1, n), false, false, true, false); // own input of chunk pos-1
+        if (s < n) // reduce-scatter; s == n-1 completes chunk pos
+            return ringStepOf(ringMod(pos - 1 - s, n), true, true, true, s == n - 1);
+        return ringStepOf(ringMod(pos - (s - n + 1), n), true, false, s < 2 * n - 2, true); // allgather
+    case kRingReduceScatter: // block pos-1-s; the last step completes my own block (pos)
+        return ringStepOf(ringMod(pos - 1 - s, n), s > 0, s > 0, s < n - 1, s == n - 1);
+    case kRingAllGather: // my block first, then the block of position pos-s
+        return ringStepOf(ringMod(pos - s, n), s > 0, false, s < n - 1, true);
+    case kRingBroadcast: {
+        const int rel = ringMod(pos - rootPos, n); // 0: the root
+        return ringStepOf(0, rel > 0, false, rel < n - 1, true);
+    }
+    default: { // kRingReduce
+        const int rel = ringMod(pos - rootPos - 1, n); // n-1: the root
+        return ringStepOf(0, rel > 0, rel > 0, rel < n - 1, rel == n - 1);
+    }
+    }
 }
 
 // Elements [begin, end) of channel ch when count elements are split over
@@ -62,15 +106,9 @@ LOOM_HD void channelRange(size_t count, int nchannels, int ch, size_t align, siz
     *end = e < count ? e : count;
 }
 
-// Rounds a channel needs for n elements.
-LOOM_HD size_t ringRounds(size_t n, int nranks, size_t chunkElems) {
-    size_t perRound = (size_t)nranks * chunkElems;
-    return (n + perRound - 1) / perRound;
-}
-
-// Chunk size for a channel range of n elements: a full slot for large ranges,
-// otherwise 1/nranks of the range (rounded up to `align`) so that every rank
-// owns a share and the ring works in parallel even when there is one round.
+// Allreduce's chunk for a channel range of n elements: a full slot for large
+// ranges, otherwise 1/nranks of the range (rounded up to `align`) so that
+// every rank owns a share and the ring works in parallel even in one round.
 LOOM_HD size_t ringChunkElems(size_t n, int nranks, size_t slotElems, size_t align) {
     size_t share = (n + nranks - 1) / nranks;
     share = (share + align - 1) / align * align;
@@ -78,13 +116,55 @@ LOOM_HD size_t ringChunkElems(size_t n, int nranks, size_t slotElems, size_t ali
     return share < slotElems ? share : slotElems;
 }
 
-// Elements [off, off + len) of chunk `chunk` in round `round` of a channel
-// range of n elements (relative to the range's start); len may be 0.
-LOOM_HD void ringChunk(size_t n, int nranks, size_t chunkElems, size_t round, int chunk, size_t *off,
-                       size_t *len) {
-    size_t o = (round * (size_t)nranks + (size_t)chunk) * chunkElems;
+// One channel's part of a call. count: allreduce/broadcast/reduce: the
+// elements of the call; reduce_scatter/allgather: of one block.
+struct RingGeom {
+    size_t begin;      // the channel's range [begin, begin + n) (in each block)
+    size_t n;
+    size_t chunkElems; // elements of one step (at most a slot)
+    size_t rounds;
+};
+
+LOOM_HD RingGeom ringGeom(int coll, size_t count, int nranks, int nchannels, int ch, size_t slotElems, size_t align) {
+    RingGeom g;
+    size_t end;
+    channelRange(count, nchannels, ch, align * 4, &g.begin, &end);
+    g.n = end - g.begin;
+    size_t perRound;
+    if (coll == kRingAllReduce) {
+        g.chunkElems = ringChunkElems(g.n, nranks, slotElems, align);
+        perRound = (size_t)nranks * g.chunkElems;
+    } else {
+        size_t c = (g.n + align - 1) / align * align;
+        if (c == 0) c = align;
+        g.chunkElems = c < slotElems ? c : slotElems;
+        perRound = g.chunkElems;
+    }
+    g.rounds = nranks > 1 ? (g.n + perRound - 1) / perRound : 0;
+    return g;
+}
+
+// Elements [off, off + len) of step `st` in round `round`, relative to the
+// channel's range (in the step's block for reduce_scatter/allgather); len may be 0.
+LOOM_HD void ringStepRange(int coll, const RingGeom &g, int nranks, size_t round, int chunk, size_t *off,
+                           size_t *len) {
+    size_t o = coll == kRingAllReduce ? (round * (size_t)nranks + (size_t)chunk) * g.chunkElems
+                                      : round * g.chunkElems;
     *off = o;
-    *len = o >= n ? 0 : (n - o < chunkElems ? n - o : chunkElems);
+    *len = o >= g.n ? 0 : (g.n - o < g.chunkElems ? g.n - o : g.chunkElems);
+}
+
+// Slots the rank at pos sends and receives on one channel over a whole call.
+LOOM_HD void ringCallSteps(int coll, int pos, int rootPos, int nranks, const RingGeom &g, unsigned long long *sends,
+                           unsigned long long *recvs) {
+    unsigned long long s1 = 0, r1 = 0;
+    for (int s = 0; nranks > 1 && s < ringStepsPerRound(coll, nranks); ++s) {
+        RingStep st = ringCollStep(coll, pos, rootPos, nranks, s);
+        s1 += st.send;
+        r1 += st.recv;
+    }
+    *sends = s1 * g.rounds;
+    *recvs = r1 * g.rounds;
 }
 
 } // namespace loom

@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) treeAllreduceKernel(TreeArgs 
             ok = step(true, out + off, nullptr, false);
             break;
         default: // kTreeCopy: a tree of one rank
-            ProtoSimple::move<T, Op>(a, nullptr, in + off, nullptr, out + off, len, false, 0, 0, 0);
+            ProtoSimple::move<T, Op>(0, nullptr, in + off, nullptr, out + off, len, false, 0, 0, 0);
         }
     }
     if (!ok && threadIdx.x == 0) *a.c.abortFlag = 1;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/ring_args.h"
+#include "device/fifo.h"
 #include "device/ring_schedule.h"
 #include "device/peer_edge.h"
 #include "device/tree_schedule.h"

@@ -56,6 +56,8 @@ const char *loomGetLastError(void);
 /* 1 if the CUDA driver (libcuda.so.1) could be loaded and initialised, else 0.
  * Never creates a CUDA context. */
 int loomCudaDriverAvailable(void);
+/* GPUs the driver sees (0 without a driver). Never creates a CUDA context. */
+int loomCudaDeviceCount(void);
 
 /* Classify a pointer. Without a driver every pointer is host memory.
  * Never creates a CUDA context, so it is safe before the application has
@@ -69,12 +71,20 @@ loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes);
 
 typedef enum {
     loomInt8 = 0, loomUint8 = 1, loomInt32 = 2, loomUint32 = 3, loomInt64 = 4, loomUint64 = 5,
-    loomFloat16 = 6, loomFloat32 = 7, loomFloat64 = 8, loomBfloat16 = 9, loomNumTypes = 10
+    loomFloat16 = 6, loomFloat32 = 7, loomFloat64 = 8, loomBfloat16 = 9, loomInt16 = 10, loomUint16 = 11,
+    loomNumTypes = 12
 } loomDataType_t;
 
-typedef enum { loomSum = 0, loomProd = 1, loomMax = 2, loomMin = 3, loomNumOps = 4 } loomRedOp_t;
+/* The bitwise (Band, Bor, Bxor) and logical (Land, Lor, Lxor: result 1 or 0)
+ * ops take integer types only. */
+typedef enum {
+    loomSum = 0, loomProd = 1, loomMax = 2, loomMin = 3, loomBand = 4, loomBor = 5, loomBxor = 6,
+    loomLand = 7, loomLor = 8, loomLxor = 9, loomNumOps = 10
+} loomRedOp_t;
 
 size_t loomTypeSize(loomDataType_t type); /* 0 for an unknown type */
+/* 1 if loom reduces `type` with `op` on the GPU, else 0. */
+int loomOpSupported(loomDataType_t type, loomRedOp_t op);
 
 #define LOOM_UNIQUE_ID_BYTES 128
 typedef struct { char internal[LOOM_UNIQUE_ID_BYTES]; } loomUniqueId;
@@ -94,19 +104,42 @@ typedef struct {
 typedef struct loomComm *loomComm_t;
 
 /* Collective over the nranks ranks: creates loom's resources (FIFOs, IPC
- * mappings, stream) on CUDA device cudaDev. loomNotSupported when some pair of
+ * mappings, stream) on CUDA device cudaDev (< 0: the calling thread's current one). loomNotSupported when some pair of
  * ring neighbours has no transport yet (the caller falls back). */
 loomResult_t loomCommInitRank(loomComm_t *comm, int nranks, loomUniqueId id, int rank, int cudaDev,
                               const loomBootstrap_t *bootstrap);
 loomResult_t loomCommDestroy(loomComm_t comm);
 loomResult_t loomCommCount(loomComm_t comm, int *count);
 loomResult_t loomCommUserRank(loomComm_t comm, int *rank);
+loomResult_t loomCommDevice(loomComm_t comm, int *device); /* its CUDA device */
 /* GPU memory loom holds for this communicator. */
 loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes);
 
 /* Stream-ordered, NCCL-shaped. stream == NULL: loom's own stream of comm. */
 loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
                            loomRedOp_t op, loomComm_t comm, cudaStream_t stream);
+
+/* Rooted and gather-type collectives, NCCL-shaped. Counts are elements of
+ * datatype. Broadcast: sendbuff is read at the root only, recvbuff written
+ * everywhere (they may be equal). Reduce: recvbuff written at the root only.
+ * AllGather: recvbuff holds nranks blocks of sendcount, in rank order
+ * (sendbuff == recvbuff + rank * sendcount is in place). ReduceScatter:
+ * sendbuff holds nranks blocks of recvcount; rank r gets the reduction of
+ * block r (recvbuff == sendbuff is in place: the result lands at its start). */
+loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype, int root,
+                           loomComm_t comm, cudaStream_t stream);
+loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype, loomRedOp_t op,
+                        int root, loomComm_t comm, cudaStream_t stream);
+loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, loomDataType_t datatype,
+                           loomComm_t comm, cudaStream_t stream);
+loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, loomDataType_t datatype,
+                               loomRedOp_t op, loomComm_t comm, cudaStream_t stream);
+
+/* A device buffer of at least `bytes` on the communicator's GPU, owned by the
+ * communicator (grown on demand, freed with it; valid until the next call
+ * that asks for more). Used to run ranks whose buffers are elsewhere (host
+ * memory, another GPU) on the communicator's kernels. */
+loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr);
 
 /* Blocks until every operation enqueued on loom's own stream has finished;
  * loomRemoteError when a peer stopped answering (the comm is then unusable). */

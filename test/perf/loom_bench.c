@@ -1,14 +1,18 @@
 /*
- * loom-bench: MPI_Allreduce on CUDA device buffers through Open MPI + loom,
- * and ncclAllReduce (the system libnccl.so.2, opened with dlopen; unique id
- * sent with MPI_Bcast) in the same run, on the same buffers. Both are timed
- * as a blocking call: NCCL's stream is synchronized after every call, as
- * MPI_Allreduce must (and as OSU's osu_xccl_allreduce does).
+ * loom-bench: an MPI collective on CUDA device buffers through Open MPI +
+ * loom, and its NCCL twin (the system libnccl.so.2, opened with dlopen;
+ * unique id sent with MPI_Bcast) in the same run, on the same buffers. Both
+ * are timed as a blocking call: NCCL's stream is synchronized after every
+ * call, as an MPI collective must (and as OSU's osu_xccl_* do).
  *
- *   loom-bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]
+ *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter] [-T float|char]
+ *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]
  *
- * Sizes are bytes of float; -c checks every size against a host reference.
- * busbw = algbw * 2(n-1)/n. ratio = loom busbw / NCCL busbw (> 1: loom faster).
+ * Sizes are bytes as nccl-tests counts them: allgather's whole output,
+ * reduce_scatter's whole input, the buffer of the others; -c checks every
+ * size against a host reference (sums). busbw = algbw x nccl-tests' factor
+ * (allreduce 2(n-1)/n, allgather and reduce_scatter (n-1)/n, bcast and
+ * reduce 1). ratio = loom busbw / NCCL busbw (> 1: loom faster). Root 0.
  */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -20,11 +24,15 @@
 /* The slice of NCCL's ABI used here (nccl.h is not needed to build). */
 typedef struct { char internal[128]; } nccl_id_t;
 typedef void *nccl_comm_t;
-enum { NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
+enum { NCCL_INT8 = 0, NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
 static struct {
     int (*get_unique_id)(nccl_id_t *);
     int (*comm_init_rank)(nccl_comm_t *, int, nccl_id_t, int);
     int (*all_reduce)(const void *, void *, size_t, int, int, nccl_comm_t, cudaStream_t);
+    int (*broadcast)(const void *, void *, size_t, int, int, nccl_comm_t, cudaStream_t);
+    int (*reduce)(const void *, void *, size_t, int, int, int, nccl_comm_t, cudaStream_t);
+    int (*all_gather)(const void *, void *, size_t, int, nccl_comm_t, cudaStream_t);
+    int (*reduce_scatter)(const void *, void *, size_t, int, int, nccl_comm_t, cudaStream_t);
     int (*comm_destroy)(nccl_comm_t);
     const char *(*error_string)(int);
 } nccl;
@@ -36,9 +44,14 @@ static int load_nccl(void)
     *(void **)&nccl.get_unique_id = dlsym(lib, "ncclGetUniqueId");
     *(void **)&nccl.comm_init_rank = dlsym(lib, "ncclCommInitRank");
     *(void **)&nccl.all_reduce = dlsym(lib, "ncclAllReduce");
+    *(void **)&nccl.broadcast = dlsym(lib, "ncclBroadcast");
+    *(void **)&nccl.reduce = dlsym(lib, "ncclReduce");
+    *(void **)&nccl.all_gather = dlsym(lib, "ncclAllGather");
+    *(void **)&nccl.reduce_scatter = dlsym(lib, "ncclReduceScatter");
     *(void **)&nccl.comm_destroy = dlsym(lib, "ncclCommDestroy");
     *(void **)&nccl.error_string = dlsym(lib, "ncclGetErrorString");
-    return nccl.get_unique_id && nccl.comm_init_rank && nccl.all_reduce && nccl.comm_destroy;
+    return nccl.get_unique_id && nccl.comm_init_rank && nccl.all_reduce && nccl.broadcast && nccl.reduce &&
+           nccl.all_gather && nccl.reduce_scatter && nccl.comm_destroy;
 }
 
 #define CUDA(call)                                                                                  \
@@ -50,31 +63,64 @@ static int load_nccl(void)
         }                                                                                           \
     } while (0)
 
-static float input(int rank, size_t i) { return (float)((rank + 1) * (int)(i % 7) - 3); }
+enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER };
+static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter"};
+static int coll = ALLREDUCE, use_char = 0, nranks = 1;
+
+/* Elements of the call for a size in bytes (see the header). */
+static size_t elems(size_t bytes)
+{
+    size_t e = bytes / (use_char ? 1 : sizeof(float));
+    return coll == ALLGATHER || coll == REDUCE_SCATTER ? e / (size_t)nranks : e;
+}
+
+static void loom_call(const void *s, void *r, size_t count)
+{
+    MPI_Datatype dt = use_char ? MPI_CHAR : MPI_FLOAT;
+    switch (coll) {
+    case ALLREDUCE: MPI_Allreduce(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD); break;
+    case BCAST: MPI_Bcast(r, (int)count, dt, 0, MPI_COMM_WORLD); break;
+    case REDUCE: MPI_Reduce(s, r, (int)count, dt, MPI_SUM, 0, MPI_COMM_WORLD); break;
+    case ALLGATHER: MPI_Allgather(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
+    default: MPI_Reduce_scatter_block(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD); break;
+    }
+}
+
+static void nccl_call(nccl_comm_t comm, cudaStream_t st, const void *s, void *r, size_t count)
+{
+    int dt = use_char ? NCCL_INT8 : NCCL_FLOAT32;
+    switch (coll) {
+    case ALLREDUCE: nccl.all_reduce(s, r, count, dt, NCCL_SUM, comm, st); break;
+    case BCAST: nccl.broadcast(r, r, count, dt, 0, comm, st); break;
+    case REDUCE: nccl.reduce(s, r, count, dt, NCCL_SUM, 0, comm, st); break;
+    case ALLGATHER: nccl.all_gather(s, r, count, dt, comm, st); break;
+    default: nccl.reduce_scatter(s, r, count, dt, NCCL_SUM, comm, st); break;
+    }
+}
 
 /* Seconds per blocking call, the slowest rank's. */
-static double time_loom(const float *s, float *r, size_t count, int iters, int warmup)
+static double time_loom(const void *s, void *r, size_t count, int iters, int warmup)
 {
-    for (int i = 0; i < warmup; ++i) MPI_Allreduce(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < warmup; ++i) loom_call(s, r, count);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) MPI_Allreduce(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iters; ++i) loom_call(s, r, count);
     double t = (MPI_Wtime() - t0) / iters;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return t;
 }
 
-static double time_nccl(nccl_comm_t comm, cudaStream_t st, const float *s, float *r, size_t count, int iters,
+static double time_nccl(nccl_comm_t comm, cudaStream_t st, const void *s, void *r, size_t count, int iters,
                         int warmup)
 {
     for (int i = 0; i < warmup; ++i) {
-        nccl.all_reduce(s, r, count, NCCL_FLOAT32, NCCL_SUM, comm, st);
+        nccl_call(comm, st, s, r, count);
         CUDA(cudaStreamSynchronize(st));
     }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; ++i) {
-        nccl.all_reduce(s, r, count, NCCL_FLOAT32, NCCL_SUM, comm, st);
+        nccl_call(comm, st, s, r, count);
         CUDA(cudaStreamSynchronize(st));
     }
     double t = (MPI_Wtime() - t0) / iters;
@@ -82,19 +128,33 @@ static double time_nccl(nccl_comm_t comm, cudaStream_t st, const float *s, float
     return t;
 }
 
-/* Wrong elements of loom's result for count floats (all ranks summed). */
-static long check(float *s, float *r, float *host, size_t count, int rank, int size)
+/* Small values: sums are exact in float and in char for up to 8 ranks. */
+static int value(int rank, size_t i) { return (rank + 1) * (int)(i % 7) - 3; }
+static double get(const void *p, size_t i) { return use_char ? ((const signed char *)p)[i] : ((const float *)p)[i]; }
+static void put(void *p, size_t i, int v)
 {
-    for (size_t i = 0; i < count; ++i) host[i] = input(rank, i);
-    CUDA(cudaMemcpy(s, host, count * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA(cudaMemset(r, 0xff, count * sizeof(float)));
-    MPI_Allreduce(s, r, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    CUDA(cudaMemcpy(host, r, count * sizeof(float), cudaMemcpyDeviceToHost));
+    if (use_char) ((signed char *)p)[i] = (signed char)v;
+    else ((float *)p)[i] = (float)v;
+}
+
+/* Wrong elements of loom's result (all ranks summed). */
+static long check(void *s, void *r, char *host, size_t count, int rank, int size)
+{
+    const size_t esize = use_char ? 1 : sizeof(float);
+    const size_t in_n = coll == REDUCE_SCATTER ? count * size : count, out_n = coll == ALLGATHER ? count * size : count;
+    for (size_t i = 0; i < in_n; ++i) put(host, i, value(rank, i));
+    CUDA(cudaMemcpy(coll == BCAST ? r : s, host, in_n * esize, cudaMemcpyHostToDevice));
+    if (coll != BCAST || rank != 0) CUDA(cudaMemset(r, 0x7f, out_n * esize));
+    loom_call(s, r, count);
+    CUDA(cudaMemcpy(host, r, out_n * esize, cudaMemcpyDeviceToHost));
     long bad = 0;
-    for (size_t i = 0; i < count; ++i) {
-        float want = 0;
-        for (int q = 0; q < size; ++q) want += input(q, i);
-        bad += host[i] != want;
+    for (size_t i = 0; i < out_n && (coll != REDUCE || rank == 0); ++i) {
+        double want = 0;
+        if (coll == BCAST) want = value(0, i);
+        else if (coll == ALLGATHER) want = value((int)(i / count), i % count);
+        else
+            for (int q = 0; q < size; ++q) want += value(q, coll == REDUCE_SCATTER ? (size_t)rank * count + i : i);
+        bad += get(host, i) != want;
     }
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     return bad;
@@ -118,12 +178,24 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-c")) do_check = 1;
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
         else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
+        else if (!strcmp(argv[i], "-T") && i + 1 < argc) use_char = !strcmp(argv[++i], "char");
+        else if (!strcmp(argv[i], "-C") && i + 1 < argc) {
+            ++i;
+            for (coll = 0; coll < 5 && strcmp(argv[i], coll_names[coll]); ++coll) {}
+            if (coll == 5) coll = -1;
+        }
         else {
-            if (rank == 0) fprintf(stderr, "usage: loom-bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
             MPI_Finalize();
             return 2;
         }
     }
+    if (coll < 0) {
+        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather or reduce_scatter\n");
+        MPI_Finalize();
+        return 2;
+    }
+    nranks = size;
     if (factor < 2) factor = 2;
     if (minb < 4) minb = 4;
 
@@ -131,7 +203,8 @@ int main(int argc, char **argv)
     int ndev = 0;
     CUDA(cudaGetDeviceCount(&ndev));
     CUDA(cudaSetDevice((lr ? atoi(lr) : rank) % ndev));
-    float *s, *r, *host = malloc(maxb);
+    void *s, *r;
+    char *host = malloc(maxb);
     CUDA(cudaMalloc((void **)&s, maxb));
     CUDA(cudaMalloc((void **)&r, maxb));
     CUDA(cudaMemset(s, 0, maxb));
@@ -141,7 +214,7 @@ int main(int argc, char **argv)
     /* First device-buffer call: includes creating loom's communicator. */
     MPI_Barrier(MPI_COMM_WORLD);
     double f0 = MPI_Wtime();
-    MPI_Allreduce(s, r, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    loom_call(s, r, 2);
     double first_loom = MPI_Wtime() - f0, first_nccl = 0;
     MPI_Allreduce(MPI_IN_PLACE, &first_loom, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 
@@ -160,7 +233,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "loom-bench: ncclCommInitRank: %s\n", nccl.error_string ? nccl.error_string(rc) : "?");
                 ncomm = NULL;
             } else {
-                nccl.all_reduce(s, r, 2, NCCL_FLOAT32, NCCL_SUM, ncomm, st);
+                nccl_call(ncomm, st, s, r, 2);
                 CUDA(cudaStreamSynchronize(st));
                 first_nccl = MPI_Wtime() - f0;
                 MPI_Allreduce(MPI_IN_PLACE, &first_nccl, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -172,16 +245,19 @@ int main(int argc, char **argv)
     FILE *out = rank == 0 && csv ? fopen(csv, "w") : NULL;
     if (out) fprintf(out, "bytes,loom_us,loom_busbw_GBs,nccl_us,nccl_busbw_GBs,ratio,check\n");
     if (rank == 0) {
-        printf("# loom-bench: MPI_Allreduce(float, sum) through loom vs ncclAllReduce, %d ranks, blocking calls\n", size);
+        printf("# loom-bench: %s (%s, sum, root 0) through loom vs NCCL, %d ranks, blocking calls\n", coll_names[coll],
+               use_char ? "MPI_CHAR / ncclInt8" : "MPI_FLOAT / ncclFloat32", size);
         printf("# first call incl. communicator creation: loom %.3f s, NCCL (init + first allreduce) %.3f s\n",
                first_loom, first_nccl);
         printf("%12s %10s %10s %10s %10s %8s %6s\n", "bytes", "loom_us", "loom_GB/s", "nccl_us", "nccl_GB/s",
                "ratio", "check");
     }
-    const double bus = 2.0 * (size - 1) / size;
+    const double bus = coll == ALLREDUCE ? 2.0 * (size - 1) / size
+                     : coll == ALLGATHER || coll == REDUCE_SCATTER ? (double)(size - 1) / size : 1.0;
     long total_bad = 0;
     for (size_t bytes = minb; bytes <= maxb; bytes *= factor) {
-        size_t count = bytes / sizeof(float);
+        size_t count = elems(bytes);
+        if (!count) continue;
         int n = iters ? iters : (int)(bytes >= (64u << 20) ? 20 : bytes >= (1u << 20) ? 100 : 1000);
         long bad = do_check ? check(s, r, host, count, rank, size) : -1;
         if (bad > 0) total_bad += bad;

@@ -1,130 +1,140 @@
-// Schedule simulation: the ring allreduce schedule of src/device/ring_schedule.h
-// (the same functions the kernel runs) executed over host buffers, with FIFOs
-// between neighbours, for 1..64 ranks, several channels and awkward counts.
-// Each slot carries the chunk index and length its sender meant, so a rank
-// that expects another chunk than it receives fails the test.
+// Schedule simulation of every ring collective (ring_sim.h): 1..64 ranks,
+// ring orders other than rank order, every root, several channels, awkward
+// counts, FIFOs of depth 2 (LOOM_NSLOTS's least) and 4; and mutated
+// schedules that must fail. (Depth 1 deadlocks the ring by design: a step
+// that receives and sends needs room for its send before its receive frees
+// the peer's slot.)
 #include <cstdint>
-#include <deque>
+#include <random>
 #include <vector>
 
-#include "device/ring_schedule.h"
+#include "ring_sim.h"
 #include "unit_suites.h"
 
 using namespace loom;
+using namespace loom::sim;
 
 namespace {
 
-struct Slot {
-    size_t round;
-    int chunk;
-    std::vector<int64_t> data;
-};
+const char *const kNames[] = {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"};
 
-int64_t input(int rank, size_t i) { return (int64_t)(rank + 1) * 1000003 + (int64_t)(i * 7 % 1009); }
+std::vector<int> shuffledOrder(int n, unsigned seed) {
+    std::vector<int> o(n);
+    for (int i = 0; i < n; ++i) o[i] = i;
+    std::mt19937 rng(seed);
+    std::shuffle(o.begin(), o.end(), rng);
+    return o;
+}
 
-// Runs one allreduce of `count` elements (element size 4 bytes, as the kernel's
-// alignment rules for a 4-byte type) and returns the number of wrong outputs.
-// *sends is set to the FIFO steps a channel used, summed over channels.
-long simulate(int nranks, int nchannels, size_t count, size_t slotElems, uint64_t *sends) {
-    const size_t align = 4; // 16 bytes of a 4-byte type
-    std::vector<std::vector<int64_t>> in(nranks, std::vector<int64_t>(count)), out = in;
-    for (int r = 0; r < nranks; ++r)
-        for (size_t i = 0; i < count; ++i) in[r][i] = input(r, i), out[r][i] = -1;
-    *sends = 0;
-    long bad = 0;
-    for (int ch = 0; ch < nchannels; ++ch) {
-        size_t b, e;
-        channelRange(count, nchannels, ch, align * 4, &b, &e);
-        size_t n = e - b;
-        size_t chunkElems = ringChunkElems(n, nranks, slotElems, align);
-        size_t rounds = nranks > 1 ? ringRounds(n, nranks, chunkElems) : 0;
-        std::vector<std::deque<Slot>> fifo(nranks); // fifo[r]: slots sent to r
-        for (size_t round = 0; round < rounds; ++round) {
-            for (int s = 0; s < ringStepsPerRound(nranks); ++s) {
-                std::vector<Slot> outgoing(nranks);
-                std::vector<bool> sending(nranks, false);
-                for (int r = 0; r < nranks; ++r) {
-                    RingStep st = ringAllreduceStep(r, nranks, s);
-                    size_t off, len;
-                    ringChunk(n, nranks, chunkElems, round, st.chunk, &off, &len);
-                    std::vector<int64_t> v(len);
-                    if (st.recv) {
-                        if (fifo[r].empty()) return -1000000; // deadlock: nothing was sent
-                        Slot got = fifo[r].front();
-                        fifo[r].pop_front();
-                        if (got.round != round || got.chunk != st.chunk || got.data.size() != len) return -2000000;
-                        v = got.data;
-                    } else {
-                        for (size_t i = 0; i < len; ++i) v[i] = in[r][b + off + i];
+void runMatrix(int coll) {
+    const size_t counts[] = {0, 1, 3, 7, 16, 63, 1000, 4099};
+    const int channels[] = {1, 3};
+    const size_t slots[] = {4, 12};
+    for (int n = 1; n <= 64; n += (n < 8 ? 1 : 14))
+        for (size_t count : counts)
+            for (int nch : channels)
+                for (size_t slot : slots)
+                    for (int depth = 2; depth <= (n <= 8 ? 4 : 2); depth += 2) {
+                        Case k{coll, n, nch, count, slot, 4, depth, (int)(count % n), shuffledOrder(n, (unsigned)count + n)};
+                        std::string err = simulate(k);
+                        if (!err.empty())
+                            ck_abort_msg("%s: nranks %d channels %d count %zu slot %zu depth %d root %d: %s",
+                                         kNames[coll], n, nch, count, slot, depth, k.root, err.c_str());
                     }
-                    if (st.reduce)
-                        for (size_t i = 0; i < len; ++i) v[i] += in[r][b + off + i];
-                    if (st.toOutput)
-                        for (size_t i = 0; i < len; ++i) out[r][b + off + i] = v[i];
-                    if (st.send) {
-                        outgoing[r] = Slot{round, st.chunk, v};
-                        sending[r] = true;
-                        ++*sends;
-                    }
-                }
-                for (int r = 0; r < nranks; ++r)
-                    if (sending[r]) fifo[(r + 1) % nranks].push_back(outgoing[r]);
+}
+
+// Mutations: each must make some case fail.
+RingStep recvBeforeSend(int coll, int pos, int rootPos, int n, int s) {
+    RingStep st = ringCollStep(coll, pos, rootPos, n, s);
+    if (s == 0 && pos == 0) st = ringCollStep(coll, pos, rootPos, n, n > 2 ? 1 : s);
+    return st;
+}
+RingStep wrongBlock(int coll, int pos, int rootPos, int n, int s) {
+    RingStep st = ringCollStep(coll, pos, rootPos, n, s);
+    if (s == 1) st.chunk = ringMod(st.chunk + 1, n);
+    return st;
+}
+RingStep noReduce(int coll, int pos, int rootPos, int n, int s) {
+    RingStep st = ringCollStep(coll, pos, rootPos, n, s);
+    if (pos == 1) st.reduce = false;
+    return st;
+}
+RingStep reversedChain(int coll, int pos, int rootPos, int n, int s) {
+    return ringCollStep(coll, pos, ringMod(rootPos + 1, n), n, s); // the chain starts one position late
+}
+
+bool someCaseFails(int coll, StepFn fn) {
+    for (int n = 2; n <= 9; ++n)
+        for (size_t count : {1, 7, 100, 1000})
+            for (int root : {0, n - 1}) {
+                Case k{coll, n, 2, count, 8, 4, 2, root, shuffledOrder(n, 7)};
+                if (!simulate(k, fn).empty()) return true;
             }
-        }
-        for (int r = 0; r < nranks; ++r)
-            if (!fifo[r].empty()) return -3000000; // sent but never received
-    }
-    if (nranks == 1) out = in; // the kernel copies in to out
-    for (int r = 0; r < nranks; ++r)
-        for (size_t i = 0; i < count; ++i) {
-            int64_t want = 0;
-            for (int q = 0; q < nranks; ++q) want += input(q, i);
-            if (out[r][i] != want) ++bad;
-        }
-    return bad;
+    return false;
 }
 
 } // namespace
 
-START_TEST(steps_are_well_formed) {
-    for (int n = 2; n <= 64; ++n) {
-        int sends = 0, recvs = 0, outputs[64] = {0};
-        for (int s = 0; s < ringStepsPerRound(n); ++s) {
-            RingStep st = ringAllreduceStep(0, n, s);
-            sends += st.send;
-            recvs += st.recv;
-            if (st.toOutput) outputs[st.chunk]++;
+START_TEST(allreduce_matches_reference) { runMatrix(kRingAllReduce); }
+END_TEST
+START_TEST(reduce_scatter_matches_reference) { runMatrix(kRingReduceScatter); }
+END_TEST
+START_TEST(allgather_matches_reference) { runMatrix(kRingAllGather); }
+END_TEST
+START_TEST(broadcast_matches_reference) { runMatrix(kRingBroadcast); }
+END_TEST
+START_TEST(reduce_matches_reference) { runMatrix(kRingReduce); }
+END_TEST
+
+START_TEST(mutations_fail) {
+    for (int coll = 0; coll < kRingNumColls; ++coll) {
+        if (coll == kRingAllReduce || coll == kRingReduceScatter || coll == kRingAllGather) {
+            ck_assert_msg(someCaseFails(coll, recvBeforeSend), "%s: recv-before-send not caught", kNames[coll]);
+            ck_assert_msg(someCaseFails(coll, wrongBlock), "%s: wrong block not caught", kNames[coll]);
+        } else {
+            ck_assert_msg(someCaseFails(coll, reversedChain), "%s: shifted chain not caught", kNames[coll]);
         }
-        ck_assert_int_eq(sends, ringSendsPerRound(n));
-        ck_assert_int_eq(recvs, ringSendsPerRound(n));
-        for (int c = 0; c < n; ++c) ck_assert_int_eq(outputs[c], 1); // every chunk written once
+        if (coll == kRingAllReduce || coll == kRingReduceScatter || coll == kRingReduce)
+            ck_assert_msg(someCaseFails(coll, noReduce), "%s: dropped reduction not caught", kNames[coll]);
     }
 }
 END_TEST
 
-START_TEST(ring_allreduce_matches_reference) {
-    const size_t counts[] = {0, 1, 3, 7, 16, 63, 1000, 4099};
-    const int channels[] = {1, 2, 3, 7};
-    const size_t slots[] = {4, 8, 12};
-    for (int n = 1; n <= 64; n += (n < 8 ? 1 : 7))
-        for (size_t count : counts)
-            for (int nch : channels)
-                for (size_t slot : slots) {
-                    uint64_t sends = 0;
-                    long bad = simulate(n, nch, count, slot, &sends);
-                    if (bad != 0)
-                        ck_abort_msg("nranks %d channels %d count %zu slot %zu: %ld (negative: FIFO protocol broken)",
-                                     n, nch, count, slot, bad);
-                }
+START_TEST(depth_one_deadlocks) {
+    // The simulator must see a deadlock when there is one (ring, depth 1).
+    Case k{kRingAllReduce, 3, 1, 100, 8, 4, 1, 0, {}};
+    ck_assert(simulate(k).find("deadlock") != std::string::npos);
+}
+END_TEST
+
+START_TEST(send_and_receive_counts_differ_on_chains) {
+    // The reason connections count both directions apart: a broadcast's
+    // root only sends, the chain's end only receives.
+    RingGeom g = ringGeom(kRingBroadcast, 1000, 4, 1, 0, 100, 4);
+    unsigned long long s, r;
+    ringCallSteps(kRingBroadcast, 2, 2, 4, g, &s, &r);
+    ck_assert(s == g.rounds && r == 0);
+    ringCallSteps(kRingBroadcast, 1, 2, 4, g, &s, &r);
+    ck_assert(s == 0 && r == g.rounds);
+    ringCallSteps(kRingReduce, 3, 2, 4, g, &s, &r); // the rank after the root starts the chain
+    ck_assert(s == g.rounds && r == 0);
+    ringCallSteps(kRingReduce, 2, 2, 4, g, &s, &r);
+    ck_assert(s == 0 && r == g.rounds);
 }
 END_TEST
 
 Suite *ring_schedule_suite(void) {
     Suite *s = suite_create("ring_schedule");
     TCase *tc = tcase_create("ring_schedule");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, steps_are_well_formed);
-    tcase_add_test(tc, ring_allreduce_matches_reference);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, allreduce_matches_reference);
+    tcase_add_test(tc, reduce_scatter_matches_reference);
+    tcase_add_test(tc, allgather_matches_reference);
+    tcase_add_test(tc, broadcast_matches_reference);
+    tcase_add_test(tc, reduce_matches_reference);
+    tcase_add_test(tc, mutations_fail);
+    tcase_add_test(tc, send_and_receive_counts_differ_on_chains);
+    tcase_add_test(tc, depth_one_deadlocks);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -275,11 +275,11 @@ loomResult_t netConnect(const NetCommon &common, const std::vector<NetSetup> &se
     return r;
 }
 
-void netPost(NetLinks *l, int nchannels, const uint64_t *steps) {
+void netPost(NetLinks *l, int nchannels, const uint64_t *sendSteps, const uint64_t *recvSteps) {
     for (int c = 0; c < nchannels && c < l->nchannels; ++c) {
-        if (!steps[c] || !l->proxies[c]) continue;
-        if (l->send) l->proxies[c]->post(l->sendIds[c], steps[c]);
-        if (l->recv) l->proxies[c]->post(l->recvIds[c], steps[c]);
+        if (!l->proxies[c]) continue;
+        if (l->send && sendSteps[c]) l->proxies[c]->post(l->sendIds[c], sendSteps[c]);
+        if (l->recv && recvSteps[c]) l->proxies[c]->post(l->recvIds[c], recvSteps[c]);
     }
 }
 

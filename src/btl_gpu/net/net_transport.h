@@ -94,9 +94,10 @@ loomResult_t netConnect(const NetCommon &c, const std::vector<NetSetup> &setups,
 inline char *netSendSlotBase(const NetLinks &l) { return l.sendGpu ? l.sendGpu : l.sendArea.device; }
 inline char *netRecvSlotBase(const NetLinks &l) { return l.recvGpu ? l.recvGpu : l.recvArea.device; }
 
-// The GPU is about to run a collective moving `steps` slots per channel on
-// the first `nchannels` channels.
-void netPost(NetLinks *links, int nchannels, const uint64_t *steps);
+// The GPU is about to run a collective that sends sendSteps[c] and receives
+// recvSteps[c] slots on channel c of the first `nchannels` (the two differ:
+// a broadcast's root only sends, the end of its chain only receives).
+void netPost(NetLinks *links, int nchannels, const uint64_t *sendSteps, const uint64_t *recvSteps);
 
 // First error the proxy saw on this process's connections (loomSuccess if none).
 loomResult_t netError(const NetLinks *links);

@@ -1,0 +1,79 @@
+/*
+ * Ring collectives, host side: plan (channels, protocol, the root's ring
+ * position), launch, commit (advance each channel's send and receive step
+ * counters exactly as the kernel will, from the same schedule functions, and
+ * promise the proxy those steps on net connections).
+ */
+#include "core/enqueue.h"
+
+#include <cstring>
+
+#include "core/debug.h"
+#include "core/params.h"
+#include "device/collectives.h"
+#include "device/ring_schedule.h"
+
+namespace loom {
+
+namespace {
+
+// Every rank derives the same number from the same count.
+int channelsFor(const loomComm *comm, size_t bytes) {
+    size_t n = bytes / (size_t)params().minChannelBytes;
+    if (n < 1) n = 1;
+    return n < (size_t)comm->maxChannels ? (int)n : comm->maxChannels;
+}
+
+const char *const kRingNames[kRingNumColls] = {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"};
+
+} // namespace
+
+loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stream) {
+    const bool bytes = c.coll == kRingAllGather || c.coll == kRingBroadcast; // moved, never reduced
+    const size_t esize = bytes ? 1 : loomTypeSize(c.dtype);
+    const size_t count = bytes ? c.count * loomTypeSize(c.dtype) : c.count;
+    RingArgs a;
+    memset(&a, 0, sizeof(a));
+    a.coll = c.coll;
+    a.proto = c.proto;
+    a.chans = comm->ringChansDev[c.proto];
+    a.ringRanks = comm->ringRanksDev;
+    a.in = c.in;
+    a.out = c.out;
+    a.count = count;
+    a.nranks = comm->nranks;
+    a.pos = comm->ringPos; // the schedule is in ring positions
+    a.rootPos = comm->ringPosOf[c.root];
+    a.nchannels = channelsFor(comm, c.totalBytes);
+    a.nthreads = params().ringThreads;
+    a.nslots = comm->nslots;
+    a.slotBytes = c.proto == kProtoLL ? comm->llRingSlotBytes : comm->slotBytes;
+    a.timeoutCycles = comm->timeoutCycles;
+    a.abortFlag = comm->abortFlagDev;
+    ConnSteps *steps = comm->ringSteps[c.proto];
+    for (int ch = 0; ch < a.nchannels; ++ch) a.steps[ch] = steps[ch];
+    comm->lastColl = kRingNames[c.coll];
+    cudaError_t err = bytes ? launchRingBytes(a, stream) : launchRingColl(a, c.dtype, c.op, stream);
+    if (err != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s launch: %s", comm->rank, comm->cudaDev,
+                    comm->busId, kRingNames[c.coll], cudaGetErrorString(err));
+    // Commit: what the kernel will send and receive on each channel.
+    const size_t align = esize >= 16 ? 1 : 16 / esize;
+    const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
+    uint64_t sends[kMaxChannels] = {}, recvs[kMaxChannels] = {};
+    for (int ch = 0; ch < a.nchannels && comm->nranks > 1; ++ch) {
+        const RingGeom g = ringGeom(c.coll, count, comm->nranks, a.nchannels, ch, slotElems, align);
+        unsigned long long s, r;
+        ringCallSteps(c.coll, a.pos, a.rootPos, comm->nranks, g, &s, &r);
+        sends[ch] = s;
+        recvs[ch] = r;
+        steps[ch].send += s;
+        steps[ch].recv += r;
+    }
+    if (comm->sendNet || comm->recvNet) netPost(&comm->net, a.nchannels, sends, recvs);
+    LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, root %d, ring %s on %d channels", comm->rank, kRingNames[c.coll],
+               c.count, loomTypeSize(c.dtype), c.root, c.proto == kProtoLL ? "LL" : "Simple", a.nchannels);
+    return loomSuccess;
+}
+
+} // namespace loom

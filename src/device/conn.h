@@ -1,0 +1,48 @@
+/*
+ * Connections as the kernels see them: one direction each, with its own step
+ * counter. A collective need not send as many steps as it receives (a
+ * broadcast's root only sends, the end of its chain only receives), so the
+ * two directions of a channel are counted apart, by the host (which plans
+ * each call's steps from the schedule and tells the proxy) and by the kernel
+ * (which starts from the host's counts and walks the same schedule).
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "device/fifo.h"
+
+namespace loom {
+
+// Where this rank sends: the peer's FIFO (slots, tail) and the credit the peer
+// returns (head). sizes: net connections only, the FifoFlags' stepBytes the
+// proxy reads (null: no sizes needed).
+struct ConnSend {
+    char *slots;
+    volatile uint64_t *tail; // the receiver's tail: I bump it after writing a slot
+    volatile uint64_t *head; // slots the receiver consumed: my credit
+    int sizes;               // 1: write each step's size before the tail (net)
+};
+
+// Where this rank receives: its FIFO (slots, tail) and where it returns credit.
+struct ConnRecv {
+    char *slots;
+    volatile uint64_t *tail; // slots the sender has published to me
+    volatile uint64_t *head; // the sender's credit: I bump it after consuming a slot
+};
+
+// One channel of a ring: receive from the previous rank, send to the next.
+// Lives in device memory, one table per communicator and protocol; the
+// per-call kernel arguments carry only the step counters.
+struct RingChannel {
+    ConnRecv recv;
+    ConnSend send;
+};
+
+// Step counters of one channel before a call: slots sent and received on it
+// by earlier calls (kept by the host, which advances them per call).
+struct ConnSteps {
+    uint64_t send, recv;
+};
+
+} // namespace loom

@@ -1,0 +1,49 @@
+/*
+ * The FIFO every connection uses, whatever carries it (p2p: the receiver's
+ * GPU memory mapped by the sender with CUDA IPC; shm: host memory mapped into
+ * both GPUs; net: a send FIFO and a receive FIFO of each rank in host-mapped
+ * memory, moved between hosts by the proxy): a FifoFlags head, then nslots
+ * slots of slotBytes. Shared by host (core, btl_gpu, proxy) and device code.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace loom {
+
+constexpr int kMaxChannels = 64;
+constexpr int kProtoSimple = 0;
+constexpr int kProtoLL = 1;
+constexpr int kMaxRingThreads = 1024;
+constexpr int kMaxSlots = 64;       // LOOM_NSLOTS's bound
+constexpr int kMaxNetChannels = 16; // channels of a communicator that spans hosts
+
+// Payload one FIFO slot of slotBytes carries under a protocol (LL lines carry
+// 8 data bytes in 16). Host and device must agree on it.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline size_t ringSlotDataBytes(int proto, size_t slotBytes) { return proto == kProtoLL ? slotBytes / 2 : slotBytes; }
+
+// Head of one FIFO; the slots follow it. recvTail comes first: a sender's
+// pointer to the receiver's tail is also a pointer to its FifoFlags.
+struct alignas(256) FifoFlags {
+    volatile uint64_t recvTail; // slots the sender has written (published)
+    uint64_t pad0[15];
+    volatile uint64_t sendHead; // slots the receiver has consumed (the sender's credit)
+    uint64_t pad1[15];
+    // Net connections only: bytes of the step in each slot, written by the
+    // sending GPU before the tail, read by the proxy that sends the slot.
+    volatile uint64_t stepBytes[kMaxSlots];
+};
+static_assert(offsetof(FifoFlags, recvTail) == 0, "stepBytesOf relies on recvTail first");
+
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline volatile uint64_t *stepBytesOf(volatile uint64_t *recvTail) {
+    return reinterpret_cast<FifoFlags *>(const_cast<uint64_t *>(recvTail))->stepBytes;
+}
+
+} // namespace loom

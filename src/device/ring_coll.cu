@@ -1,0 +1,81 @@
+/*
+ * Every ring collective (allreduce, reduce_scatter, allgather, and the
+ * broadcast and reduce chains): one CTA per channel walks ring_schedule.h
+ * and runs each step as one primitive of Prims over the channel's
+ * connections. What differs between collectives is only where a step's block
+ * lives in the user's buffers (blockOffsets). Reductions are compiled per
+ * (protocol, type, op); allgather and broadcast once, over bytes.
+ */
+#include <cuda_runtime.h>
+
+#include "device/collectives.h"
+#include "device/dispatch.h"
+#include "device/prims.h"
+#include "device/prims_ll.h"
+#include "device/prims_simple.h"
+#include "device/ring_schedule.h"
+
+namespace loom {
+namespace {
+
+// Element offsets of a step's data in the input and the output: the channel's
+// range, in the block of the rank whose block moves (reduce_scatter reads
+// every rank's block of its input, allgather writes every rank's block of its
+// output).
+__device__ __forceinline__ void blockOffsets(const RingArgs &a, const RingGeom &g, const RingStep &st, size_t off,
+                                             size_t *inAt, size_t *outAt) {
+    const size_t at = g.begin + off;
+    *inAt = *outAt = at;
+    if (a.coll == kRingReduceScatter) *inAt = (size_t)a.ringRanks[st.chunk] * a.count + at;
+    else if (a.coll == kRingAllGather) *outAt = (size_t)a.ringRanks[st.chunk] * a.count + at;
+}
+
+template <typename Proto, typename T, typename Op>
+__global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
+    constexpr size_t kAlign = sizeof(T) >= 16 ? 1 : 16 / sizeof(T); // 16-byte vectors
+    const RingChannel *c = a.chans + blockIdx.x;
+    const size_t slotElems = ringSlotDataBytes(Proto::kId, a.slotBytes) / sizeof(T);
+    const RingGeom g = ringGeom(a.coll, a.count, a.nranks, a.nchannels, blockIdx.x, slotElems, kAlign);
+    const T *in = (const T *)a.in;
+    T *out = (T *)a.out;
+    if (a.nranks == 1) { // no steps: the result is the input
+        if (a.in != a.out)
+            ProtoSimple::move<T, Op>(0, nullptr, in + g.begin, nullptr, out + g.begin, g.n, false, 0, 0, 0);
+        return;
+    }
+    Prims<Proto, T, Op> prims(&c->recv, &c->send, a.steps[blockIdx.x], a.nslots, a.slotBytes, a.timeoutCycles,
+                              a.abortFlag);
+    const int nsteps = ringStepsPerRound(a.coll, a.nranks);
+    for (size_t round = 0; round < g.rounds; ++round) {
+        for (int s = 0; s < nsteps; ++s) {
+            const RingStep st = ringCollStep(a.coll, a.pos, a.rootPos, a.nranks, s);
+            size_t off, len, inAt, outAt;
+            ringStepRange(a.coll, g, a.nranks, round, st.chunk, &off, &len);
+            blockOffsets(a, g, st, off, &inAt, &outAt);
+            const T *src = in + inAt;
+            T *dst = st.toOutput ? out + outAt : nullptr;
+            if (!st.recv && dst == src) dst = nullptr; // a copy onto itself (in place)
+            if (!prims.apply(st, src, dst, len)) return;
+        }
+    }
+}
+
+template <typename T, typename Op> struct RingKernel {
+    static cudaError_t launch(const RingArgs &a, cudaStream_t stream) {
+        if (a.proto == kProtoLL) ringKernel<ProtoLL, T, Op><<<a.nchannels, a.nthreads, 0, stream>>>(a);
+        else ringKernel<ProtoSimple, T, Op><<<a.nchannels, a.nthreads, 0, stream>>>(a);
+        return cudaGetLastError();
+    }
+};
+
+} // namespace
+
+cudaError_t launchRingColl(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream) {
+    return dispatchTypeOp<RingKernel>(dtype, op, a, stream);
+}
+
+cudaError_t launchRingBytes(const RingArgs &a, cudaStream_t stream) {
+    return RingKernel<uint8_t, OpSum>::launch(a, stream); // the op is never applied: no step reduces
+}
+
+} // namespace loom
