@@ -142,23 +142,30 @@ static loomResult_t launch(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, 
     }
 }
 
-/* Whether the communicator's kernels can use ptr as it is. */
-static bool usable(const mca_coll_loom_module_t *m, const void *ptr)
+/* Where a buffer is (host when NULL or unknown): one driver query per buffer and call. */
+static loomPointerInfo_t where(const void *ptr)
 {
-    loomPointerInfo_t info;
-    if (NULL == ptr || loomSuccess != loomPointerQuery(ptr, &info)) return false;
+    loomPointerInfo_t info = {loomMemoryHost, -1};
+    if (NULL != ptr && loomSuccess != loomPointerQuery(ptr, &info)) info.kind = loomMemoryHost;
+    return info;
+}
+
+/* Whether the communicator's kernels can use a buffer as it is. */
+static bool usable(const mca_coll_loom_module_t *m, loomPointerInfo_t info)
+{
     return loomMemoryHost != info.kind && info.device == m->gpu_device;
 }
 
 /* Runs the call, moving this rank's buffers through the scratch buffer where
  * the kernels cannot use them (host memory, another GPU). */
-static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
+static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomPointerInfo_t in_info,
+                             loomPointerInfo_t out_info)
 {
     const char *in = (const char *)c->in;
     char *out = (char *)c->out;
     const bool in_inside_out = c->in_bytes && c->out_bytes && in >= out && in + c->in_bytes <= out + c->out_bytes;
-    const bool stage_out = c->out_bytes && !usable(m, out);
-    const bool stage_in = c->in_bytes && (in_inside_out ? stage_out : !usable(m, in));
+    const bool stage_out = c->out_bytes && !usable(m, out_info);
+    const bool stage_in = c->in_bytes && (in_inside_out ? stage_out : !usable(m, in_info));
     const size_t out_at = stage_in && !in_inside_out ? (c->in_bytes + 255) / 256 * 256 : 0;
     void *scratch = NULL;
     loomResult_t r = loomSuccess;
@@ -192,9 +199,10 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
     if (LOOM_GPU_UNKNOWN == m->gpu_state) {
         /* Does any rank have device buffers? Only then is a loom communicator made. */
         if (!agree(m, local_gpu, MPI_MAX)) return false;
-        loomPointerInfo_t info = {loomMemoryHost, -1};
-        if (NULL != c->out) loomPointerQuery(c->out, &info);
-        if (loomMemoryHost == info.kind && NULL != c->in) loomPointerQuery(c->in, &info);
+    }
+    const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
+    if (LOOM_GPU_UNKNOWN == m->gpu_state) {
+        const loomPointerInfo_t info = loomMemoryHost != out_info.kind ? out_info : in_info;
         int device = loomMemoryHost != info.kind ? info.device : -1;
         m->gpu_state = create_loom_comm(m, device) ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
         if (LOOM_GPU_READY != m->gpu_state) return false;
@@ -202,7 +210,7 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
         if (device < 0) loomCommDevice(m->lcomm, &m->gpu_device);
     }
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
-    loomResult_t r = run_here(m, c);
+    loomResult_t r = run_here(m, c, in_info, out_info);
     if (loomSuccess != r) gpu_error(m, mca_coll_loom_coll_names[c->coll], r);
     *rc = mpi_error(r);
     return true;

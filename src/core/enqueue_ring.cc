@@ -61,14 +61,14 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     const size_t align = esize >= 16 ? 1 : 16 / esize;
     const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
     uint64_t sends[kMaxChannels] = {}, recvs[kMaxChannels] = {};
+    unsigned long long perRoundSends, perRoundRecvs;
+    ringRoundSteps(c.coll, a.pos, a.rootPos, comm->nranks, &perRoundSends, &perRoundRecvs);
     for (int ch = 0; ch < a.nchannels && comm->nranks > 1; ++ch) {
-        const RingGeom g = ringGeom(c.coll, count, comm->nranks, a.nchannels, ch, slotElems, align);
-        unsigned long long s, r;
-        ringCallSteps(c.coll, a.pos, a.rootPos, comm->nranks, g, &s, &r);
-        sends[ch] = s;
-        recvs[ch] = r;
-        steps[ch].send += s;
-        steps[ch].recv += r;
+        const size_t rounds = ringGeom(c.coll, count, comm->nranks, a.nchannels, ch, slotElems, align).rounds;
+        sends[ch] = perRoundSends * rounds;
+        recvs[ch] = perRoundRecvs * rounds;
+        steps[ch].send += sends[ch];
+        steps[ch].recv += recvs[ch];
     }
     if (comm->sendNet || comm->recvNet) netPost(&comm->net, a.nchannels, sends, recvs);
     LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, root %d, ring %s on %d channels", comm->rank, kRingNames[c.coll],

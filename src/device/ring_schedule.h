@@ -154,17 +154,25 @@ LOOM_HD void ringStepRange(int coll, const RingGeom &g, int nranks, size_t round
     *len = o >= g.n ? 0 : (g.n - o < g.chunkElems ? g.n - o : g.chunkElems);
 }
 
-// Slots the rank at pos sends and receives on one channel over a whole call.
-LOOM_HD void ringCallSteps(int coll, int pos, int rootPos, int nranks, const RingGeom &g, unsigned long long *sends,
-                           unsigned long long *recvs) {
+// Slots the rank at pos sends and receives in one round (the same on every channel).
+LOOM_HD void ringRoundSteps(int coll, int pos, int rootPos, int nranks, unsigned long long *sends,
+                            unsigned long long *recvs) {
     unsigned long long s1 = 0, r1 = 0;
     for (int s = 0; nranks > 1 && s < ringStepsPerRound(coll, nranks); ++s) {
         RingStep st = ringCollStep(coll, pos, rootPos, nranks, s);
         s1 += st.send;
         r1 += st.recv;
     }
-    *sends = s1 * g.rounds;
-    *recvs = r1 * g.rounds;
+    *sends = s1;
+    *recvs = r1;
+}
+
+// Slots the rank at pos sends and receives on one channel over a whole call.
+LOOM_HD void ringCallSteps(int coll, int pos, int rootPos, int nranks, const RingGeom &g, unsigned long long *sends,
+                           unsigned long long *recvs) {
+    ringRoundSteps(coll, pos, rootPos, nranks, sends, recvs);
+    *sends *= g.rounds;
+    *recvs *= g.rounds;
 }
 
 } // namespace loom
