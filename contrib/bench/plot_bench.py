@@ -39,7 +39,7 @@ def main():
         sizes = [r[0] for r in rows]
         name = os.path.splitext(os.path.basename(path))[0]
         bw, lat = axes[0][col], axes[1][col]
-        bw.plot(sizes, [r[1] for r in rows], "o-", label="loom (MPI_Allreduce)")
+        bw.plot(sizes, [r[1] for r in rows], "o-", label="loom (MPI collective)")
         bw.plot(sizes, [r[2] for r in rows], "s--", label="NCCL")
         bw.set_ylabel("busbw (GB/s)")
         lat.plot(sizes, [r[3] for r in rows], "o-", label="loom")

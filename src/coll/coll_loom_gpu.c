@@ -23,6 +23,8 @@ static int loom_type_of_opal(int id)
     case OPAL_DATATYPE_FLOAT2: return loomFloat16;
     case OPAL_DATATYPE_FLOAT4: return loomFloat32;
     case OPAL_DATATYPE_FLOAT8: return loomFloat64;
+    case OPAL_DATATYPE_FLOAT_COMPLEX: return loomFloatComplex;
+    case OPAL_DATATYPE_DOUBLE_COMPLEX: return loomDoubleComplex;
     default: return -1;
     }
 }
@@ -39,24 +41,46 @@ const char *mca_coll_loom_map_type(ompi_datatype_t *dt, int count, loomDataType_
     uint32_t used = dt->super.bdt_used;
     if (0 == used || 0 != (used & (used - 1))) return "the datatype is not made of one predefined type";
     int id = __builtin_ctz(used), t = loom_type_of_opal(id);
-    if (t < 0) return "loom has no GPU reduction for this predefined type (long double, complex, wchar)";
+    if (t < 0) return "loom has no GPU reduction for this predefined type (long double, long double complex, wchar, 128-bit)";
     if (!contiguous_from_zero(dt, count)) return "the datatype is not contiguous";
     *out = (loomDataType_t)t;
     return NULL;
+}
+
+/* MPI's value-index pair types (MINLOC/MAXLOC): the C structs {value; int}. */
+static int loom_pair_type(ompi_datatype_t *dt)
+{
+    if (dt == MPI_FLOAT_INT) return loomFloatInt;
+    if (dt == MPI_DOUBLE_INT) return loomDoubleInt;
+    if (dt == MPI_LONG_INT) return loomLongInt;
+    if (dt == MPI_2INT) return loomIntInt;
+    if (dt == MPI_SHORT_INT) return loomShortInt;
+    return -1;
 }
 
 const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct ompi_op_t *op, loomDataType_t *ldt,
                                       loomRedOp_t *lop)
 {
     const struct { MPI_Op mpi; loomRedOp_t loom; } ops[] = {
-        {MPI_SUM, loomSum},   {MPI_PROD, loomProd}, {MPI_MIN, loomMin}, {MPI_MAX, loomMax}, {MPI_BAND, loomBand},
-        {MPI_BOR, loomBor},   {MPI_BXOR, loomBxor}, {MPI_LAND, loomLand}, {MPI_LOR, loomLor}, {MPI_LXOR, loomLxor},
+        {MPI_SUM, loomSum},   {MPI_PROD, loomProd}, {MPI_MIN, loomMin},   {MPI_MAX, loomMax},
+        {MPI_BAND, loomBand}, {MPI_BOR, loomBor},   {MPI_BXOR, loomBxor}, {MPI_LAND, loomLand},
+        {MPI_LOR, loomLor},   {MPI_LXOR, loomLxor}, {MPI_MINLOC, loomMinloc}, {MPI_MAXLOC, loomMaxloc},
     };
     size_t i = 0;
     while (i < sizeof(ops) / sizeof(ops[0]) && ops[i].mpi != op) ++i;
-    if (i == sizeof(ops) / sizeof(ops[0])) return "the op is not one loom reduces on the GPU (user-defined, MINLOC/MAXLOC, REPLACE)";
-    const char *why = mca_coll_loom_map_type(dt, count, ldt);
-    if (NULL != why) return why;
+    if (i == sizeof(ops) / sizeof(ops[0])) return "the op is not one loom reduces on the GPU (user-defined, REPLACE, NO_OP)";
+    const int pair = loom_pair_type(dt);
+    if (pair >= 0) {
+        /* The pair's extent is the element (its padding travels along, as in
+         * a host memcpy of the struct array); lb must be 0. */
+        ptrdiff_t lb, extent;
+        ompi_datatype_get_extent(dt, &lb, &extent);
+        if (0 != lb || (size_t)extent != loomTypeSize((loomDataType_t)pair)) return "unexpected layout of a value-index pair type";
+        *ldt = (loomDataType_t)pair;
+    } else {
+        const char *why = mca_coll_loom_map_type(dt, count, ldt);
+        if (NULL != why) return why;
+    }
     if (!loomOpSupported(*ldt, ops[i].loom)) return "loom does not reduce this datatype with this op";
     *lop = ops[i].loom;
     return NULL;
@@ -138,6 +162,9 @@ static loomResult_t launch(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, 
     case LOOM_GPU_BCAST: return loomBroadcast(in, out, c->count, c->dt, c->root, m->lcomm, NULL);
     case LOOM_GPU_REDUCE: return loomReduce(in, out, c->count, c->dt, c->op, c->root, m->lcomm, NULL);
     case LOOM_GPU_ALLGATHER: return loomAllGather(in, out, c->count, c->dt, m->lcomm, NULL);
+    case LOOM_GPU_ALLGATHERV:
+        return loomAllGatherV(in, c->count, out, c->counts, c->displs, c->dt, m->lcomm, NULL);
+    case LOOM_GPU_REDUCE_SCATTERV: return loomReduceScatterV(in, out, c->counts, c->dt, c->op, m->lcomm, NULL);
     default: return loomReduceScatter(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
     }
 }
@@ -180,7 +207,15 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
     if (loomSuccess == r) r = launch(m, c, kin, kout);
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
-    if (loomSuccess == r && stage_out) r = loomMemcpySync(out, kout, c->out_bytes);
+    if (loomSuccess == r && stage_out) {
+        if (LOOM_GPU_ALLGATHERV == c->kind) { /* the blocks only: gaps between them are the caller's */
+            const int n = ompi_comm_size(m->comm);
+            for (int q = 0; q < n && loomSuccess == r; ++q)
+                if (c->counts[q]) r = loomMemcpySync(out + c->displs[q], kout + c->displs[q], c->counts[q]);
+        } else {
+            r = loomMemcpySync(out, kout, c->out_bytes);
+        }
+    }
     return r;
 }
 

@@ -32,6 +32,8 @@ typedef enum {
     LOOM_GPU_REDUCE,
     LOOM_GPU_ALLGATHER,
     LOOM_GPU_REDUCE_SCATTER,
+    LOOM_GPU_ALLGATHERV,      /* counts/displs in bytes */
+    LOOM_GPU_REDUCE_SCATTERV, /* counts in elements */
 } loom_gpu_kind_t;
 
 /* One call as the GPU path sees it, filled by a collective's mapper. */
@@ -46,6 +48,8 @@ typedef struct {
     loomDataType_t dt;
     loomRedOp_t op;
     int root;
+    const size_t *counts; /* ragged calls: per rank (the same on every rank) */
+    const size_t *displs;
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
 } loom_gpu_call_t;
 

@@ -6,6 +6,7 @@
 #include "coll_loom_gpu.h"
 #include "coll_loom_stage.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int barrier_any(ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
@@ -177,11 +178,57 @@ static bool no_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbu
 LOOM_BLOCKS(allgather, 1, allgather_gpu)
 LOOM_BLOCKS(alltoall, n, no_gpu)
 
+/* allgatherv on loom's kernels: ragged blocks of contiguous bytes at any
+ * displacements (counts and displacements are the same on every rank, so
+ * every rank decides alike). */
+static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                           const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,
+                           ompi_request_t **req, bool local_gpu, int *rc)
+{
+    const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    loom_gpu_call_t c;
+    memset(&c, 0, sizeof(c));
+    c.coll = LOOM_COLL_allgatherv;
+    c.kind = LOOM_GPU_ALLGATHERV;
+    c.dt = loomUint8;
+    size_t esize = 0, total = 0, end = 0;
+    for (int q = 0; q < n; ++q) total += (size_t)rcounts[q];
+    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+              : 0 == total ? "nothing to gather"
+              : mca_coll_loom_map_bytes(rdt, 1, &esize);
+    for (int q = 0; NULL == c.why_not && q < n; ++q)
+        if (displs[q] < 0) c.why_not = "a negative displacement";
+    size_t *table = NULL;
+    if (NULL == c.why_not && NULL == (table = malloc(2 * sizeof(size_t) * (size_t)n))) c.why_not = "out of host memory";
+    if (NULL == c.why_not) {
+        for (int q = 0; q < n; ++q) {
+            table[q] = (size_t)rcounts[q] * esize;
+            table[n + q] = (size_t)displs[q] * esize;
+            if (table[n + q] + table[q] > end) end = table[n + q] + table[q];
+        }
+        c.counts = table;
+        c.displs = table + n;
+        c.count = table[me];
+        c.out = rbuf;
+        c.out_bytes = end;
+        c.in = MPI_IN_PLACE == sbuf ? (const char *)rbuf + table[n + me] : sbuf;
+        c.in_bytes = c.count;
+        size_t sbytes = 0;
+        if (MPI_IN_PLACE != sbuf && (NULL != mca_coll_loom_map_bytes(sdt, scount, &sbytes) || sbytes != c.count))
+            c.why_not = "the send type is not contiguous bytes of the receive block's size";
+    }
+    bool took = mca_coll_loom_gpu_run(m, &c, local_gpu, rc);
+    free(table);
+    return took;
+}
+
 static int allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
                           const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,
                           ompi_request_t **req)
 {
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    int rc;
+    if (allgatherv_gpu(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, m, req, s_gpu || r_gpu, &rc)) return rc;
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allgatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
     loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
     loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);

@@ -7,6 +7,8 @@
 #include "coll_loom_gpu.h"
 #include "coll_loom_stage.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A blocking reduction as the GPU path sees it (the mappers below fill in
@@ -25,11 +27,14 @@ static loom_gpu_call_t reduction_call(int coll, loom_gpu_kind_t kind, ompi_datat
     return c;
 }
 
+/* Bytes of `count` elements as the kernels see them: count x extent (the
+ * type's size where it is contiguous; a value-index pair's padding included,
+ * as in a C array of the struct). */
 static size_t type_bytes(ompi_datatype_t *dt, size_t count)
 {
-    size_t size;
-    ompi_datatype_type_size(dt, &size);
-    return size * count;
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    return (size_t)extent * count;
 }
 
 /* reduce_scatter(_block): n blocks of c->count in (rbuf in place), one out. */
@@ -136,12 +141,26 @@ static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, 
     size_t total = 0;
     bool equal = true;
     for (int r = 0; r < ompi_comm_size(comm); ++r) total += (size_t)rcounts[r], equal &= rcounts[r] == rcounts[0];
-    /* Equal counts are reduce_scatter_block; ragged ones stay staged for now. */
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce_scatter, LOOM_GPU_REDUCE_SCATTER, dt, rcounts[0], op, req);
-    if (!equal && NULL == c.why_not) c.why_not = "ragged receive counts are not on loom's kernels yet";
-    scatter_buffers(&c, sbuf, rbuf, dt, comm);
+    /* Equal counts run as reduce_scatter_block; ragged ones with the counts. */
+    const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce_scatter, equal ? LOOM_GPU_REDUCE_SCATTER : LOOM_GPU_REDUCE_SCATTERV,
+                                       dt, equal ? rcounts[0] : (int)(total < INT_MAX ? total : INT_MAX), op, req);
+    size_t *counts = NULL;
+    if (equal) {
+        scatter_buffers(&c, sbuf, rbuf, dt, comm);
+    } else if (NULL == c.why_not) {
+        if (NULL == (counts = malloc(sizeof(size_t) * (size_t)n))) c.why_not = "out of host memory";
+        for (int q = 0; NULL != counts && q < n; ++q) counts[q] = (size_t)rcounts[q];
+        c.counts = counts;
+        c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
+        c.out = rbuf;
+        c.in_bytes = type_bytes(dt, total);
+        c.out_bytes = type_bytes(dt, (size_t)rcounts[me]);
+    }
     int rc;
-    if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;
+    bool took = mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc);
+    free(counts);
+    if (took) return rc;
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce_scatter, sbuf, rbuf, rcounts, dt, op, comm);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_span_t s_span = loom_span_of(&sh, total);

@@ -214,6 +214,9 @@ void releaseComm(loomComm *comm) {
     cudaFree(comm->ringRanksDev);
     for (RingChannel *t : comm->ringChansDev) cudaFree(t);
     cudaFree(comm->scratch);
+    cudaFree(comm->blockTablesDev);
+    cudaFree(comm->vInput);
+    if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
     if (current >= 0) cudaSetDevice(current);

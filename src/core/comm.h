@@ -89,6 +89,15 @@ struct loomComm {
     unsigned long long timeoutCycles = 0;
     void *scratch = nullptr;     // loomCommScratch's buffer (GPU memory)
     size_t scratchBytes = 0;
+    // Ragged calls (allgatherv, reduce_scatter with counts): their block
+    // tables (counts, then displacements; 2 x nranks) in device memory, and
+    // the event of the last kernel that read them (the next call's copy waits
+    // for it on its own stream). vInput: a copy of an in-place ragged
+    // reduce_scatter's input (core-owned; scratch belongs to the caller).
+    size_t *blockTablesDev = nullptr;
+    cudaEvent_t blockTablesRead = nullptr;
+    void *vInput = nullptr;
+    size_t vInputBytes = 0;
     const char *lastColl = "";   // the collective last enqueued (for errors)
     bool failed = false;
     char busId[16] = "";

@@ -6,12 +6,14 @@
  * are planned here; the ring and its chains in enqueue_ring.cc.
  */
 #include <cstring>
+#include <vector>
 
 #include "core/comm.h"
 #include "core/enqueue.h"
 #include "core/debug.h"
 #include "core/params.h"
 #include "device/collectives.h"
+#include "device/oneshot_schedule.h"
 #include "device/ring_schedule.h"
 #include "device/tree_schedule.h"
 
@@ -23,36 +25,53 @@ extern "C" size_t loomTypeSize(loomDataType_t type) {
     case loomInt16: case loomUint16: case loomFloat16: case loomBfloat16: return 2;
     case loomInt32: case loomUint32: case loomFloat32: return 4;
     case loomInt64: case loomUint64: case loomFloat64: return 8;
+    case loomFloatComplex: case loomFloatInt: case loomIntInt: case loomShortInt: return 8;
+    case loomDoubleComplex: case loomDoubleInt: case loomLongInt: return 16;
     default: return 0;
     }
 }
 
 extern "C" int loomOpSupported(loomDataType_t type, loomRedOp_t op) {
     if (!loomTypeSize(type) || (int)op < 0 || op >= loomNumOps) return 0;
+    const bool pair = type >= loomFloatInt && type <= loomShortInt;
+    const bool loc = op == loomMinloc || op == loomMaxloc;
+    if (pair || loc) return pair && loc;
+    if (type == loomFloatComplex || type == loomDoubleComplex) return op == loomSum || op == loomProd;
     const bool floating = type == loomFloat16 || type == loomBfloat16 || type == loomFloat32 || type == loomFloat64;
     return !floating || op == loomSum || op == loomProd || op == loomMin || op == loomMax;
 }
 
 namespace {
 
-// Small messages: every rank pushes its input to every peer as LL lines and
-// reduces locally (one hop). Slots alternate between two parities per call.
-loomResult_t oneShotAllReduce(const void *in, void *out, size_t bytes, loomDataType_t dtype, loomRedOp_t op,
-                              loomComm *comm, cudaStream_t stream) {
+// Small messages inside a host (device/oneshot_schedule.h): every rank
+// writes each peer's piece as LL lines into that peer's slot, one hop, and
+// builds its output locally. Slots alternate between two parities per call.
+// Ragged blocks: counts/displs in bytes (else null).
+loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,
+                               loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts = nullptr,
+                               const size_t *displs = nullptr) {
     OneShotArgs a;
     memset(&a, 0, sizeof(a));
+    a.coll = coll;
+    a.root = root;
     a.in = in;
     a.out = out;
     a.bytes = bytes;
     a.nranks = comm->nranks;
     a.rank = comm->rank;
+    a.ragged = counts != nullptr;
+    for (int q = 0; counts && q < comm->nranks; ++q) a.counts[q] = counts[q], a.displs[q] = displs[q];
     size_t units = (bytes + 7) / 8;
+    if (coll == kOneShotAllGather) units *= (size_t)comm->nranks;
+    for (int q = 0; counts && q < comm->nranks; ++q) units = (counts[q] + 7) / 8 * (size_t)comm->nranks > units
+                                                                 ? (counts[q] + 7) / 8 * (size_t)comm->nranks : units;
     size_t blocks = (units + kOneShotThreads - 1) / kOneShotThreads;
     a.nblocks = (int)(blocks < (size_t)kMaxOneShotBlocks ? blocks : kMaxOneShotBlocks);
+    if (a.nblocks < 1) a.nblocks = 1;
     uint32_t call = ++comm->llCalls;
     if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
     a.flag = call;
-    comm->lastColl = "allreduce";
+    comm->lastColl = kOneShotNames[coll];
     size_t parity = (size_t)(call & 1) * comm->nranks;
     for (int q = 0; q < comm->nranks; ++q) {
         char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;
@@ -63,11 +82,40 @@ loomResult_t oneShotAllReduce(const void *in, void *out, size_t bytes, loomDataT
     }
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
-    cudaError_t err = launchOneShotAllreduce(a, dtype, op, stream);
+    const bool moves = coll == kOneShotAllGather || coll == kOneShotBroadcast;
+    cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
     if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot allreduce launch: %s", comm->rank,
-                    comm->cudaDev, comm->busId, cudaGetErrorString(err));
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot %s launch: %s", comm->rank, comm->cudaDev,
+                    comm->busId, kOneShotNames[coll], cudaGetErrorString(err));
+    LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, kOneShotNames[coll], bytes);
     return loomSuccess;
+}
+
+// Bytes one rank may move over its links, (n-1) x piece, up to which each
+// one-shot collective beats the ring (4x H100 NV18, 4 ranks, loom-bench):
+// broadcast 13.4-17.8 us vs the ring's 17.3-20.1 up to 256 KiB, 21.7 vs 20.1
+// at 512 KiB; reduce 15.5-18.6 vs 19.7 up to 512 KiB, 25.9 vs 21.3 at 1 MiB;
+// allgather and reduce_scatter 26.7-27.7 vs 34.7-35.2 at 2 MiB in all
+// (512 KiB a piece), 43-44.5 vs 39.5-40.7 at 4 MiB. Ragged calls count their
+// largest block as the piece.
+constexpr size_t kOneShotLinkBytes[kOneShotNumColls] = {
+    0,                 // allreduce: LOOM_LL_MAX_BYTES alone decides
+    1536 * 1024,       // reduce_scatter
+    1536 * 1024,       // allgather
+    768 * 1024,        // broadcast
+    1536 * 1024,       // reduce
+};
+
+// Whether a call whose per-peer piece is `piece` bytes takes the one-shot
+// path: every pair maps the other's memory, the piece fits a slot, and the
+// rank's link bytes are below the ring's crossover (LOOM_ONESHOT_MAX_BYTES
+// replaces the table when set).
+bool useOneShot(const loomComm *comm, int coll, size_t piece, size_t esize) {
+    if (esize > 8) return false; // LL lines carry 8-byte units: a 16-byte element would straddle two
+    const long limit = params().oneShotMaxBytes;
+    const size_t link = piece * (size_t)(comm->nranks - 1);
+    return comm->allPeersMapped && piece <= comm->llMaxBytes &&
+           link <= (limit >= 0 ? (size_t)limit : kOneShotLinkBytes[coll]);
 }
 
 EdgeCall edgeCall(const loomComm *comm, const void *in, void *out, size_t count) {
@@ -168,7 +216,34 @@ RingCall ringCall(int coll, const void *in, void *out, size_t count, size_t tota
     c.dtype = dtype;
     c.op = op;
     c.root = root;
+    c.counts = c.displs = nullptr;
     return c;
+}
+
+// Whether ragged blocks are in fact nranks equal blocks back to back.
+bool equalBlocks(const size_t *counts, const size_t *displs, int n) {
+    for (int q = 0; q < n; ++q)
+        if (counts[q] != counts[0] || displs[q] != (size_t)q * counts[0]) return false;
+    return true;
+}
+
+// A device buffer of the communicator's own for an in-place ragged
+// reduce_scatter's input (whose blocks the result would overwrite).
+loomResult_t vInputCopy(loomComm *comm, const void *in, size_t bytes, cudaStream_t stream, const void **copy) {
+    cudaError_t e = cudaSuccess;
+    if (bytes > comm->vInputBytes) {
+        cudaFree(comm->vInput);
+        comm->vInput = nullptr;
+        comm->vInputBytes = 0;
+        e = cudaMalloc(&comm->vInput, bytes);
+        if (e == cudaSuccess) comm->vInputBytes = bytes;
+    }
+    if (e == cudaSuccess) e = cudaMemcpyAsync(comm->vInput, in, bytes, cudaMemcpyDeviceToDevice, stream);
+    if (e != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d: copy of an in-place reduce_scatter's input (%zu B): %s",
+                    comm->rank, comm->cudaDev, bytes, cudaGetErrorString(e));
+    *copy = comm->vInput;
+    return loomSuccess;
 }
 
 } // namespace
@@ -180,15 +255,15 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
     if (!stream) stream = comm->stream;
     const size_t esize = loomTypeSize(datatype), bytes = count * esize;
-    if (comm->allPeersMapped && bytes <= comm->llMaxBytes)
-        return oneShotAllReduce(sendbuff, recvbuff, bytes, datatype, op, comm, stream);
+    if (comm->allPeersMapped && bytes <= comm->llMaxBytes && esize <= 8)
+        return oneShotCollective(comm, kOneShotAllReduce, sendbuff, recvbuff, bytes, datatype, op, 0, stream);
     if (comm->rdReady && bytes <= comm->rdMaxBytes)
         return rdAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
     if (comm->treeReady && bytes <= comm->treeMaxBytes)
         return treeAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
     // Mid sizes: the ring on LL (low latency per step); large: Simple.
     RingCall c = ringCall(kRingAllReduce, sendbuff, recvbuff, count, bytes, datatype, op, 0);
-    if (bytes <= comm->llRingMaxBytes) c.proto = kProtoLL;
+    if (bytes <= comm->llRingMaxBytes && esize <= 8) c.proto = kProtoLL;
     return ringCollective(comm, c, stream);
 }
 
@@ -200,8 +275,10 @@ extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size
     if (!recvbuff || (comm->rank == root && !sendbuff)) return fail(loomInvalidArgument, "loomBroadcast: NULL buffer");
     const void *in = comm->rank == root ? sendbuff : recvbuff;
     const size_t bytes = count * loomTypeSize(datatype);
-    return ringCollective(comm, ringCall(kRingBroadcast, in, recvbuff, count, bytes, datatype, loomSum, root),
-                          stream ? stream : comm->stream);
+    if (!stream) stream = comm->stream;
+    if (useOneShot(comm, kOneShotBroadcast, bytes, 1))
+        return oneShotCollective(comm, kOneShotBroadcast, in, recvbuff, bytes, datatype, loomSum, root, stream);
+    return ringCollective(comm, ringCall(kRingBroadcast, in, recvbuff, count, bytes, datatype, loomSum, root), stream);
 }
 
 extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
@@ -211,8 +288,10 @@ extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t 
     if (r != loomSuccess || count == 0) return r;
     if (!sendbuff || (comm->rank == root && !recvbuff)) return fail(loomInvalidArgument, "loomReduce: NULL buffer");
     const size_t bytes = count * loomTypeSize(datatype);
-    return ringCollective(comm, ringCall(kRingReduce, sendbuff, recvbuff, count, bytes, datatype, op, root),
-                          stream ? stream : comm->stream);
+    if (!stream) stream = comm->stream;
+    if (useOneShot(comm, kOneShotReduce, bytes, loomTypeSize(datatype)))
+        return oneShotCollective(comm, kOneShotReduce, sendbuff, recvbuff, bytes, datatype, op, root, stream);
+    return ringCollective(comm, ringCall(kRingReduce, sendbuff, recvbuff, count, bytes, datatype, op, root), stream);
 }
 
 extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, loomDataType_t datatype,
@@ -220,9 +299,12 @@ extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size
     loomResult_t r = checkCall("loomAllGather", comm, datatype, false, loomSum);
     if (r != loomSuccess || sendcount == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllGather: NULL buffer");
-    const size_t total = sendcount * loomTypeSize(datatype) * (size_t)comm->nranks;
+    const size_t block = sendcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
+    if (!stream) stream = comm->stream;
+    if (useOneShot(comm, kOneShotAllGather, block, 1))
+        return oneShotCollective(comm, kOneShotAllGather, sendbuff, recvbuff, block, datatype, loomSum, 0, stream);
     return ringCollective(comm, ringCall(kRingAllGather, sendbuff, recvbuff, sendcount, total, datatype, loomSum, 0),
-                          stream ? stream : comm->stream);
+                          stream);
 }
 
 extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
@@ -231,7 +313,77 @@ extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, 
     loomResult_t r = checkCall("loomReduceScatter", comm, datatype, true, op);
     if (r != loomSuccess || recvcount == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomReduceScatter: NULL buffer");
-    const size_t total = recvcount * loomTypeSize(datatype) * (size_t)comm->nranks;
+    const size_t block = recvcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
+    if (!stream) stream = comm->stream;
+    if (useOneShot(comm, kOneShotReduceScatter, block, loomTypeSize(datatype)))
+        return oneShotCollective(comm, kOneShotReduceScatter, sendbuff, recvbuff, block, datatype, op, 0, stream);
     return ringCollective(comm, ringCall(kRingReduceScatter, sendbuff, recvbuff, recvcount, total, datatype, op, 0),
-                          stream ? stream : comm->stream);
+                          stream);
+}
+
+extern "C" loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, void *recvbuff, const size_t *recvcounts,
+                                       const size_t *displs, loomDataType_t datatype, loomComm_t comm,
+                                       cudaStream_t stream) {
+    loomResult_t r = checkCall("loomAllGatherV", comm, datatype, false, loomSum);
+    if (r != loomSuccess) return r;
+    if (!recvcounts || !displs) return fail(loomInvalidArgument, "loomAllGatherV: NULL recvcounts or displs");
+    if (sendcount != recvcounts[comm->rank])
+        return fail(loomInvalidArgument, "loomAllGatherV: rank %d sends %zu elements, recvcounts[%d] is %zu", comm->rank,
+                    sendcount, comm->rank, recvcounts[comm->rank]);
+    size_t total = 0;
+    for (int q = 0; q < comm->nranks; ++q) total += recvcounts[q];
+    if (total == 0) return loomSuccess;
+    if (!recvbuff || (sendcount && !sendbuff)) return fail(loomInvalidArgument, "loomAllGatherV: NULL buffer");
+    if (equalBlocks(recvcounts, displs, comm->nranks))
+        return loomAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    if (!stream) stream = comm->stream;
+    const size_t esize = loomTypeSize(datatype);
+    size_t largest = 0;
+    for (int q = 0; q < comm->nranks; ++q) largest = recvcounts[q] > largest ? recvcounts[q] : largest;
+    if (comm->nranks <= kMaxOneShotRanks && useOneShot(comm, kOneShotAllGather, largest * esize, 1)) {
+        size_t counts[kMaxOneShotRanks], bytesAt[kMaxOneShotRanks];
+        for (int q = 0; q < comm->nranks; ++q) counts[q] = recvcounts[q] * esize, bytesAt[q] = displs[q] * esize;
+        return oneShotCollective(comm, kOneShotAllGather, sendbuff, recvbuff, 0, datatype, loomSum, 0, stream, counts,
+                                 bytesAt);
+    }
+    RingCall c = ringCall(kRingAllGather, sendbuff, recvbuff, 0, total * loomTypeSize(datatype), datatype, loomSum, 0);
+    c.counts = recvcounts;
+    c.displs = displs;
+    return ringCollective(comm, c, stream);
+}
+
+extern "C" loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size_t *recvcounts,
+                                           loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
+                                           cudaStream_t stream) {
+    loomResult_t r = checkCall("loomReduceScatterV", comm, datatype, true, op);
+    if (r != loomSuccess) return r;
+    if (!recvcounts) return fail(loomInvalidArgument, "loomReduceScatterV: NULL recvcounts");
+    std::vector<size_t> displs((size_t)comm->nranks);
+    size_t total = 0;
+    for (int q = 0; q < comm->nranks; ++q) displs[q] = total, total += recvcounts[q];
+    if (total == 0) return loomSuccess;
+    if (!sendbuff || (recvcounts[comm->rank] && !recvbuff))
+        return fail(loomInvalidArgument, "loomReduceScatterV: NULL buffer");
+    if (equalBlocks(recvcounts, displs.data(), comm->nranks))
+        return loomReduceScatter(sendbuff, recvbuff, recvcounts[0], datatype, op, comm, stream);
+    if (!stream) stream = comm->stream;
+    const size_t esize = loomTypeSize(datatype);
+    const char *in = static_cast<const char *>(sendbuff), *out = static_cast<const char *>(recvbuff);
+    const size_t inBytes = total * esize, outBytes = recvcounts[comm->rank] * esize;
+    if (out && in < out + outBytes && out < in + inBytes) { // the result would overwrite blocks still to be read
+        r = vInputCopy(comm, sendbuff, inBytes, stream, &sendbuff);
+        if (r != loomSuccess) return r;
+    }
+    size_t largest = 0;
+    for (int q = 0; q < comm->nranks; ++q) largest = recvcounts[q] > largest ? recvcounts[q] : largest;
+    if (comm->nranks <= kMaxOneShotRanks && useOneShot(comm, kOneShotReduceScatter, largest * esize, esize)) {
+        size_t counts[kMaxOneShotRanks], bytesAt[kMaxOneShotRanks];
+        for (int q = 0; q < comm->nranks; ++q) counts[q] = recvcounts[q] * esize, bytesAt[q] = displs[q] * esize;
+        return oneShotCollective(comm, kOneShotReduceScatter, sendbuff, recvbuff, 0, datatype, op, 0, stream, counts,
+                                 bytesAt);
+    }
+    RingCall c = ringCall(kRingReduceScatter, sendbuff, recvbuff, 0, inBytes, datatype, op, 0);
+    c.counts = recvcounts;
+    c.displs = displs.data();
+    return ringCollective(comm, c, stream);
 }

@@ -19,13 +19,15 @@ struct RingCall {
     const void *in;
     void *out;
     size_t count;        // elements; per block for reduce_scatter / allgather
+    const size_t *counts, *displs; // ragged blocks (host memory, elements), or null
     size_t totalBytes;   // of the largest buffer: sets the channel count
     loomDataType_t dtype;
     loomRedOp_t op;      // reductions only
     int root;            // broadcast, reduce
 };
 
-// Plans, launches and commits one ring collective on stream.
+// Plans, launches and commits one ring collective on stream. Ragged blocks
+// go to the kernel through the communicator's block tables.
 loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stream);
 
 } // namespace loom

@@ -7,6 +7,7 @@
 #include "core/enqueue.h"
 
 #include <cstring>
+#include <vector>
 
 #include "core/debug.h"
 #include "core/params.h"
@@ -26,12 +27,46 @@ int channelsFor(const loomComm *comm, size_t bytes) {
 
 const char *const kRingNames[kRingNumColls] = {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"};
 
+// Ragged blocks: the tables go to device memory on the call's stream, after
+// the last kernel that read the previous ones (which may be on another stream).
+loomResult_t uploadBlocks(loomComm *comm, const std::vector<size_t> &table, cudaStream_t stream) {
+    cudaError_t e = cudaSuccess;
+    if (!comm->blockTablesDev) {
+        e = cudaMalloc((void **)&comm->blockTablesDev, 2 * sizeof(size_t) * (size_t)comm->nranks);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&comm->blockTablesRead, cudaEventDisableTiming);
+    } else {
+        e = cudaStreamWaitEvent(stream, comm->blockTablesRead, 0);
+    }
+    // From pageable memory: staged before the call returns, so `table` may go.
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(comm->blockTablesDev, table.data(), table.size() * sizeof(size_t), cudaMemcpyHostToDevice,
+                            stream);
+    if (e != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d: block table of a ragged call: %s", comm->rank,
+                    comm->cudaDev, cudaGetErrorString(e));
+    return loomSuccess;
+}
+
 } // namespace
 
 loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stream) {
     const bool bytes = c.coll == kRingAllGather || c.coll == kRingBroadcast; // moved, never reduced
     const size_t esize = bytes ? 1 : loomTypeSize(c.dtype);
-    const size_t count = bytes ? c.count * loomTypeSize(c.dtype) : c.count;
+    const size_t scale = bytes ? loomTypeSize(c.dtype) : 1; // elements -> what the kernel counts
+    const size_t count = c.count * scale;
+    // The host's view of the blocks (commit) and the kernel's (device tables).
+    std::vector<size_t> table;
+    RingBlocks hostBlocks = {nullptr, nullptr, count};
+    if (c.counts) {
+        table.resize(2 * (size_t)comm->nranks);
+        for (int q = 0; q < comm->nranks; ++q) {
+            table[q] = c.counts[q] * scale;
+            table[comm->nranks + q] = c.displs[q] * scale;
+        }
+        hostBlocks = RingBlocks{table.data(), table.data() + comm->nranks, 0};
+        loomResult_t r = uploadBlocks(comm, table, stream);
+        if (r != loomSuccess) return r;
+    }
     RingArgs a;
     memset(&a, 0, sizeof(a));
     a.coll = c.coll;
@@ -40,7 +75,8 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.ringRanks = comm->ringRanksDev;
     a.in = c.in;
     a.out = c.out;
-    a.count = count;
+    a.blocks = hostBlocks;
+    if (c.counts) a.blocks = RingBlocks{comm->blockTablesDev, comm->blockTablesDev + comm->nranks, 0};
     a.nranks = comm->nranks;
     a.pos = comm->ringPos; // the schedule is in ring positions
     a.rootPos = comm->ringPosOf[c.root];
@@ -57,6 +93,9 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s launch: %s", comm->rank, comm->cudaDev,
                     comm->busId, kRingNames[c.coll], cudaGetErrorString(err));
+    if (c.counts && (err = cudaEventRecord(comm->blockTablesRead, stream)) != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d: %s: %s", comm->rank, comm->cudaDev, kRingNames[c.coll],
+                    cudaGetErrorString(err));
     // Commit: what the kernel will send and receive on each channel.
     const size_t align = esize >= 16 ? 1 : 16 / esize;
     const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
@@ -64,7 +103,7 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     unsigned long long perRoundSends, perRoundRecvs;
     ringRoundSteps(c.coll, a.pos, a.rootPos, comm->nranks, &perRoundSends, &perRoundRecvs);
     for (int ch = 0; ch < a.nchannels && comm->nranks > 1; ++ch) {
-        const size_t rounds = ringGeom(c.coll, count, comm->nranks, a.nchannels, ch, slotElems, align).rounds;
+        const size_t rounds = ringGeom(c.coll, hostBlocks, comm->nranks, a.nchannels, ch, slotElems, align).rounds;
         sends[ch] = perRoundSends * rounds;
         recvs[ch] = perRoundRecvs * rounds;
         steps[ch].send += sends[ch];

@@ -37,6 +37,7 @@ const Params &params() {
         p.minChannelBytes = envLong("LOOM_MIN_CHANNEL_BYTES", 64 * 1024, 256, 1L << 30);
         p.timeoutSeconds = (double)envLong("LOOM_TIMEOUT", 60, 1, 86400);
         p.llMaxBytes = envLong("LOOM_LL_MAX_BYTES", 1024 * 1024, 0, 16L << 20) & ~7L;
+        p.oneShotMaxBytes = envLong("LOOM_ONESHOT_MAX_BYTES", -1, -1, 1L << 40); // -1: the measured table (enqueue.cc)
         // The LL ring is off by default: on 4x H200 it won only at 1-4 MiB and the
         // GPU matrix caught a deadlock in it (see the issue note).
         p.llRingMaxBytes = envLong("LOOM_LL_RING_MAX_BYTES", 0, 0, 1L << 30);

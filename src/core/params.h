@@ -15,6 +15,7 @@ struct Params {
     long minChannelBytes;   // LOOM_MIN_CHANNEL_BYTES: fewer channels below this much data each
     double timeoutSeconds;  // LOOM_TIMEOUT: a peer silent this long fails the call
     long llMaxBytes;        // LOOM_LL_MAX_BYTES: one-shot LL allreduce up to this size (0: never)
+    long oneShotMaxBytes;   // LOOM_ONESHOT_MAX_BYTES: one-shot bcast/reduce/allgather/reduce_scatter while (n-1) x piece <= this (-1: measured table)
     long llRingMaxBytes;    // LOOM_LL_RING_MAX_BYTES: ring on the LL protocol up to this size (0: never)
     long llSlotBytes;       // LOOM_LL_SLOT_BYTES: bytes of LL lines per ring FIFO slot
     long treeMaxBytes;      // LOOM_TREE_MAX_BYTES: tree allreduce up to this size when ranks span hosts (0: never)

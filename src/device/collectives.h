@@ -25,7 +25,9 @@ cudaError_t launchTreeAllreduce(const TreeArgs &a, loomDataType_t dtype, loomRed
 // Enqueues one recursive-doubling allreduce (1 CTA) on stream.
 cudaError_t launchRdAllreduce(const RdArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
-// Enqueues one one-shot LL allreduce (a.nblocks CTAs) on stream.
-cudaError_t launchOneShotAllreduce(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+// Enqueues one one-shot LL collective (a.coll; a.nblocks CTAs) on stream:
+// reductions per (dtype, op); allgather and broadcast over bytes.
+cudaError_t launchOneShotColl(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+cudaError_t launchOneShotBytes(const OneShotArgs &a, cudaStream_t stream);
 
 } // namespace loom

@@ -17,6 +17,7 @@
 
 #include <type_traits>
 
+#include "device/compound_types.h"
 #include "device/reduce_ops.h"
 #include "loom.h"
 
@@ -50,6 +51,26 @@ cudaError_t dispatchOp(loomRedOp_t op, const Args &a, cudaStream_t stream) {
     }
 }
 
+// Complex numbers: sum and product.
+template <typename T, template <typename, typename> class Kernel, typename Args>
+cudaError_t dispatchComplexOp(loomRedOp_t op, const Args &a, cudaStream_t stream) {
+    switch (op) {
+    case loomSum: return Kernel<T, OpSum>::launch(a, stream);
+    case loomProd: return Kernel<T, OpProd>::launch(a, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+// Value-index pairs: minloc and maxloc.
+template <typename T, template <typename, typename> class Kernel, typename Args>
+cudaError_t dispatchLocOp(loomRedOp_t op, const Args &a, cudaStream_t stream) {
+    switch (op) {
+    case loomMinloc: return Kernel<T, OpMinloc>::launch(a, stream);
+    case loomMaxloc: return Kernel<T, OpMaxloc>::launch(a, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
 template <template <typename, typename> class Kernel, typename Args>
 cudaError_t dispatchTypeOp(loomDataType_t dtype, loomRedOp_t op, const Args &a, cudaStream_t stream) {
     switch (dtype) {
@@ -65,6 +86,13 @@ cudaError_t dispatchTypeOp(loomDataType_t dtype, loomRedOp_t op, const Args &a, 
     case loomBfloat16: return dispatchOp<__nv_bfloat16, Kernel>(op, a, stream);
     case loomFloat32: return dispatchOp<float, Kernel>(op, a, stream);
     case loomFloat64: return dispatchOp<double, Kernel>(op, a, stream);
+    case loomFloatComplex: return dispatchComplexOp<Complex<float>, Kernel>(op, a, stream);
+    case loomDoubleComplex: return dispatchComplexOp<Complex<double>, Kernel>(op, a, stream);
+    case loomFloatInt: return dispatchLocOp<ValIdx<float>, Kernel>(op, a, stream);
+    case loomDoubleInt: return dispatchLocOp<ValIdx<double>, Kernel>(op, a, stream);
+    case loomLongInt: return dispatchLocOp<ValIdx<long>, Kernel>(op, a, stream);
+    case loomIntInt: return dispatchLocOp<ValIdx<int>, Kernel>(op, a, stream);
+    case loomShortInt: return dispatchLocOp<ValIdx<short>, Kernel>(op, a, stream);
     default: return cudaErrorInvalidValue;
     }
 }

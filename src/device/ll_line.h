@@ -55,15 +55,23 @@ __device__ __forceinline__ void storeUnit(char *buf, size_t at, size_t bytes, ui
     for (int k = 0; k < 8 && at + k < bytes; ++k) buf[at + k] = (char)(v >> (8 * k));
 }
 
+// Reduces the elements of two 8-byte units. Elements wider than 8 bytes
+// (complex double, double-int pairs) would straddle two units: the host never
+// sends them through LL (enqueue.cc), and the instance traps if it ever did.
 template <typename T, typename Op>
 __device__ __forceinline__ uint64_t reduceUnit(uint64_t a, uint64_t b) {
-    constexpr int E = 8 / sizeof(T);
-    union U { uint64_t u; T t[E]; } x, y;
-    x.u = a;
-    y.u = b;
+    if constexpr (sizeof(T) > 8) {
+        __trap();
+        return a;
+    } else {
+        constexpr int E = 8 / sizeof(T);
+        union U { uint64_t u; T t[E]; } x, y;
+        x.u = a;
+        y.u = b;
 #pragma unroll
-    for (int k = 0; k < E; ++k) x.t[k] = reduce<T, Op>(x.t[k], y.t[k]);
-    return x.u;
+        for (int k = 0; k < E; ++k) x.t[k] = reduce<T, Op>(x.t[k], y.t[k]);
+        return x.u;
+    }
 }
 
 } // namespace loom

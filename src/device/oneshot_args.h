@@ -1,7 +1,8 @@
 /*
- * The one-shot LL allreduce (small messages): every rank writes its input as
- * LL lines into a slot of every peer, then reduces the n inputs it holds.
- * Shared by host (core) and device code.
+ * The one-shot LL collectives (small messages, oneshot_schedule.h): every
+ * rank writes what each peer needs from it as LL lines into that peer's slot
+ * for it, then builds its output from the lines it holds. Shared by host
+ * (core) and device code.
  *
  * LL line: 16 bytes = {data0, flag, data1, flag}; a 16-byte aligned store
  * lands whole, so a reader that sees both flags equal to the call's flag has
@@ -26,9 +27,13 @@ struct LLLine {
 inline size_t llBytes(size_t dataBytes) { return (dataBytes + 7) / 8 * sizeof(LLLine); }
 
 struct OneShotArgs {
+    int coll;       // OneShotColl
+    int root;       // broadcast, reduce
     const void *in;
     void *out;
-    size_t bytes;   // payload bytes per rank
+    size_t bytes;   // the call's block (OneShotBlocks)
+    bool ragged;    // blocks of counts/displs bytes (allgatherv, reduce_scatter with counts)
+    size_t counts[kMaxOneShotRanks], displs[kMaxOneShotRanks];
     int nranks;
     int rank;
     int nblocks;

@@ -12,6 +12,12 @@
 
 namespace loom {
 
+// The word of a W-byte vector move.
+template <int W> struct VectorWord;
+template <> struct VectorWord<16> { using type = uint4; };
+template <> struct VectorWord<8> { using type = uint2; };
+template <> struct VectorWord<4> { using type = unsigned int; };
+
 struct ProtoSimple {
     static constexpr int kId = kProtoSimple;
 
@@ -32,66 +38,85 @@ struct ProtoSimple {
     __device__ static T loadCg(const T *p) {
         using Bits = typename std::conditional<sizeof(T) == 1, unsigned char,
                      typename std::conditional<sizeof(T) == 2, unsigned short,
-                     typename std::conditional<sizeof(T) == 4, unsigned int, unsigned long long>::type>::type>::type;
+                     typename std::conditional<sizeof(T) == 4, unsigned int,
+                     typename std::conditional<sizeof(T) == 8, unsigned long long, uint4>::type>::type>::type>::type;
         Bits b = __ldcg(reinterpret_cast<const Bits *>(p));
         T v;
         memcpy(&v, &b, sizeof(T));
         return v;
     }
 
+    // The vector moves of W bytes (16, 8 or 4): every pointer is W-aligned.
+    // U independent vectors per thread in flight per iteration. Returns the
+    // elements moved (whole vectors); the caller moves the rest one by one.
+    template <int W, typename T, typename Op, bool InFirst>
+    __device__ static size_t moveVectors(const T *src, const T *in, T *dst0, T *dst1, size_t len, bool reduceIn) {
+        using Word = typename VectorWord<W>::type;
+        constexpr int V = W / sizeof(T);
+        union Vec { Word u; T t[V]; };
+        const int tid = threadIdx.x, nthr = blockDim.x;
+        constexpr int U = 4;
+        const size_t nvec = len / V;
+        const Word *s4 = (const Word *)src, *i4 = (const Word *)in;
+        Word *d0 = (Word *)dst0, *d1 = (Word *)dst1;
+        size_t v = tid;
+        for (; v + (U - 1) * nthr < nvec; v += U * nthr) {
+            Vec x[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) x[u].u = s4 ? __ldcg(s4 + v + u * nthr) : i4[v + u * nthr];
+            if (reduceIn) {
+                Vec y[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) y[u].u = i4[v + u * nthr];
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+#pragma unroll
+                    for (int k = 0; k < V; ++k) x[u].t[k] = combine<T, Op, InFirst>(x[u].t[k], y[u].t[k]);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (d0) d0[v + u * nthr] = x[u].u;
+                if (d1) d1[v + u * nthr] = x[u].u;
+            }
+        }
+        for (; v < nvec; v += nthr) {
+            Vec x;
+            x.u = s4 ? __ldcg(s4 + v) : i4[v];
+            if (reduceIn) {
+                Vec y;
+                y.u = i4[v];
+#pragma unroll
+                for (int k = 0; k < V; ++k) x.t[k] = combine<T, Op, InFirst>(x.t[k], y.t[k]);
+            }
+            if (d0) d0[v] = x.u;
+            if (d1) d1[v] = x.u;
+        }
+        return nvec * V;
+    }
+
     // out/toNext[i] = recv ? (reduce ? op(slot[i], in[i]) : slot[i]) : in[i]
     // (timeout: for protocols that poll inside the move; Simple does not.)
     // InFirst: op(in[i], slot[i]) instead — for algorithms whose two ends must
     // reduce in the same order (op need not commute bitwise: min of -0, +0).
+    // The widest vectors every pointer's alignment allows: user blocks at
+    // ragged displacements (allgatherv, reduce_scatter with counts) may be
+    // only 8- or 4-byte aligned.
     template <typename T, typename Op, bool InFirst = false>
     __device__ static bool move(unsigned long long, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t, uint32_t, unsigned long long) {
         const T *src = (const T *)slotIn;
         T *dst0 = (T *)slotOut, *dst1 = out;
-        constexpr int V = 16 / sizeof(T);
-        union Vec { uint4 u; T t[V]; };
         const int tid = threadIdx.x, nthr = blockDim.x;
         uintptr_t bits = (uintptr_t)src | (uintptr_t)in | (uintptr_t)dst0 | (uintptr_t)dst1;
         size_t done = 0;
         if ((bits & 15) == 0) {
-            // U independent 16-byte vectors per thread in flight per iteration.
-            constexpr int U = 4;
-            const size_t nvec = len / V;
-            const uint4 *s4 = (const uint4 *)src, *i4 = (const uint4 *)in;
-            uint4 *d0 = (uint4 *)dst0, *d1 = (uint4 *)dst1;
-            size_t v = tid;
-            for (; v + (U - 1) * nthr < nvec; v += U * nthr) {
-                Vec x[U];
-#pragma unroll
-                for (int u = 0; u < U; ++u) x[u].u = s4 ? __ldcg(s4 + v + u * nthr) : i4[v + u * nthr];
-                if (reduceIn) {
-                    Vec y[U];
-#pragma unroll
-                    for (int u = 0; u < U; ++u) y[u].u = i4[v + u * nthr];
-#pragma unroll
-                    for (int u = 0; u < U; ++u)
-#pragma unroll
-                        for (int k = 0; k < V; ++k) x[u].t[k] = combine<T, Op, InFirst>(x[u].t[k], y[u].t[k]);
-                }
-#pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    if (d0) d0[v + u * nthr] = x[u].u;
-                    if (d1) d1[v + u * nthr] = x[u].u;
-                }
+            done = moveVectors<16, T, Op, InFirst>(src, in, dst0, dst1, len, reduceIn);
+        } else if constexpr (sizeof(T) <= 8) {
+            if ((bits & 7) == 0) {
+                done = moveVectors<8, T, Op, InFirst>(src, in, dst0, dst1, len, reduceIn);
+            } else if constexpr (sizeof(T) <= 4) {
+                if ((bits & 3) == 0) done = moveVectors<4, T, Op, InFirst>(src, in, dst0, dst1, len, reduceIn);
             }
-            for (; v < nvec; v += nthr) {
-                Vec x;
-                x.u = s4 ? __ldcg(s4 + v) : i4[v];
-                if (reduceIn) {
-                    Vec y;
-                    y.u = i4[v];
-#pragma unroll
-                    for (int k = 0; k < V; ++k) x.t[k] = combine<T, Op, InFirst>(x.t[k], y.t[k]);
-                }
-                if (d0) d0[v] = x.u;
-                if (d1) d1[v] = x.u;
-            }
-            done = nvec * V;
         }
         for (size_t i = done + tid; i < len; i += nthr) {
             T x = src ? loadCg(src + i) : in[i];

@@ -21,7 +21,8 @@ struct RingArgs {
     const int *ringRanks;     // device memory: the rank at each ring position (blocks are in rank order)
     const void *in;
     void *out;
-    size_t count;  // see RingGeom: per block for reduce_scatter / allgather
+    RingBlocks blocks; // count: the call's elements, or per block (reduce_scatter, allgather);
+                       // ragged blocks: counts/displs tables in device memory
     int nranks;
     int pos;       // this rank's ring position
     int rootPos;   // broadcast, reduce: the root's ring position

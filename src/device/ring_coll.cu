@@ -3,7 +3,7 @@
  * broadcast and reduce chains): one CTA per channel walks ring_schedule.h
  * and runs each step as one primitive of Prims over the channel's
  * connections. What differs between collectives is only where a step's block
- * lives in the user's buffers (blockOffsets). Reductions are compiled per
+ * lives in the user's buffers (ringStepOffsets). Reductions are compiled per
  * (protocol, type, op); allgather and broadcast once, over bytes.
  */
 #include <cuda_runtime.h>
@@ -18,29 +18,21 @@
 namespace loom {
 namespace {
 
-// Element offsets of a step's data in the input and the output: the channel's
-// range, in the block of the rank whose block moves (reduce_scatter reads
-// every rank's block of its input, allgather writes every rank's block of its
-// output).
-__device__ __forceinline__ void blockOffsets(const RingArgs &a, const RingGeom &g, const RingStep &st, size_t off,
-                                             size_t *inAt, size_t *outAt) {
-    const size_t at = g.begin + off;
-    *inAt = *outAt = at;
-    if (a.coll == kRingReduceScatter) *inAt = (size_t)a.ringRanks[st.chunk] * a.count + at;
-    else if (a.coll == kRingAllGather) *outAt = (size_t)a.ringRanks[st.chunk] * a.count + at;
-}
-
 template <typename Proto, typename T, typename Op>
 __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
     constexpr size_t kAlign = sizeof(T) >= 16 ? 1 : 16 / sizeof(T); // 16-byte vectors
     const RingChannel *c = a.chans + blockIdx.x;
     const size_t slotElems = ringSlotDataBytes(Proto::kId, a.slotBytes) / sizeof(T);
-    const RingGeom g = ringGeom(a.coll, a.count, a.nranks, a.nchannels, blockIdx.x, slotElems, kAlign);
+    const RingGeom g = ringGeom(a.coll, a.blocks, a.nranks, a.nchannels, blockIdx.x, slotElems, kAlign);
     const T *in = (const T *)a.in;
     T *out = (T *)a.out;
-    if (a.nranks == 1) { // no steps: the result is the input
-        if (a.in != a.out)
-            ProtoSimple::move<T, Op>(0, nullptr, in + g.begin, nullptr, out + g.begin, g.n, false, 0, 0, 0);
+    if (a.nranks == 1) { // no steps: the result is the input (an allgather's lands at its displacement)
+        const size_t to = a.coll == kRingAllGather ? ringBlockDispl(a.blocks, 0) : 0;
+        size_t b = g.begin, e = g.begin + g.n;
+        if (a.coll == kRingAllGather || a.coll == kRingReduceScatter)
+            channelRange(ringBlockCount(a.blocks, 0), a.nchannels, blockIdx.x, kAlign * 4, &b, &e);
+        if (in + b != out + to + b)
+            ProtoSimple::move<T, Op>(0, nullptr, in + b, nullptr, out + to + b, e - b, false, 0, 0, 0);
         return;
     }
     Prims<Proto, T, Op> prims(&c->recv, &c->send, a.steps[blockIdx.x], a.nslots, a.slotBytes, a.timeoutCycles,
@@ -49,9 +41,10 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
     for (size_t round = 0; round < g.rounds; ++round) {
         for (int s = 0; s < nsteps; ++s) {
             const RingStep st = ringCollStep(a.coll, a.pos, a.rootPos, a.nranks, s);
-            size_t off, len, inAt, outAt;
-            ringStepRange(a.coll, g, a.nranks, round, st.chunk, &off, &len);
-            blockOffsets(a, g, st, off, &inAt, &outAt);
+            const int owner = (a.coll == kRingReduceScatter || a.coll == kRingAllGather) ? a.ringRanks[st.chunk] : 0;
+            size_t inAt, outAt, len;
+            ringStepOffsets(a.coll, g, a.blocks, a.nranks, a.nchannels, blockIdx.x, kAlign, round, st.chunk, owner,
+                            &inAt, &outAt, &len);
             const T *src = in + inAt;
             T *dst = st.toOutput ? out + outAt : nullptr;
             if (!st.recv && dst == src) dst = nullptr; // a copy onto itself (in place)

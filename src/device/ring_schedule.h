@@ -12,9 +12,11 @@
  *
  *   allreduce       round = n chunks of the range; reduce-scatter, then
  *                   allgather: 2(n-1) sends and receives per rank.
- *   reduce_scatter  input = n blocks of `count` (block q: rank q's result);
- *                   a round takes one chunk of every block: n-1 each way.
- *   allgather       output = n blocks of `count`; the mirror image: n-1 each way.
+ *   reduce_scatter  input = n blocks (block q: rank q's result; equal or
+ *                   ragged, RingBlocks); a round takes one chunk of every
+ *                   block: n-1 each way.
+ *   allgather       output = n blocks (equal, or ragged at any displacements);
+ *                   the mirror image: n-1 each way.
  *   broadcast       a chain along the ring from the root: one chunk a round;
  *                   the root only sends, the last rank of the chain only receives.
  *   reduce          a chain along the ring ending at the root: the rank after
@@ -116,42 +118,108 @@ LOOM_HD size_t ringChunkElems(size_t n, int nranks, size_t slotElems, size_t ali
     return share < slotElems ? share : slotElems;
 }
 
-// One channel's part of a call. count: allreduce/broadcast/reduce: the
-// elements of the call; reduce_scatter/allgather: of one block.
+// The blocks of reduce_scatter and allgather: rank q's block has counts[q]
+// elements at displs[q] of the buffer that holds every block (reduce_scatter:
+// the input; allgather: the output). counts == nullptr: every block has
+// `count` elements, at q * count. The tables are in the memory of whoever
+// walks the schedule (device for the kernel, host for the host).
+struct RingBlocks {
+    const size_t *counts;
+    const size_t *displs;
+    size_t count;
+};
+
+LOOM_HD size_t ringBlockCount(const RingBlocks &b, int q) { return b.counts ? b.counts[q] : b.count; }
+LOOM_HD size_t ringBlockDispl(const RingBlocks &b, int q) { return b.counts ? b.displs[q] : (size_t)q * b.count; }
+
+// One channel's part of a call.
+//   allreduce, broadcast, reduce: [begin, begin + n) of the call's elements.
+//   reduce_scatter, allgather: every block is split over the channels alone
+//   (ringBlockRange); n is the largest share of a block on this channel.
+// Every step moves at most chunkElems (a slot) each way.
 struct RingGeom {
-    size_t begin;      // the channel's range [begin, begin + n) (in each block)
+    size_t begin;
     size_t n;
-    size_t chunkElems; // elements of one step (at most a slot)
+    size_t chunkElems; // allreduce, broadcast, reduce: elements of one step
     size_t rounds;
 };
 
-LOOM_HD RingGeom ringGeom(int coll, size_t count, int nranks, int nchannels, int ch, size_t slotElems, size_t align) {
+LOOM_HD size_t alignUp(size_t x, size_t align) { return (x + align - 1) / align * align; }
+
+LOOM_HD RingGeom ringGeom(int coll, const RingBlocks &blocks, int nranks, int nchannels, int ch, size_t slotElems,
+                          size_t align) {
     RingGeom g;
-    size_t end;
-    channelRange(count, nchannels, ch, align * 4, &g.begin, &end);
-    g.n = end - g.begin;
-    size_t perRound;
-    if (coll == kRingAllReduce) {
-        g.chunkElems = ringChunkElems(g.n, nranks, slotElems, align);
-        perRound = (size_t)nranks * g.chunkElems;
+    size_t end, perRound;
+    if (coll == kRingReduceScatter || coll == kRingAllGather) {
+        g.begin = 0;
+        g.n = 0;
+        for (int q = 0; q < nranks; ++q) {
+            size_t b, e;
+            channelRange(ringBlockCount(blocks, q), nchannels, ch, align * 4, &b, &e);
+            if (e - b > g.n) g.n = e - b;
+        }
+        g.chunkElems = slotElems;
+        perRound = slotElems;
     } else {
-        size_t c = (g.n + align - 1) / align * align;
-        if (c == 0) c = align;
-        g.chunkElems = c < slotElems ? c : slotElems;
-        perRound = g.chunkElems;
+        channelRange(blocks.count, nchannels, ch, align * 4, &g.begin, &end);
+        g.n = end - g.begin;
+        if (coll == kRingAllReduce) {
+            g.chunkElems = ringChunkElems(g.n, nranks, slotElems, align);
+            perRound = (size_t)nranks * g.chunkElems;
+        } else {
+            size_t c = alignUp(g.n, align);
+            if (c == 0) c = align;
+            g.chunkElems = c < slotElems ? c : slotElems;
+            perRound = g.chunkElems;
+        }
     }
     g.rounds = nranks > 1 ? (g.n + perRound - 1) / perRound : 0;
     return g;
 }
 
 // Elements [off, off + len) of step `st` in round `round`, relative to the
-// channel's range (in the step's block for reduce_scatter/allgather); len may be 0.
+// channel's range (allreduce, broadcast, reduce); len may be 0.
 LOOM_HD void ringStepRange(int coll, const RingGeom &g, int nranks, size_t round, int chunk, size_t *off,
                            size_t *len) {
     size_t o = coll == kRingAllReduce ? (round * (size_t)nranks + (size_t)chunk) * g.chunkElems
                                       : round * g.chunkElems;
     *off = o;
     *len = o >= g.n ? 0 : (g.n - o < g.chunkElems ? g.n - o : g.chunkElems);
+}
+
+// reduce_scatter, allgather: the elements of rank q's block that round
+// `round` moves on channel ch, [at, at + len) from the block's start. The
+// block's share of the channel is cut into g.rounds equal aligned chunks (at
+// most a slot each, since no share exceeds g.n), so ragged blocks advance
+// together and every round moves one step of every block; len may be 0.
+LOOM_HD void ringBlockRange(const RingBlocks &blocks, int q, const RingGeom &g, int nchannels, int ch, size_t align,
+                            size_t round, size_t *at, size_t *len) {
+    size_t b, e;
+    channelRange(ringBlockCount(blocks, q), nchannels, ch, align * 4, &b, &e);
+    const size_t n = e - b, chunk = alignUp((n + g.rounds - 1) / g.rounds, align), o = round * chunk;
+    *at = b + (o < n ? o : n);
+    *len = o >= n ? 0 : (n - o < chunk ? n - o : chunk);
+}
+
+// Where a step's data is, in elements: inAt in the input, outAt in the
+// output, len elements. A reduce_scatter reads every rank's block of its
+// input and writes its own block alone; an allgather reads its own block and
+// writes every rank's block of its output. `rankOfBlock`: the rank whose
+// block the step moves (reduce_scatter, allgather).
+LOOM_HD void ringStepOffsets(int coll, const RingGeom &g, const RingBlocks &blocks, int nranks, int nchannels, int ch,
+                             size_t align, size_t round, int chunk, int rankOfBlock, size_t *inAt, size_t *outAt,
+                             size_t *len) {
+    if (coll == kRingReduceScatter || coll == kRingAllGather) {
+        size_t at;
+        ringBlockRange(blocks, rankOfBlock, g, nchannels, ch, align, round, &at, len);
+        const size_t whole = ringBlockDispl(blocks, rankOfBlock) + at;
+        *inAt = coll == kRingReduceScatter ? whole : at;
+        *outAt = coll == kRingReduceScatter ? at : whole;
+        return;
+    }
+    size_t off;
+    ringStepRange(coll, g, nranks, round, chunk, &off, len);
+    *inAt = *outAt = g.begin + off;
 }
 
 // Slots the rank at pos sends and receives in one round (the same on every channel).

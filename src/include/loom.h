@@ -72,14 +72,21 @@ loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes);
 typedef enum {
     loomInt8 = 0, loomUint8 = 1, loomInt32 = 2, loomUint32 = 3, loomInt64 = 4, loomUint64 = 5,
     loomFloat16 = 6, loomFloat32 = 7, loomFloat64 = 8, loomBfloat16 = 9, loomInt16 = 10, loomUint16 = 11,
-    loomNumTypes = 12
+    /* complex: {float re, im}, {double re, im}; Sum and Prod only */
+    loomFloatComplex = 12, loomDoubleComplex = 13,
+    /* value-index pairs laid out as C structs {value; int index} (MPI_FLOAT_INT,
+     * MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT); Minloc and Maxloc
+     * only. Their size is the struct's, padding included (double/long: 16 B). */
+    loomFloatInt = 14, loomDoubleInt = 15, loomLongInt = 16, loomIntInt = 17, loomShortInt = 18,
+    loomNumTypes = 19
 } loomDataType_t;
 
 /* The bitwise (Band, Bor, Bxor) and logical (Land, Lor, Lxor: result 1 or 0)
- * ops take integer types only. */
+ * ops take integer types only; Minloc/Maxloc the value-index pairs only (on
+ * equal values the lower index wins, as MPI says). */
 typedef enum {
     loomSum = 0, loomProd = 1, loomMax = 2, loomMin = 3, loomBand = 4, loomBor = 5, loomBxor = 6,
-    loomLand = 7, loomLor = 8, loomLxor = 9, loomNumOps = 10
+    loomLand = 7, loomLor = 8, loomLxor = 9, loomMinloc = 10, loomMaxloc = 11, loomNumOps = 12
 } loomRedOp_t;
 
 size_t loomTypeSize(loomDataType_t type); /* 0 for an unknown type */
@@ -134,6 +141,18 @@ loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size_t sendcoun
                            loomComm_t comm, cudaStream_t stream);
 loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, loomDataType_t datatype,
                                loomRedOp_t op, loomComm_t comm, cudaStream_t stream);
+
+/* Ragged blocks (MPI_Allgatherv, MPI_Reduce_scatter). Every rank passes the
+ * same recvcounts (and displs); counts and displacements are elements.
+ * AllGatherV: rank q's sendcount (== recvcounts[q]) elements land at
+ * recvbuff + displs[q] (any order; blocks must not overlap); sendbuff ==
+ * recvbuff + displs[rank] is in place. ReduceScatterV: sendbuff holds the
+ * blocks back to back in rank order; rank r gets the reduction of block r;
+ * recvbuff may overlap sendbuff (in place: the result at its start). */
+loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, void *recvbuff, const size_t *recvcounts,
+                            const size_t *displs, loomDataType_t datatype, loomComm_t comm, cudaStream_t stream);
+loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size_t *recvcounts,
+                                loomDataType_t datatype, loomRedOp_t op, loomComm_t comm, cudaStream_t stream);
 
 /* A device buffer of at least `bytes` on the communicator's GPU, owned by the
  * communicator (grown on demand, freed with it; valid until the next call

@@ -1,7 +1,9 @@
 /*
  * GPU correctness matrix of the reduction and gather collectives through loom:
- * MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Reduce_scatter_block,
- * MPI_Reduce_scatter (equal counts) and MPI_Allreduce, x every predefined
+ * MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Allgatherv (ragged counts, some
+ * 0, blocks in reversed order with gaps that must stay untouched),
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter (equal and ragged counts) and
+ * MPI_Allreduce, x every predefined
  * type loom maps x every op MPI defines on it x counts {0, 1, 7, 1023,
  * 2^20+3} x in place / not x roots {0, last, middle} x communicators {world,
  * split, dup, reversed, odd-sized split}. Every element is compared with a
@@ -161,6 +163,13 @@ static void report(ctx_t *x, const char *coll, const type_t *t, int o, size_t co
         }                                                                                         \
     } while (0)
 
+/* Ragged block sizes around `count` (never above it; some 0). */
+static size_t ragged(size_t count, size_t q)
+{
+    size_t r = count * ((q * 5 + 1) % 4) / 3;
+    return r > 0 && q % 2 ? r - 1 : r;
+}
+
 static void reductions(ctx_t *x, const type_t *t, int o, size_t count, int ip, int root)
 {
     const size_t bytes = count * t->size, n = (size_t)x->size;
@@ -201,6 +210,22 @@ static void reductions(ctx_t *x, const type_t *t, int o, size_t count, int ip, i
         CHECK(count, 0, want_reduced(t, o, x->size, (size_t)x->rank * count + i));
         report(x, v ? "reduce_scatter" : "reduce_scatter_block", t, o, count, ip, -1, rc, bad, first);
     }
+    /* reduce_scatter, ragged counts: block q of ragged(count, q) elements */
+    int *rcounts = malloc(n * sizeof(int));
+    size_t total = 0, mine = 0;
+    for (size_t q = 0; q < n; ++q) {
+        rcounts[q] = (int)ragged(count, q);
+        if (q == (size_t)x->rank) mine = total;
+        total += (size_t)rcounts[q];
+    }
+    fill(x, ip ? x->dr : x->ds, total * t->size, t, o, total, 0);
+    if (!ip) poison(x, x->dr, (size_t)rcounts[x->rank] * t->size);
+    rc = MPI_Reduce_scatter(ip ? MPI_IN_PLACE : x->ds, x->dr, rcounts, t->mpi, op, x->comm);
+    fetch(x, x->dr, (size_t)rcounts[x->rank] * t->size);
+    bad = 0, first = 0;
+    CHECK((size_t)rcounts[x->rank], 0, want_reduced(t, o, x->size, mine + i));
+    report(x, "reduce_scatter(ragged)", t, o, count, ip, -1, rc, bad, first);
+    free(rcounts);
 }
 
 static void movement(ctx_t *x, const type_t *t, size_t count, int ip, int root)
@@ -231,6 +256,34 @@ static void movement(ctx_t *x, const type_t *t, size_t count, int ip, int root)
     bad = 0, first = 0;
     for (size_t q = 0; q < n; ++q) CHECK(count, q * count, input(t, OP_SUM, (int)q, i));
     report(x, "allgather", t, -1, count, ip, -1, rc, bad, first);
+    /* allgatherv: ragged blocks, the last rank's first, one element of gap
+     * after each odd rank's block (which must stay as it was) */
+    int *rcounts = malloc(n * sizeof(int)), *displs = malloc(n * sizeof(int));
+    size_t end = 0;
+    for (size_t j = n; j-- > 0;) {
+        rcounts[j] = (int)ragged(count, j);
+        displs[j] = (int)end;
+        end += (size_t)rcounts[j] + (j % 2);
+    }
+    const size_t mine = (size_t)rcounts[x->rank];
+    poison(x, x->dr, end * t->size);
+    for (size_t i = 0; i < mine; ++i) set(t, x->host, i, input(t, OP_SUM, x->rank, i));
+    void *own = ip ? (char *)x->dr + (size_t)displs[x->rank] * t->size : x->ds;
+    if (x->on_host) memcpy(own, x->host, mine * t->size);
+    else cudaMemcpy(own, x->host, mine * t->size, cudaMemcpyHostToDevice);
+    rc = MPI_Allgatherv(ip ? MPI_IN_PLACE : x->ds, (int)mine, t->mpi, x->dr, rcounts, displs, t->mpi, x->comm);
+    fetch(x, x->dr, end * t->size);
+    bad = 0, first = 0;
+    char poisoned[8];
+    memset(poisoned, 0x5a, sizeof(poisoned));
+    const int64_t untouched = get(t, poisoned, 0);
+    for (size_t q = 0; q < n; ++q) {
+        CHECK((size_t)rcounts[q], (size_t)displs[q], input(t, OP_SUM, (int)q, i));
+        if (q % 2) CHECK(1, (size_t)displs[q] + (size_t)rcounts[q], untouched);
+    }
+    report(x, "allgatherv", t, -1, count, ip, -1, rc, bad, first);
+    free(rcounts);
+    free(displs);
 }
 
 int main(int argc, char **argv)
@@ -277,8 +330,9 @@ int main(int argc, char **argv)
     const size_t ntypes = sizeof(types) / sizeof(types[0]);
     const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
     const size_t ncounts = sizeof(counts) / sizeof(counts[0]);
-    const size_t big_bytes = (size_t)1 << 28, max_bytes = ((size_t)(1u << 20) + 3) * 8 * (size_t)wsize;
-    const size_t buf_bytes = quick || max_bytes > big_bytes ? max_bytes : big_bytes;
+    const size_t big_bytes = (size_t)1 << 28, max_bytes = ((size_t)(1u << 20) + 4) * 8 * (size_t)wsize;
+    /* + the allgatherv's gaps */
+    const size_t buf_bytes = (quick || max_bytes > big_bytes ? max_bytes : big_bytes) + 64 * (size_t)wsize;
 
     ctx_t x = {0};
     x.on_host = on_host;

@@ -5,9 +5,11 @@
  * are timed as a blocking call: NCCL's stream is synchronized after every
  * call, as an MPI collective must (and as OSU's osu_xccl_* do).
  *
- *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter] [-T float|char]
+ *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv] [-T float|char]
  *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]
  *
+ * allgatherv: ragged blocks (rank q about 2(q+1)/(n+1) of the average) vs
+ * NCCL's grouped ncclBroadcast, one per rank (NCCL has no allgatherv).
  * Sizes are bytes as nccl-tests counts them: allgather's whole output,
  * reduce_scatter's whole input, the buffer of the others; -c checks every
  * size against a host reference (sums). busbw = algbw x nccl-tests' factor
@@ -35,6 +37,8 @@ static struct {
     int (*reduce_scatter)(const void *, void *, size_t, int, int, nccl_comm_t, cudaStream_t);
     int (*comm_destroy)(nccl_comm_t);
     const char *(*error_string)(int);
+    int (*group_start)(void);
+    int (*group_end)(void);
 } nccl;
 
 static int load_nccl(void)
@@ -50,8 +54,10 @@ static int load_nccl(void)
     *(void **)&nccl.reduce_scatter = dlsym(lib, "ncclReduceScatter");
     *(void **)&nccl.comm_destroy = dlsym(lib, "ncclCommDestroy");
     *(void **)&nccl.error_string = dlsym(lib, "ncclGetErrorString");
+    *(void **)&nccl.group_start = dlsym(lib, "ncclGroupStart");
+    *(void **)&nccl.group_end = dlsym(lib, "ncclGroupEnd");
     return nccl.get_unique_id && nccl.comm_init_rank && nccl.all_reduce && nccl.broadcast && nccl.reduce &&
-           nccl.all_gather && nccl.reduce_scatter && nccl.comm_destroy;
+           nccl.all_gather && nccl.reduce_scatter && nccl.comm_destroy && nccl.group_start && nccl.group_end;
 }
 
 #define CUDA(call)                                                                                  \
@@ -63,15 +69,28 @@ static int load_nccl(void)
         }                                                                                           \
     } while (0)
 
-enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER };
-static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter"};
+enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, NCOLLS };
+static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter", "allgatherv"};
 static int coll = ALLREDUCE, use_char = 0, nranks = 1;
+
+/* allgatherv's ragged blocks: rank q sends about 2(q+1)/(n+1) of the
+ * average, so the output is still about `bytes`; blocks back to back. */
+static int vcounts[1024], vdispls[1024];
+static void ragged_layout(size_t avg)
+{
+    size_t at = 0;
+    for (int q = 0; q < nranks; ++q) {
+        vcounts[q] = (int)(avg * 2 * (size_t)(q + 1) / (size_t)(nranks + 1));
+        vdispls[q] = (int)at;
+        at += (size_t)vcounts[q];
+    }
+}
 
 /* Elements of the call for a size in bytes (see the header). */
 static size_t elems(size_t bytes)
 {
     size_t e = bytes / (use_char ? 1 : sizeof(float));
-    return coll == ALLGATHER || coll == REDUCE_SCATTER ? e / (size_t)nranks : e;
+    return coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV ? e / (size_t)nranks : e;
 }
 
 static void loom_call(const void *s, void *r, size_t count)
@@ -82,6 +101,12 @@ static void loom_call(const void *s, void *r, size_t count)
     case BCAST: MPI_Bcast(r, (int)count, dt, 0, MPI_COMM_WORLD); break;
     case REDUCE: MPI_Reduce(s, r, (int)count, dt, MPI_SUM, 0, MPI_COMM_WORLD); break;
     case ALLGATHER: MPI_Allgather(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
+    case ALLGATHERV: {
+        int me;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        MPI_Allgatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, MPI_COMM_WORLD);
+        break;
+    }
     default: MPI_Reduce_scatter_block(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD); break;
     }
 }
@@ -94,6 +119,14 @@ static void nccl_call(nccl_comm_t comm, cudaStream_t st, const void *s, void *r,
     case BCAST: nccl.broadcast(r, r, count, dt, 0, comm, st); break;
     case REDUCE: nccl.reduce(s, r, count, dt, NCCL_SUM, 0, comm, st); break;
     case ALLGATHER: nccl.all_gather(s, r, count, dt, comm, st); break;
+    case ALLGATHERV: { /* NCCL has no allgatherv: one broadcast per rank, grouped */
+        const size_t es = use_char ? 1 : sizeof(float);
+        nccl.group_start();
+        for (int q = 0; q < nranks; ++q)
+            nccl.broadcast(s, (char *)r + (size_t)vdispls[q] * es, (size_t)vcounts[q], dt, q, comm, st);
+        nccl.group_end();
+        break;
+    }
     default: nccl.reduce_scatter(s, r, count, dt, NCCL_SUM, comm, st); break;
     }
 }
@@ -141,7 +174,9 @@ static void put(void *p, size_t i, int v)
 static long check(void *s, void *r, char *host, size_t count, int rank, int size)
 {
     const size_t esize = use_char ? 1 : sizeof(float);
-    const size_t in_n = coll == REDUCE_SCATTER ? count * size : count, out_n = coll == ALLGATHER ? count * size : count;
+    const size_t in_n = coll == REDUCE_SCATTER ? count * size : coll == ALLGATHERV ? (size_t)vcounts[rank] : count;
+    const size_t out_n = coll == ALLGATHER ? count * size
+                       : coll == ALLGATHERV ? (size_t)vdispls[size - 1] + (size_t)vcounts[size - 1] : count;
     for (size_t i = 0; i < in_n; ++i) put(host, i, value(rank, i));
     CUDA(cudaMemcpy(coll == BCAST ? r : s, host, in_n * esize, cudaMemcpyHostToDevice));
     if (coll != BCAST || rank != 0) CUDA(cudaMemset(r, 0x7f, out_n * esize));
@@ -152,6 +187,11 @@ static long check(void *s, void *r, char *host, size_t count, int rank, int size
         double want = 0;
         if (coll == BCAST) want = value(0, i);
         else if (coll == ALLGATHER) want = value((int)(i / count), i % count);
+        else if (coll == ALLGATHERV) {
+            int q = size - 1;
+            while (q > 0 && (size_t)vdispls[q] > i) --q;
+            want = value(q, i - (size_t)vdispls[q]);
+        }
         else
             for (int q = 0; q < size; ++q) want += value(q, coll == REDUCE_SCATTER ? (size_t)rank * count + i : i);
         bad += get(host, i) != want;
@@ -181,21 +221,22 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) use_char = !strcmp(argv[++i], "char");
         else if (!strcmp(argv[i], "-C") && i + 1 < argc) {
             ++i;
-            for (coll = 0; coll < 5 && strcmp(argv[i], coll_names[coll]); ++coll) {}
-            if (coll == 5) coll = -1;
+            for (coll = 0; coll < NCOLLS && strcmp(argv[i], coll_names[coll]); ++coll) {}
+            if (coll == NCOLLS) coll = -1;
         }
         else {
-            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
             MPI_Finalize();
             return 2;
         }
     }
     if (coll < 0) {
-        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather or reduce_scatter\n");
+        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter or allgatherv\n");
         MPI_Finalize();
         return 2;
     }
     nranks = size;
+    if (size > 1024) coll = ALLREDUCE; /* the ragged tables' bound */
     if (factor < 2) factor = 2;
     if (minb < 4) minb = 4;
 
@@ -214,6 +255,7 @@ int main(int argc, char **argv)
     /* First device-buffer call: includes creating loom's communicator. */
     MPI_Barrier(MPI_COMM_WORLD);
     double f0 = MPI_Wtime();
+    if (coll == ALLGATHERV) ragged_layout(2);
     loom_call(s, r, 2);
     double first_loom = MPI_Wtime() - f0, first_nccl = 0;
     MPI_Allreduce(MPI_IN_PLACE, &first_loom, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -253,11 +295,13 @@ int main(int argc, char **argv)
                "ratio", "check");
     }
     const double bus = coll == ALLREDUCE ? 2.0 * (size - 1) / size
-                     : coll == ALLGATHER || coll == REDUCE_SCATTER ? (double)(size - 1) / size : 1.0;
+                     : coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV ? (double)(size - 1) / size
+                     : 1.0;
     long total_bad = 0;
     for (size_t bytes = minb; bytes <= maxb; bytes *= factor) {
         size_t count = elems(bytes);
         if (!count) continue;
+        if (coll == ALLGATHERV) ragged_layout(count);
         int n = iters ? iters : (int)(bytes >= (64u << 20) ? 20 : bytes >= (1u << 20) ? 100 : 1000);
         long bad = do_check ? check(s, r, host, count, rank, size) : -1;
         if (bad > 0) total_bad += bad;

@@ -73,7 +73,60 @@ bool someCaseFails(int coll, StepFn fn) {
     return false;
 }
 
+// Ragged blocks: random counts (some 0, some far larger than the rest) and,
+// for allgather, displacements in a shuffled order with gaps.
+Case raggedCase(int coll, int n, int nch, size_t slot, int depth, unsigned seed) {
+    std::mt19937 rng(seed);
+    Case k{coll, n, nch, 0, slot, 4, depth, 0, shuffledOrder(n, seed)};
+    for (int q = 0; q < n; ++q) {
+        const unsigned kind = rng() % 4;
+        k.counts.push_back(kind == 0 ? 0 : kind == 1 ? rng() % 5 : kind == 2 ? rng() % 200 : rng() % 3000);
+    }
+    std::vector<int> place = shuffledOrder(n, seed * 7 + 1);
+    k.displs.assign(n, 0);
+    size_t at = 0;
+    for (int i = 0; i < n; ++i) {
+        const int q = coll == kRingAllGather ? place[i] : i;
+        k.displs[q] = at;
+        at += k.counts[q] + (coll == kRingAllGather ? rng() % 3 : 0);
+    }
+    return k;
+}
+
+void runRagged(int coll) {
+    for (int n = 1; n <= 64; n += (n < 9 ? 1 : 11))
+        for (int nch : {1, 3})
+            for (size_t slot : {4, 12, 64})
+                for (unsigned seed = 0; seed < 6; ++seed) {
+                    Case k = raggedCase(coll, n, nch, slot, 2 + (int)(seed % 2) * 2, seed * 131 + n);
+                    std::string err = simulate(k);
+                    if (!err.empty())
+                        ck_abort_msg("%s ragged: nranks %d channels %d slot %zu seed %u: %s", kNames[coll], n, nch, slot,
+                                     seed, err.c_str());
+                }
+}
+
 } // namespace
+
+START_TEST(ragged_reduce_scatter_matches_reference) { runRagged(kRingReduceScatter); }
+END_TEST
+START_TEST(ragged_allgather_matches_reference) { runRagged(kRingAllGather); }
+END_TEST
+
+START_TEST(ragged_mutation_fails) {
+    // A walk whose geometry ignores the ragged counts (every block taken as
+    // long as block 0) must give wrong answers somewhere.
+    for (int coll : {kRingReduceScatter, kRingAllGather}) {
+        bool caught = false;
+        for (unsigned seed = 0; seed < 20 && !caught; ++seed) {
+            Case k = raggedCase(coll, 5, 2, 12, 2, seed);
+            k.walkCounts.assign(k.counts.size(), k.counts[0]);
+            caught = !simulate(k).empty();
+        }
+        ck_assert_msg(caught, "%s: a walk over equal blocks passed ragged tables", kNames[coll]);
+    }
+}
+END_TEST
 
 START_TEST(allreduce_matches_reference) { runMatrix(kRingAllReduce); }
 END_TEST
@@ -110,7 +163,7 @@ END_TEST
 START_TEST(send_and_receive_counts_differ_on_chains) {
     // The reason connections count both directions apart: a broadcast's
     // root only sends, the chain's end only receives.
-    RingGeom g = ringGeom(kRingBroadcast, 1000, 4, 1, 0, 100, 4);
+    RingGeom g = ringGeom(kRingBroadcast, RingBlocks{nullptr, nullptr, 1000}, 4, 1, 0, 100, 4);
     unsigned long long s, r;
     ringCallSteps(kRingBroadcast, 2, 2, 4, g, &s, &r);
     ck_assert(s == g.rounds && r == 0);
@@ -133,6 +186,9 @@ Suite *ring_schedule_suite(void) {
     tcase_add_test(tc, broadcast_matches_reference);
     tcase_add_test(tc, reduce_matches_reference);
     tcase_add_test(tc, mutations_fail);
+    tcase_add_test(tc, ragged_reduce_scatter_matches_reference);
+    tcase_add_test(tc, ragged_allgather_matches_reference);
+    tcase_add_test(tc, ragged_mutation_fails);
     tcase_add_test(tc, send_and_receive_counts_differ_on_chains);
     tcase_add_test(tc, depth_one_deadlocks);
     suite_add_tcase(s, tc);

@@ -10,3 +10,4 @@ Suite *proxy_suite(void);
 Suite *tree_schedule_suite(void);
 Suite *edges_suite(void);
 Suite *rd_schedule_suite(void);
+Suite *oneshot_schedule_suite(void);

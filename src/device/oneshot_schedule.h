@@ -1,0 +1,107 @@
+/*
+ * One-shot schedules (small messages inside a host where every pair of GPUs
+ * maps the other's memory): every rank writes, in one hop, what each peer
+ * needs from it as LL lines into that peer's slot for it, then builds its
+ * output from the lines it holds. Compiled for host and device: the kernel
+ * (oneshot_coll.cu) follows it and the CPU simulator (test_oneshot_schedule.cc)
+ * executes it over host buffers.
+ *
+ *   allreduce       every rank sends its input to every peer; all reduce.
+ *   reduce_scatter  input = n blocks (equal or ragged); block q goes to rank q.
+ *   allgather       every rank sends its block to every peer (blocks equal or
+ *                   ragged, at any displacements of the output).
+ *   broadcast       the root sends its buffer to every peer.
+ *   reduce          every rank but the root sends its input to the root.
+ *
+ * Invariant (why two slot parities are enough, checked by the simulator):
+ * every call is a full exchange. Each ordered pair passes at least one line,
+ * a token line where the schedule has no payload for the pair, and every
+ * rank waits for every line meant for it before its kernel ends. So when A
+ * writes B's slot of parity p in call c, A has seen a line of B's from call
+ * c-1, B's call c-1 has started, and B's call c-2 (the last user of parity
+ * p) has ended: A never overwrites lines B has not read.
+ */
+#ifndef LOOM_ONESHOT_SCHEDULE_H
+#define LOOM_ONESHOT_SCHEDULE_H
+
+#include <stddef.h>
+
+#ifdef __CUDACC__
+#define LOOM_HD __host__ __device__ __forceinline__
+#else
+#define LOOM_HD inline
+#endif
+
+namespace loom {
+
+enum OneShotColl : int {
+    kOneShotAllReduce = 0,
+    kOneShotReduceScatter = 1,
+    kOneShotAllGather = 2,
+    kOneShotBroadcast = 3,
+    kOneShotReduce = 4,
+    kOneShotNumColls = 5
+};
+
+constexpr const char *kOneShotNames[kOneShotNumColls] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
+                                                         "reduce"};
+
+// The call's blocks. `bytes`: the whole buffer for allreduce, broadcast and
+// reduce, one rank's block for reduce_scatter and allgather. Ragged blocks
+// (allgatherv, reduce_scatter with counts): rank q's block has counts[q]
+// bytes at displs[q] (reduce_scatter: of the input; allgather: of the
+// output); counts == nullptr: every block `bytes`, at q * bytes.
+struct OneShotBlocks {
+    const size_t *counts;
+    const size_t *displs;
+    size_t bytes;
+};
+
+LOOM_HD size_t oneShotBlockBytes(const OneShotBlocks &b, int q) { return b.counts ? b.counts[q] : b.bytes; }
+LOOM_HD size_t oneShotBlockDispl(const OneShotBlocks &b, int q) { return b.counts ? b.displs[q] : (size_t)q * b.bytes; }
+
+// What rank `from` sends rank `to` (from != to): `bytes` of its input from
+// byte `offset` (0 bytes: a token line).
+struct OneShotPiece {
+    size_t offset;
+    size_t bytes;
+};
+
+LOOM_HD OneShotPiece oneShotPiece(int coll, int from, int to, int root, const OneShotBlocks &b) {
+    OneShotPiece p;
+    p.offset = 0;
+    p.bytes = b.bytes;
+    if (coll == kOneShotReduceScatter) {
+        p.offset = oneShotBlockDispl(b, to);
+        p.bytes = oneShotBlockBytes(b, to);
+    }
+    if (coll == kOneShotAllGather) p.bytes = oneShotBlockBytes(b, from);
+    if (coll == kOneShotBroadcast && from != root) p.bytes = 0;
+    if (coll == kOneShotReduce && to != root) p.bytes = 0;
+    return p;
+}
+
+// LL lines of one piece: its 8-byte units, or the token line.
+LOOM_HD size_t oneShotLines(const OneShotPiece &p) { return p.bytes ? (p.bytes + 7) / 8 : 1; }
+
+// Whether rank `me` reduces the n contributions (in rank order, its own from
+// its input at oneShotPiece(coll, me, me, ...).offset) into its output, and
+// how many bytes: its block (reduce_scatter), the buffer (allreduce, reduce).
+LOOM_HD bool oneShotReduces(int coll, int me, int root) {
+    return coll == kOneShotAllReduce || coll == kOneShotReduceScatter || (coll == kOneShotReduce && me == root);
+}
+LOOM_HD size_t oneShotReducedBytes(int coll, int me, const OneShotBlocks &b) {
+    return coll == kOneShotReduceScatter ? oneShotBlockBytes(b, me) : b.bytes;
+}
+
+// The largest piece of a call (what must fit a slot).
+LOOM_HD size_t oneShotMaxPiece(int coll, int nranks, const OneShotBlocks &b) {
+    if ((coll != kOneShotReduceScatter && coll != kOneShotAllGather) || !b.counts) return b.bytes;
+    size_t m = 0;
+    for (int q = 0; q < nranks; ++q) m = b.counts[q] > m ? b.counts[q] : m;
+    return m;
+}
+
+} // namespace loom
+
+#endif

@@ -1,0 +1,254 @@
+// Simulation of the one-shot schedules (device/oneshot_schedule.h) on the CPU.
+//  1. Results: every collective, 1..8 ranks, every root, awkward sizes: the
+//     pieces the schedule sends, combined by the kernel's rules, equal a
+//     reference computed from the collective's definition.
+//  2. Slot safety: random sequences of one-shot calls (random collectives and
+//     roots) run by ranks that advance independently in a random order over
+//     slots of two parities; no rank may overwrite a line its owner has not
+//     read, and no sequence may deadlock.
+//  Mutations must fail: a schedule without token lines overwrites unread
+//  lines; a wrong reduce_scatter offset gives wrong results.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device/oneshot_schedule.h"
+#include "unit_suites.h"
+
+using namespace loom;
+
+namespace {
+
+using PieceFn = std::function<OneShotPiece(int coll, int from, int to, int root, const OneShotBlocks &b)>;
+
+PieceFn schedule() {
+    return [](int c, int f, int t, int r, const OneShotBlocks &b) { return oneShotPiece(c, f, t, r, b); };
+}
+
+// Runs one call over host buffers as the kernel does, on uint32 elements
+// (SUM) for reductions and raw bytes for data movement. Ragged blocks:
+// counts/displs (bytes, multiples of 4) for reduce_scatter and allgather.
+// Returns "" or why not.
+std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piece,
+                    const std::vector<size_t> &counts = {}, const std::vector<size_t> &displs = {}) {
+    const OneShotBlocks blocks = {counts.empty() ? nullptr : counts.data(), counts.empty() ? nullptr : displs.data(),
+                                  bytes};
+    size_t whole = 0; // reduce_scatter's input, allgather's output
+    for (int q = 0; q < n; ++q) whole = std::max(whole, oneShotBlockDispl(blocks, q) + oneShotBlockBytes(blocks, q));
+    const size_t inBytes = coll == kOneShotReduceScatter ? whole
+                         : coll == kOneShotAllGather ? oneShotBlockBytes(blocks, 0) : bytes;
+    std::vector<std::vector<uint8_t>> in(n), out(n);
+    std::mt19937 rng(coll * 131 + n * 17 + root + (unsigned)bytes);
+    for (int r = 0; r < n; ++r) {
+        in[r].resize(coll == kOneShotAllGather ? oneShotBlockBytes(blocks, r) : inBytes);
+        for (auto &b : in[r]) b = (uint8_t)rng();
+    }
+    // msg[from][to]: the bytes of the piece (token: empty).
+    std::vector<std::vector<std::vector<uint8_t>>> msg(n, std::vector<std::vector<uint8_t>>(n));
+    for (int f = 0; f < n; ++f)
+        for (int t = 0; t < n; ++t) {
+            if (f == t) continue;
+            OneShotPiece p = piece(coll, f, t, root, blocks);
+            if (p.offset + p.bytes > in[f].size()) return "piece past the input";
+            msg[f][t].assign(in[f].begin() + p.offset, in[f].begin() + p.offset + p.bytes);
+        }
+    auto sum32 = [](std::vector<uint8_t> &acc, const uint8_t *v) {
+        for (size_t i = 0; i + 4 <= acc.size(); i += 4) {
+            uint32_t a, b;
+            memcpy(&a, &acc[i], 4);
+            memcpy(&b, v + i, 4);
+            a += b;
+            memcpy(&acc[i], &a, 4);
+        }
+    };
+    for (int me = 0; me < n; ++me) {
+        out[me].assign(coll == kOneShotAllGather ? whole : (coll == kOneShotReduce && me != root) ? 0
+                       : coll == kOneShotReduceScatter ? oneShotBlockBytes(blocks, me) : bytes, 0);
+        if (oneShotReduces(coll, me, root)) {
+            const size_t own = piece(coll, me, me, root, blocks).offset, rb = oneShotReducedBytes(coll, me, blocks);
+            if (rb != out[me].size()) return "reduced size differs from the output";
+            for (int q = 0; q < n; ++q) {
+                const uint8_t *v = q == me ? &in[me][own] : msg[q][me].data();
+                if (q != me && msg[q][me].size() != rb) return "a reduction lacks a contribution";
+                if (q == 0) memcpy(out[me].data(), v, rb);
+                else sum32(out[me], v);
+            }
+        } else if (coll == kOneShotAllGather) {
+            for (int q = 0; q < n; ++q) {
+                const std::vector<uint8_t> &v = q == me ? in[me] : msg[q][me];
+                if (v.size() != oneShotBlockBytes(blocks, q)) return "allgather block missing";
+                memcpy(&out[me][oneShotBlockDispl(blocks, q)], v.data(), v.size());
+            }
+        } else if (coll == kOneShotBroadcast) {
+            const std::vector<uint8_t> &v = me == root ? in[me] : msg[root][me];
+            if (v.size() != bytes) return "broadcast payload missing";
+            memcpy(out[me].data(), v.data(), bytes);
+        }
+    }
+    // Reference from the definitions.
+    for (int me = 0; me < n; ++me) {
+        std::vector<uint8_t> ref(out[me].size(), 0);
+        if (coll == kOneShotAllReduce || (coll == kOneShotReduce && me == root) || coll == kOneShotReduceScatter) {
+            const size_t at = coll == kOneShotReduceScatter ? oneShotBlockDispl(blocks, me) : 0;
+            memcpy(ref.data(), &in[0][at], ref.size());
+            for (int q = 1; q < n; ++q) sum32(ref, &in[q][at]);
+        } else if (coll == kOneShotAllGather) {
+            for (int q = 0; q < n; ++q) memcpy(&ref[oneShotBlockDispl(blocks, q)], in[q].data(), in[q].size());
+        } else if (coll == kOneShotBroadcast) {
+            ref = in[root];
+        }
+        if (ref != out[me]) return "rank " + std::to_string(me) + ": wrong result";
+    }
+    return "";
+}
+
+// Slot-safety walk: returns "" or the first violation.
+std::string runSequence(int n, unsigned seed, int calls, bool tokens, const PieceFn &piece) {
+    struct Slot { uint32_t tag = 0; bool read = true; };
+    // slot[owner][sender][parity]
+    std::vector<std::vector<std::array<Slot, 2>>> slot(n, std::vector<std::array<Slot, 2>>(n));
+    std::mt19937 rng(seed);
+    std::vector<int> coll(calls), root(calls);
+    for (int c = 0; c < calls; ++c) {
+        coll[c] = (int)(rng() % kOneShotNumColls);
+        root[c] = (int)(rng() % n);
+    }
+    const OneShotBlocks blocks = {nullptr, nullptr, 16};
+    auto lines = [&](int c, int f, int t) {
+        OneShotPiece p = piece(coll[c], f, t, root[c], blocks);
+        return tokens ? oneShotLines(p) : (p.bytes + 7) / 8;
+    };
+    std::vector<int> at(n, 0);        // the call each rank is in
+    std::vector<bool> wrote(n, false); // its writes for that call are done
+    for (;;) {
+        std::vector<int> ready;
+        bool allDone = true;
+        for (int r = 0; r < n; ++r) {
+            if (at[r] == calls) continue;
+            allDone = false;
+            const int c = at[r];
+            bool can = !wrote[r];
+            if (wrote[r]) {
+                can = true;
+                for (int q = 0; q < n; ++q)
+                    if (q != r && lines(c, q, r) && slot[r][q][c & 1].tag != (uint32_t)c + 1) can = false;
+            }
+            if (can) ready.push_back(r);
+        }
+        if (allDone) return "";
+        if (ready.empty()) return "deadlock";
+        const int r = ready[rng() % ready.size()], c = at[r];
+        if (!wrote[r]) {
+            for (int q = 0; q < n; ++q) {
+                if (q == r || !lines(c, r, q)) continue;
+                Slot &s = slot[q][r][c & 1];
+                if (!s.read) return "call " + std::to_string(c) + ": rank " + std::to_string(r) +
+                                    " overwrote a line rank " + std::to_string(q) + " had not read";
+                s.tag = (uint32_t)c + 1;
+                s.read = false;
+            }
+            wrote[r] = true;
+        } else {
+            for (int q = 0; q < n; ++q)
+                if (q != r && lines(c, q, r)) slot[r][q][c & 1].read = true;
+            wrote[r] = false;
+            ++at[r];
+        }
+    }
+}
+
+START_TEST(results_match_reference) {
+    const size_t sizes[] = {4, 8, 12, 20, 64, 1000};
+    for (int coll = 0; coll < kOneShotNumColls; ++coll)
+        for (int n = 1; n <= 8; ++n)
+            for (int root = 0; root < n; ++root)
+                for (size_t bytes : sizes) {
+                    std::string err = runCall(coll, n, root, bytes, schedule());
+                    if (!err.empty())
+                        ck_abort_msg("%s: n %d root %d bytes %zu: %s", kOneShotNames[coll], n, root, bytes, err.c_str());
+                }
+}
+END_TEST
+
+START_TEST(ragged_results_match_reference) {
+    std::mt19937 rng(5);
+    for (int coll : {kOneShotReduceScatter, kOneShotAllGather})
+        for (int n = 1; n <= 8; ++n)
+            for (int trial = 0; trial < 40; ++trial) {
+                std::vector<size_t> counts(n), displs(n);
+                for (int q = 0; q < n; ++q) counts[q] = 4 * (rng() % 3 == 0 ? 0 : rng() % 300);
+                // allgather: blocks in a shuffled order with gaps; reduce_scatter: back to back
+                std::vector<int> order(n);
+                for (int q = 0; q < n; ++q) order[q] = q;
+                if (coll == kOneShotAllGather) std::shuffle(order.begin(), order.end(), rng);
+                size_t at = 0;
+                for (int q : order) displs[q] = at, at += counts[q] + (coll == kOneShotAllGather ? 4 * (rng() % 2) : 0);
+                std::string err = runCall(coll, n, 0, 0, schedule(), counts, displs);
+                if (!err.empty()) ck_abort_msg("%s ragged: n %d trial %d: %s", kOneShotNames[coll], n, trial, err.c_str());
+            }
+}
+END_TEST
+
+START_TEST(every_pair_exchanges_a_line) {
+    for (int coll = 0; coll < kOneShotNumColls; ++coll)
+        for (int n = 2; n <= 8; ++n)
+            for (int root = 0; root < n; ++root)
+                for (int f = 0; f < n; ++f)
+                    for (int t = 0; t < n; ++t)
+                        if (f != t)
+                            ck_assert_uint_ge(oneShotLines(oneShotPiece(coll, f, t, root, {nullptr, nullptr, 64})), 1);
+}
+END_TEST
+
+START_TEST(sequences_never_overwrite_or_deadlock) {
+    for (int n = 2; n <= 8; ++n)
+        for (unsigned seed = 0; seed < 200; ++seed) {
+            std::string err = runSequence(n, seed, 40, true, schedule());
+            if (!err.empty()) ck_abort_msg("n %d seed %u: %s", n, seed, err.c_str());
+        }
+}
+END_TEST
+
+START_TEST(mutations_fail) {
+    // No token lines: a broadcast's receivers race ahead of each other.
+    bool caught = false;
+    for (int n = 3; n <= 8 && !caught; ++n)
+        for (unsigned seed = 0; seed < 200 && !caught; ++seed)
+            caught = !runSequence(n, seed, 40, false, schedule()).empty();
+    ck_assert_msg(caught, "a schedule without token lines passed the slot-safety walk");
+    // Reduce_scatter sending every peer block 0.
+    PieceFn wrongOffset = [](int c, int f, int t, int r, const OneShotBlocks &b) {
+        OneShotPiece p = oneShotPiece(c, f, t, r, b);
+        if (c == kOneShotReduceScatter && f != t) p.offset = 0;
+        return p;
+    };
+    ck_assert(!runCall(kOneShotReduceScatter, 3, 0, 8, wrongOffset).empty());
+    // Reduce whose root misses a contribution.
+    PieceFn dropOne = [](int c, int f, int t, int r, const OneShotBlocks &b) {
+        OneShotPiece p = oneShotPiece(c, f, t, r, b);
+        if (c == kOneShotReduce && f == 1) p.bytes = 0;
+        return p;
+    };
+    ck_assert(!runCall(kOneShotReduce, 3, 0, 8, dropOne).empty());
+}
+END_TEST
+
+} // namespace
+
+Suite *oneshot_schedule_suite(void) {
+    Suite *s = suite_create("oneshot_schedule");
+    TCase *tc = tcase_create("oneshot_schedule");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, results_match_reference);
+    tcase_add_test(tc, ragged_results_match_reference);
+    tcase_add_test(tc, every_pair_exchanges_a_line);
+    tcase_add_test(tc, sequences_never_overwrite_or_deadlock);
+    tcase_add_test(tc, mutations_fail);
+    suite_add_tcase(s, tc);
+    return s;
+}
