@@ -2,7 +2,9 @@
 # All set-up on a fresh Debian/Ubuntu machine, then one of:
 #   contrib/quickstart.sh demo   build, install, run loom-demo under mpirun
 #   contrib/quickstart.sh test   build, run the test suite (make check)
-# Environment: LOOM_CONFIGURE_FLAGS (extra ./configure flags), LOOM_NP (demo ranks).
+# Environment: LOOM_CONFIGURE_FLAGS (extra ./configure flags), LOOM_NP (demo ranks),
+# LOOM_BUILD (build folder, default build; e.g. LOOM_BUILD=build-asan
+# LOOM_CONFIGURE_FLAGS=--enable-sanitizers ... test: the suite under ASan + UBSan).
 set -euo pipefail
 mode=${1:-demo}
 case "$mode" in demo|test) ;; *) echo "usage: $0 demo|test" >&2; exit 2;; esac
@@ -29,10 +31,11 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && command -v nvcc >/dev/null 2>&1; then
     cuda_flag="--with-cuda=$(dirname "$(dirname "$(command -v nvcc)")")"
 fi
 
-# 2. Build in build/.
+# 2. Build in build/ (or $LOOM_BUILD).
 [ -x configure ] || ./autogen.sh
-mkdir -p build
-cd build
+bdir=${LOOM_BUILD:-build}
+mkdir -p "$bdir"
+cd "$bdir"
 if [ ! -f Makefile ]; then
     # shellcheck disable=SC2086
     ../configure $cuda_flag ${LOOM_CONFIGURE_FLAGS:-} | tail -n 12

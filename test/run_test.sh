@@ -36,6 +36,10 @@ if [ "$NEEDS_GPU" = 1 ]; then
 fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+# Sanitizer builds: Open MPI's libraries have no frame pointers, so leaks in
+# them are only attributed (and suppressed, test/sanitizers/lsan.supp) with
+# the slow unwinder.
+[ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
 fwd=
 for kv in $ENV; do
     export "${kv?}"

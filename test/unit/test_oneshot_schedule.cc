@@ -24,6 +24,11 @@ using namespace loom;
 
 namespace {
 
+// memcpy that accepts empty (possibly null) ranges.
+void copyBytes(void *dst, const void *src, size_t n) {
+    if (n) memcpy(dst, src, n);
+}
+
 using PieceFn = std::function<OneShotPiece(int coll, int from, int to, int root, const OneShotBlocks &b)>;
 
 PieceFn schedule() {
@@ -60,10 +65,10 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
     auto sum32 = [](std::vector<uint8_t> &acc, const uint8_t *v) {
         for (size_t i = 0; i + 4 <= acc.size(); i += 4) {
             uint32_t a, b;
-            memcpy(&a, &acc[i], 4);
-            memcpy(&b, v + i, 4);
+            copyBytes(&a, &acc[i], 4);
+            copyBytes(&b, v + i, 4);
             a += b;
-            memcpy(&acc[i], &a, 4);
+            copyBytes(&acc[i], &a, 4);
         }
     };
     for (int me = 0; me < n; ++me) {
@@ -73,21 +78,21 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
             const size_t own = piece(coll, me, me, root, blocks).offset, rb = oneShotReducedBytes(coll, me, blocks);
             if (rb != out[me].size()) return "reduced size differs from the output";
             for (int q = 0; q < n; ++q) {
-                const uint8_t *v = q == me ? &in[me][own] : msg[q][me].data();
+                const uint8_t *v = q == me ? in[me].data() + own : msg[q][me].data();
                 if (q != me && msg[q][me].size() != rb) return "a reduction lacks a contribution";
-                if (q == 0) memcpy(out[me].data(), v, rb);
+                if (q == 0) copyBytes(out[me].data(), v, rb);
                 else sum32(out[me], v);
             }
         } else if (coll == kOneShotAllGather) {
             for (int q = 0; q < n; ++q) {
                 const std::vector<uint8_t> &v = q == me ? in[me] : msg[q][me];
                 if (v.size() != oneShotBlockBytes(blocks, q)) return "allgather block missing";
-                memcpy(&out[me][oneShotBlockDispl(blocks, q)], v.data(), v.size());
+                copyBytes(out[me].data() + oneShotBlockDispl(blocks, q), v.data(), v.size());
             }
         } else if (coll == kOneShotBroadcast) {
             const std::vector<uint8_t> &v = me == root ? in[me] : msg[root][me];
             if (v.size() != bytes) return "broadcast payload missing";
-            memcpy(out[me].data(), v.data(), bytes);
+            copyBytes(out[me].data(), v.data(), bytes);
         }
     }
     // Reference from the definitions.
@@ -95,10 +100,10 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
         std::vector<uint8_t> ref(out[me].size(), 0);
         if (coll == kOneShotAllReduce || (coll == kOneShotReduce && me == root) || coll == kOneShotReduceScatter) {
             const size_t at = coll == kOneShotReduceScatter ? oneShotBlockDispl(blocks, me) : 0;
-            memcpy(ref.data(), &in[0][at], ref.size());
-            for (int q = 1; q < n; ++q) sum32(ref, &in[q][at]);
+            copyBytes(ref.data(), in[0].data() + at, ref.size());
+            for (int q = 1; q < n; ++q) sum32(ref, in[q].data() + at);
         } else if (coll == kOneShotAllGather) {
-            for (int q = 0; q < n; ++q) memcpy(&ref[oneShotBlockDispl(blocks, q)], in[q].data(), in[q].size());
+            for (int q = 0; q < n; ++q) copyBytes(ref.data() + oneShotBlockDispl(blocks, q), in[q].data(), in[q].size());
         } else if (coll == kOneShotBroadcast) {
             ref = in[root];
         }
