@@ -1,0 +1,341 @@
+/*
+ * Soak: a seeded random sequence of collectives through loom, every result
+ * compared with a host reference, communicators created and freed along the
+ * way, memory (host RSS, GPU) reported at the start and the end.
+ *
+ *   soak [-s SEED] [-n CALLS] [-M MAXBYTES] [-m device|host|mixed]
+ *
+ * Every rank draws the same sequence from SEED (collective, datatype, op,
+ * count log-uniform in 0..MAXBYTES, root, in place or not, blocking or not,
+ * communicator churn); with -m mixed each rank also picks host or device
+ * memory per call from SEED and its rank. A failing call prints its index and
+ * the seed, which reproduce it. Values are small integers, so every result is
+ * exact in every type.
+ */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* splitmix64: the same stream on every rank. */
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static size_t below(uint64_t *s, size_t n) { return n ? (size_t)(next(s) % n) : 0; }
+
+typedef struct {
+    const char *name;
+    MPI_Datatype mpi;
+    size_t size;
+    int is_float, is_signed;
+} type_t;
+static const type_t types[] = {
+    {"char", MPI_CHAR, 1, 0, 1},      {"unsigned_char", MPI_UNSIGNED_CHAR, 1, 0, 0},
+    {"short", MPI_SHORT, 2, 0, 1},    {"int", MPI_INT, 4, 0, 1},
+    {"unsigned", MPI_UNSIGNED, 4, 0, 0}, {"long", MPI_LONG, 8, 0, 1},
+    {"float", MPI_FLOAT, 4, 1, 1},    {"double", MPI_DOUBLE, 8, 1, 1},
+};
+enum { NTYPES = sizeof(types) / sizeof(types[0]) };
+enum { OP_SUM, OP_MIN, OP_MAX, OP_BOR, NOPS };
+static MPI_Op mpi_op(int o)
+{
+    MPI_Op ops[NOPS] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_BOR};
+    return ops[o];
+}
+enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_ALLGATHER, C_ALLGATHERV, C_RSB, C_RS, NCOLLS };
+static const char *const cnames[NCOLLS] = {"allreduce", "reduce", "bcast", "allgather", "allgatherv",
+                                           "reduce_scatter_block", "reduce_scatter"};
+
+/* Rank's element i: small, negative too where the type is signed and the op
+ * arithmetic (|sum| <= 4 x ranks: exact in char for up to 31 ranks). */
+static const type_t *cur;
+static int64_t val(int rank, size_t i, int o)
+{
+    int64_t h = (int64_t)((i * 7 + (size_t)rank * 13) % 9);
+    return o == OP_BOR || !cur->is_signed ? h : h - 4;
+}
+static int64_t get(const type_t *t, const char *p, size_t i)
+{
+    p += i * t->size;
+    if (t->is_float) return t->size == 4 ? (int64_t) * (const float *)p : (int64_t) * (const double *)p;
+    switch (t->size) {
+    case 1: return t->is_signed ? (int64_t) * (const int8_t *)p : (int64_t) * (const uint8_t *)p;
+    case 2: return *(const int16_t *)p;
+    case 4: return t->is_signed ? (int64_t) * (const int32_t *)p : (int64_t) * (const uint32_t *)p;
+    default: return *(const int64_t *)p;
+    }
+}
+static void set(const type_t *t, char *p, size_t i, int64_t v)
+{
+    p += i * t->size;
+    if (t->is_float) {
+        if (t->size == 4) *(float *)p = (float)v;
+        else *(double *)p = (double)v;
+        return;
+    }
+    switch (t->size) {
+    case 1: *(uint8_t *)p = (uint8_t)v; break;
+    case 2: *(uint16_t *)p = (uint16_t)v; break;
+    case 4: *(uint32_t *)p = (uint32_t)v; break;
+    default: *(int64_t *)p = v; break;
+    }
+}
+static int64_t fold(int o, int64_t a, int64_t b)
+{
+    switch (o) {
+    case OP_SUM: return a + b;
+    case OP_MIN: return a < b ? a : b;
+    case OP_MAX: return a > b ? a : b;
+    default: return a | b;
+    }
+}
+/* The reduction of element i over n ranks, as the type stores it. */
+static int64_t reduced(const type_t *t, int o, int n, size_t i)
+{
+    int64_t w = val(0, i, o);
+    for (int q = 1; q < n; ++q) w = fold(o, w, val(q, i, o));
+    char tmp[8];
+    set(t, tmp, 0, w);
+    return get(t, tmp, 0);
+}
+static int64_t stored(const type_t *t, int64_t v)
+{
+    char tmp[8];
+    set(t, tmp, 0, v);
+    return get(t, tmp, 0);
+}
+
+typedef struct {
+    int on_host;
+    char *dev[2], *hostbuf[2]; /* send, receive */
+    char *ref;                 /* staging for fill and check */
+    size_t bytes;
+} bufs_t;
+
+static char *buf(bufs_t *b, int which) { return b->on_host ? b->hostbuf[which] : b->dev[which]; }
+static void put(bufs_t *b, int which, size_t at, const char *src, size_t n)
+{
+    if (!n) return;
+    if (b->on_host) memcpy(buf(b, which) + at, src, n);
+    else cudaMemcpy(buf(b, which) + at, src, n, cudaMemcpyHostToDevice);
+}
+static void take(bufs_t *b, int which, size_t at, char *dst, size_t n)
+{
+    if (!n) return;
+    if (b->on_host) memcpy(dst, buf(b, which) + at, n);
+    else cudaMemcpy(dst, buf(b, which) + at, n, cudaMemcpyDeviceToHost);
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6)) kib = atol(line + 6);
+    if (f) fclose(f);
+    return kib;
+}
+
+/* One call; returns wrong elements (+1 for an error code). */
+static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, long index, int *coll_out)
+{
+    int rank, n;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n);
+    const int coll = (int)below(rng, NCOLLS);
+    const type_t *t = &types[below(rng, NTYPES)];
+    cur = t;
+    int o = (int)below(rng, NOPS);
+    if (t->is_float && o == OP_BOR) o = OP_SUM;
+    /* log-uniform bytes in [0, maxbytes] for the largest buffer */
+    const int lg = (int)below(rng, 64 - __builtin_clzll((unsigned long long)maxbytes) + 1);
+    size_t total = lg ? ((size_t)1 << (lg - 1)) + below(rng, (size_t)1 << (lg - 1)) : 0;
+    if (total > maxbytes) total = maxbytes;
+    size_t count = total / t->size / (coll >= C_ALLGATHER ? (size_t)n : 1);
+    const int root = (int)below(rng, (size_t)n), ip = (int)below(rng, 2), nb = (int)below(rng, 4) == 0;
+    int *counts = malloc(sizeof(int) * (size_t)n), *displs = malloc(sizeof(int) * (size_t)n);
+    size_t all = 0;
+    for (int q = 0; q < n; ++q) { /* ragged: 0..2x count */
+        counts[q] = coll == C_ALLGATHERV || coll == C_RS ? (int)below(rng, 2 * count + 1) : (int)count;
+        if (coll >= C_ALLGATHER && counts[q] * t->size * (size_t)n > maxbytes) counts[q] = (int)count;
+        displs[q] = (int)all;
+        all += (size_t)counts[q];
+    }
+    *coll_out = coll;
+    MPI_Datatype dt = t->mpi;
+    MPI_Op op = mpi_op(o);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    size_t check_n = 0, check_at = 0; /* elements of the receive buffer to check */
+    const size_t es = t->size;
+    char *r = b->ref;
+    /* fill */
+    switch (coll) {
+    case C_ALLREDUCE: case C_REDUCE:
+        for (size_t i = 0; i < count; ++i) set(t, r, i, val(rank, i, o));
+        put(b, ip && (coll == C_ALLREDUCE || rank == root) ? 1 : 0, 0, r, count * es);
+        break;
+    case C_BCAST:
+        for (size_t i = 0; i < count; ++i) set(t, r, i, val(root, i, o));
+        if (rank == root) put(b, 1, 0, r, count * es);
+        break;
+    case C_ALLGATHER: case C_ALLGATHERV: {
+        const size_t mine = (size_t)counts[rank];
+        for (size_t i = 0; i < mine; ++i) set(t, r, i, val(rank, i, o));
+        put(b, ip ? 1 : 0, ip ? (size_t)displs[rank] * es : 0, r, mine * es);
+        break;
+    }
+    default: /* reduce_scatter(_block): the whole input, back to back */
+        for (size_t i = 0; i < all; ++i) set(t, r, i, val(rank, i, o));
+        put(b, ip ? 1 : 0, 0, r, all * es);
+        break;
+    }
+    void *s = buf(b, 0), *d = buf(b, 1);
+    switch (coll) {
+    case C_ALLREDUCE:
+        rc = nb ? MPI_Iallreduce(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm, &req)
+                : MPI_Allreduce(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm);
+        check_n = count;
+        break;
+    case C_REDUCE: {
+        const void *src = ip && rank == root ? MPI_IN_PLACE : s;
+        rc = nb ? MPI_Ireduce(src, d, (int)count, dt, op, root, comm, &req)
+                : MPI_Reduce(src, d, (int)count, dt, op, root, comm);
+        check_n = rank == root ? count : 0;
+        break;
+    }
+    case C_BCAST:
+        rc = nb ? MPI_Ibcast(d, (int)count, dt, root, comm, &req) : MPI_Bcast(d, (int)count, dt, root, comm);
+        check_n = count;
+        break;
+    case C_ALLGATHER:
+        rc = nb ? MPI_Iallgather(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm, &req)
+                : MPI_Allgather(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm);
+        check_n = all;
+        break;
+    case C_ALLGATHERV:
+        rc = nb ? MPI_Iallgatherv(ip ? MPI_IN_PLACE : s, counts[rank], dt, d, counts, displs, dt, comm, &req)
+                : MPI_Allgatherv(ip ? MPI_IN_PLACE : s, counts[rank], dt, d, counts, displs, dt, comm);
+        check_n = all;
+        break;
+    case C_RSB:
+        rc = nb ? MPI_Ireduce_scatter_block(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm, &req)
+                : MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm);
+        check_n = count;
+        check_at = (size_t)rank * count;
+        break;
+    default:
+        rc = nb ? MPI_Ireduce_scatter(ip ? MPI_IN_PLACE : s, d, counts, dt, op, comm, &req)
+                : MPI_Reduce_scatter(ip ? MPI_IN_PLACE : s, d, counts, dt, op, comm);
+        check_n = (size_t)counts[rank];
+        check_at = (size_t)displs[rank];
+        break;
+    }
+    if (rc == MPI_SUCCESS && nb) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    long bad = rc != MPI_SUCCESS;
+    take(b, 1, 0, r, check_n * es);
+    for (size_t i = 0; i < check_n && !bad; ++i) {
+        int64_t want;
+        if (coll == C_BCAST) want = stored(t, val(root, i, o));
+        else if (coll == C_ALLGATHER || coll == C_ALLGATHERV) {
+            int q = n - 1;
+            while (q > 0 && (size_t)displs[q] > i) --q;
+            want = stored(t, val(q, i - (size_t)displs[q], o));
+        } else want = reduced(t, o, n, check_at + i);
+        if (get(t, r, i) != want) {
+            fprintf(stderr, "soak: call %ld: %s %s op %d count %zu root %d in_place %d %s: rank %d element %zu = %lld, "
+                    "want %lld\n", index, cnames[coll], t->name, o, count, root, ip, nb ? "non-blocking" : "blocking",
+                    rank, i, (long long)get(t, r, i), (long long)want);
+            ++bad;
+        }
+    }
+    if (rc != MPI_SUCCESS) fprintf(stderr, "soak: call %ld: %s: rank %d: error %d\n", index, cnames[coll], rank, rc);
+    free(counts);
+    free(displs);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    uint64_t seed = 1;
+    long calls = 1000;
+    size_t maxbytes = (size_t)64 << 20;
+    const char *mode = "device";
+    for (int a = 1; a + 1 < argc; a += 2) {
+        if (!strcmp(argv[a], "-s")) seed = strtoull(argv[a + 1], NULL, 0);
+        else if (!strcmp(argv[a], "-n")) calls = atol(argv[a + 1]);
+        else if (!strcmp(argv[a], "-M")) maxbytes = strtoull(argv[a + 1], NULL, 0);
+        else if (!strcmp(argv[a], "-m")) mode = argv[a + 1];
+    }
+    int wrank, wsize, ndev = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    const int host_only = !strcmp(mode, "host"), mixed = !strcmp(mode, "mixed");
+    if (!host_only) {
+        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        cudaGetDeviceCount(&ndev);
+        if (ndev) cudaSetDevice((lr ? atoi(lr) : wrank) % ndev);
+    }
+    bufs_t b;
+    memset(&b, 0, sizeof(b));
+    b.bytes = maxbytes * 2 + 64; /* ragged blocks up to 2x */
+    b.ref = malloc(b.bytes);
+    for (int k = 0; k < 2; ++k) {
+        b.hostbuf[k] = malloc(b.bytes);
+        if (!host_only) cudaMalloc((void **)&b.dev[k], b.bytes);
+    }
+    size_t gfree0 = 0, gtotal = 0;
+    if (!host_only) cudaMemGetInfo(&gfree0, &gtotal);
+    const long rss0 = rss_kib();
+    if (wrank == 0)
+        printf("soak: seed %llu, %ld calls, up to %zu bytes, memory %s, %d ranks\n", (unsigned long long)seed, calls,
+               maxbytes, mode, wsize);
+    uint64_t rng = seed, mine = seed ^ (0x1234567ull * (uint64_t)(wrank + 1));
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    long bad = 0, per_coll[NCOLLS] = {0}, churn = 0;
+    for (long i = 0; i < calls; ++i) {
+        /* communicator churn: now and then a dup or a split replaces comm */
+        if (below(&rng, 50) == 0) {
+            MPI_Comm next;
+            if (below(&rng, 2)) MPI_Comm_dup(comm, &next);
+            else /* world in a rotated rank order */
+                MPI_Comm_split(MPI_COMM_WORLD, 0, (wrank + (int)below(&rng, (size_t)wsize)) % wsize, &next);
+            MPI_Comm_free(&comm);
+            comm = next;
+            ++churn;
+        }
+        b.on_host = host_only || (mixed && below(&mine, 2));
+        int coll;
+        bad += one_call(comm, &b, &rng, maxbytes, i, &coll);
+        per_coll[coll]++;
+    }
+    MPI_Comm_free(&comm);
+    long totals[1] = {bad};
+    MPI_Allreduce(MPI_IN_PLACE, totals, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    size_t gfree1 = 0;
+    if (!host_only) cudaMemGetInfo(&gfree1, &gtotal);
+    const long rss1 = rss_kib();
+    if (wrank == 0) {
+        printf("soak: %ld calls x %d ranks, %ld communicators replaced, %ld wrong elements or errors; per collective:",
+               calls, wsize, churn, totals[0]);
+        for (int c = 0; c < NCOLLS; ++c) printf(" %s %ld", cnames[c], per_coll[c]);
+        printf("\nsoak: rank 0 host RSS %ld -> %ld KiB, GPU memory in use %+.1f MiB (seed %llu)\n", rss0, rss1,
+               ((double)gfree0 - (double)gfree1) / 1048576.0, (unsigned long long)seed);
+    }
+    for (int k = 0; k < 2; ++k) {
+        free(b.hostbuf[k]);
+        if (!host_only) cudaFree(b.dev[k]);
+    }
+    free(b.ref);
+    MPI_Finalize();
+    return totals[0] ? 1 : 0;
+}
