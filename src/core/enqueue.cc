@@ -61,10 +61,8 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     a.rank = comm->rank;
     a.ragged = counts != nullptr;
     for (int q = 0; counts && q < comm->nranks; ++q) a.counts[q] = counts[q], a.displs[q] = displs[q];
-    size_t units = (bytes + 7) / 8;
+    size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes}) + 7) / 8;
     if (coll == kOneShotAllGather) units *= (size_t)comm->nranks;
-    for (int q = 0; counts && q < comm->nranks; ++q) units = (counts[q] + 7) / 8 * (size_t)comm->nranks > units
-                                                                 ? (counts[q] + 7) / 8 * (size_t)comm->nranks : units;
     size_t blocks = (units + kOneShotThreads - 1) / kOneShotThreads;
     a.nblocks = (int)(blocks < (size_t)kMaxOneShotBlocks ? blocks : kMaxOneShotBlocks);
     if (a.nblocks < 1) a.nblocks = 1;
@@ -246,6 +244,26 @@ loomResult_t vInputCopy(loomComm *comm, const void *in, size_t bytes, cudaStream
     return loomSuccess;
 }
 
+// A ragged allgather or reduce_scatter (counts/displs in elements, `total`
+// of them): one-shot where its largest block fits, else the ring.
+loomResult_t raggedCollective(loomComm *comm, int oneShot, int ring, const void *in, void *out, const size_t *counts,
+                              const size_t *displs, size_t total, loomDataType_t dtype, loomRedOp_t op,
+                              cudaStream_t stream) {
+    const size_t esize = loomTypeSize(dtype);
+    size_t largest = 0;
+    for (int q = 0; q < comm->nranks; ++q) largest = counts[q] > largest ? counts[q] : largest;
+    const bool reduces = oneShot == kOneShotReduceScatter; // moved data has no element size limit
+    if (comm->nranks <= kMaxOneShotRanks && useOneShot(comm, oneShot, largest * esize, reduces ? esize : 1)) {
+        size_t bytes[kMaxOneShotRanks], at[kMaxOneShotRanks];
+        for (int q = 0; q < comm->nranks; ++q) bytes[q] = counts[q] * esize, at[q] = displs[q] * esize;
+        return oneShotCollective(comm, oneShot, in, out, 0, dtype, op, 0, stream, bytes, at);
+    }
+    RingCall c = ringCall(ring, in, out, 0, total * esize, dtype, op, 0);
+    c.counts = counts;
+    c.displs = displs;
+    return ringCollective(comm, c, stream);
+}
+
 } // namespace
 
 extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
@@ -336,20 +354,8 @@ extern "C" loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, v
     if (!recvbuff || (sendcount && !sendbuff)) return fail(loomInvalidArgument, "loomAllGatherV: NULL buffer");
     if (equalBlocks(recvcounts, displs, comm->nranks))
         return loomAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-    if (!stream) stream = comm->stream;
-    const size_t esize = loomTypeSize(datatype);
-    size_t largest = 0;
-    for (int q = 0; q < comm->nranks; ++q) largest = recvcounts[q] > largest ? recvcounts[q] : largest;
-    if (comm->nranks <= kMaxOneShotRanks && useOneShot(comm, kOneShotAllGather, largest * esize, 1)) {
-        size_t counts[kMaxOneShotRanks], bytesAt[kMaxOneShotRanks];
-        for (int q = 0; q < comm->nranks; ++q) counts[q] = recvcounts[q] * esize, bytesAt[q] = displs[q] * esize;
-        return oneShotCollective(comm, kOneShotAllGather, sendbuff, recvbuff, 0, datatype, loomSum, 0, stream, counts,
-                                 bytesAt);
-    }
-    RingCall c = ringCall(kRingAllGather, sendbuff, recvbuff, 0, total * loomTypeSize(datatype), datatype, loomSum, 0);
-    c.counts = recvcounts;
-    c.displs = displs;
-    return ringCollective(comm, c, stream);
+    return raggedCollective(comm, kOneShotAllGather, kRingAllGather, sendbuff, recvbuff, recvcounts, displs, total,
+                            datatype, loomSum, stream ? stream : comm->stream);
 }
 
 extern "C" loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size_t *recvcounts,
@@ -374,16 +380,6 @@ extern "C" loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff,
         r = vInputCopy(comm, sendbuff, inBytes, stream, &sendbuff);
         if (r != loomSuccess) return r;
     }
-    size_t largest = 0;
-    for (int q = 0; q < comm->nranks; ++q) largest = recvcounts[q] > largest ? recvcounts[q] : largest;
-    if (comm->nranks <= kMaxOneShotRanks && useOneShot(comm, kOneShotReduceScatter, largest * esize, esize)) {
-        size_t counts[kMaxOneShotRanks], bytesAt[kMaxOneShotRanks];
-        for (int q = 0; q < comm->nranks; ++q) counts[q] = recvcounts[q] * esize, bytesAt[q] = displs[q] * esize;
-        return oneShotCollective(comm, kOneShotReduceScatter, sendbuff, recvbuff, 0, datatype, op, 0, stream, counts,
-                                 bytesAt);
-    }
-    RingCall c = ringCall(kRingReduceScatter, sendbuff, recvbuff, 0, inBytes, datatype, op, 0);
-    c.counts = recvcounts;
-    c.displs = displs.data();
-    return ringCollective(comm, c, stream);
+    return raggedCollective(comm, kOneShotReduceScatter, kRingReduceScatter, sendbuff, recvbuff, recvcounts,
+                            displs.data(), total, datatype, op, stream);
 }

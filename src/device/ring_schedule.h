@@ -31,11 +31,7 @@
 
 #include <stddef.h>
 
-#ifdef __CUDACC__
-#define LOOM_HD __host__ __device__ __forceinline__
-#else
-#define LOOM_HD inline
-#endif
+#include "device/host_device.h"
 
 namespace loom {
 
