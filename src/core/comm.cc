@@ -216,6 +216,8 @@ void releaseComm(loomComm *comm) {
     cudaFree(comm->scratch);
     cudaFree(comm->blockTablesDev);
     cudaFree(comm->vInput);
+    cudaFree(comm->edgeConnsDev);
+    cudaFree(comm->edgeAcc);
     if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);

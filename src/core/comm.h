@@ -16,8 +16,8 @@
 #include "device/oneshot_args.h"
 #include "device/conn.h"
 #include "device/ring_args.h"
+#include "device/edge_args.h"
 #include "device/rd_args.h"
-#include "device/tree_args.h"
 #include "loom.h"
 #include "topo/search.h"
 
@@ -70,7 +70,11 @@ struct loomComm {
     // (device/peer_edge.h): slot k leads to edgePeer[k], which uses its slot
     // edgePeerSlot[k] for the same edge (-1: none).
     int edgePeer[loom::kEdgeSlots] = {}, edgePeerSlot[loom::kEdgeSlots] = {};
-    loom::PeerEdge edge[loom::kEdgeSlots] = {}; // the kernels' view; step counts the slots moved
+    loom::PeerEdge edge[loom::kEdgeSlots] = {}; // the kernels' view (also in device memory: edgeConnsDev)
+    loom::ConnSteps edgeSteps[loom::kEdgeSlots] = {}; // slots sent and received on each edge so far
+    loom::ConnPair *edgeConnsDev = nullptr;
+    void *edgeAcc = nullptr;     // the doubling reduce / reduce_scatter's accumulator (GPU memory)
+    size_t edgeAccBytes = 0;
     loom::NetLinks edgeNet[loom::kEdgeSlots];   // edges across hosts
     bool edgesUseNet = false;    // some of this rank's edges cross hosts
     size_t edgeSlotBytes = 0;

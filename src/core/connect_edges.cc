@@ -66,23 +66,30 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
         if (sameHost(me, peer)) {
             char *myFifo = mine + (size_t)k * comm->edgeFifoBytes;
             char *theirs = comm->peerBase[peer] + comm->edgeOffset + (size_t)peerSlot[k] * comm->edgeFifoBytes;
-            d.recvSlots = myFifo + sizeof(FifoFlags);
-            d.recvTail = &flagsAt(myFifo)->recvTail;
-            d.sendHead = &flagsAt(myFifo)->sendHead;
-            d.sendSlots = theirs + sizeof(FifoFlags);
-            d.peerRecvTail = &flagsAt(theirs)->recvTail;
-            d.peerSendHead = &flagsAt(theirs)->sendHead;
+            d.recv.slots = myFifo + sizeof(FifoFlags);
+            d.recv.tail = &flagsAt(myFifo)->recvTail;
+            d.send.head = &flagsAt(myFifo)->sendHead; // the credit for my sends lives with me
+            d.send.slots = theirs + sizeof(FifoFlags);
+            d.send.tail = &flagsAt(theirs)->recvTail;
+            d.recv.head = &flagsAt(theirs)->sendHead;
         } else {
             const NetLinks &l = comm->edgeNet[k];
-            d.recvSlots = netRecvSlotBase(l) + sizeof(FifoFlags);
-            d.recvTail = &flagsAt(l.recvArea.device)->recvTail;
-            d.peerSendHead = &flagsAt(l.recvArea.device)->sendHead; // the proxy takes it as its head
-            d.sendSlots = netSendSlotBase(l) + sizeof(FifoFlags);
-            d.peerRecvTail = &flagsAt(l.sendArea.device)->recvTail; // the proxy sends what it counts
-            d.sendHead = &flagsAt(l.sendArea.device)->sendHead;
-            d.sendSizes = 1;
+            d.recv.slots = netRecvSlotBase(l) + sizeof(FifoFlags);
+            d.recv.tail = &flagsAt(l.recvArea.device)->recvTail;
+            d.recv.head = &flagsAt(l.recvArea.device)->sendHead; // the proxy takes it as its head
+            d.send.slots = netSendSlotBase(l) + sizeof(FifoFlags);
+            d.send.tail = &flagsAt(l.sendArea.device)->recvTail; // the proxy sends what it counts
+            d.send.head = &flagsAt(l.sendArea.device)->sendHead;
+            d.send.sizes = 1;
         }
     }
+    // The kernels read the edges from device memory.
+    cudaError_t e = cudaMalloc((void **)&comm->edgeConnsDev, sizeof(comm->edge));
+    if (e == cudaSuccess) e = cudaMemcpy(comm->edgeConnsDev, comm->edge, sizeof(comm->edge), cudaMemcpyHostToDevice);
+    r = e == cudaSuccess ? loomSuccess
+                         : fail(loomUnhandledCudaError, "rank %d: edge table: %s", me, cudaGetErrorString(e));
+    r = agreeAll(bs, me, n, r, "uploading the edge table");
+    if (r != loomSuccess) return r;
     if (comm->treeReady)
         LOOM_INFO(kInit, "rank %d: trees: parent %d / %d, children %d / %d; %s; up to %zu KiB, %zu KiB slots", me,
                   comm->treeNode[0].parent, comm->treeNode[1].parent, comm->treeNode[0].nchildren,

@@ -2,8 +2,9 @@
  * The collectives' entry points: argument checks, then the algorithm and
  * protocol for the call (the selection rules below: one-shot LL, recursive
  * doubling, trees, rings), then that algorithm's plan, launch and commit.
- * Small-message allreduce algorithms (one-shot, trees, recursive doubling)
- * are planned here; the ring and its chains in enqueue_ring.cc.
+ * One-shot calls are planned here; the ring and its chains in
+ * enqueue_ring.cc; the small-message algorithms across hosts (trees,
+ * recursive doubling and halving, binomial trees) in enqueue_edges.cc.
  */
 #include <cstring>
 #include <vector>
@@ -15,7 +16,7 @@
 #include "device/collectives.h"
 #include "device/oneshot_schedule.h"
 #include "device/ring_schedule.h"
-#include "device/tree_schedule.h"
+#include "device/doubling_schedule.h"
 
 using namespace loom;
 
@@ -116,74 +117,42 @@ bool useOneShot(const loomComm *comm, int coll, size_t piece, size_t esize) {
            link <= (limit >= 0 ? (size_t)limit : kOneShotLinkBytes[coll]);
 }
 
-EdgeCall edgeCall(const loomComm *comm, const void *in, void *out, size_t count) {
+// Small messages across hosts (enqueue_edges.cc): recursive doubling and
+// halving, binomial trees, where every hop is a network round through the
+// proxy and log2(ranks) hops beat the ring's n - 1 once there are enough
+// ranks. An edge hop costs about twice a ring hop today (4x H100, every rank
+// a host of its own, ucx over TCP, loom alone: binomial broadcast 27.5 us at
+// 2 levels vs the chain's 20 us at 3 hops; at 3 ranks halving's 4 hops 110
+// us vs the ring's 2 at 55 us), so the family runs where it takes fewer than
+// half the ring's hops (from 8 ranks); LOOM_DOUBLING=1/0 forces it on/off.
+// `bytes`: the largest buffer of the call.
+bool useDoubling(const loomComm *comm, int coll, size_t bytes) {
+    if (!comm->rdReady || bytes > comm->rdMaxBytes || params().doubling == 0) return false;
+    if (params().doubling == 1) return true;
+    const RdPlan q = rdPlan(comm->rank, comm->nranks); // p and steps are the same on every rank
+    const bool extras = q.p < comm->nranks;
+    const bool rooted = coll == kDblBroadcast || coll == kDblReduce; // extras add a hop, not two
+    const int hops = q.steps + (extras ? (rooted ? 1 : 2) : 0);
+    return 2 * hops < comm->nranks - 1;
+}
+
+loomResult_t doubling(loomComm *comm, int coll, const void *in, void *out, size_t count, loomDataType_t dtype,
+                      loomRedOp_t op, int root, cudaStream_t stream) {
+    static const char *const names[kDblNumColls] = {"broadcast", "reduce", "allgather", "reduce_scatter"};
+    const bool bytes = coll == kDblBroadcast || coll == kDblAllGather; // moved, never reduced
+    const size_t esize = loomTypeSize(dtype);
     EdgeCall c;
+    c.s = bytes ? doublingSched(comm, coll, count * esize, 1, root) : doublingSched(comm, coll, count, esize, root);
     c.in = in;
     c.out = out;
-    c.count = count;
-    c.nthreads = params().ringThreads;
-    c.nslots = comm->nslots;
-    c.slotBytes = comm->edgeSlotBytes;
-    c.timeoutCycles = comm->timeoutCycles;
-    c.abortFlag = comm->abortFlagDev;
-    return c;
-}
-
-// A call moves `chunks` slots each way over edge slot k (if this rank has
-// that edge): the step counters follow, and the proxy is told for net edges.
-void advanceEdge(loomComm *comm, int k, uint64_t chunks) {
-    if (comm->edgePeer[k] < 0 || !chunks) return;
-    comm->edge[k].step += chunks;
-    if (comm->edgeNet[k].send) netPost(&comm->edgeNet[k], 1, &chunks, &chunks);
-}
-
-// Small messages across hosts: the double binary tree, log2(hosts) network
-// hops each way. Both trees take half the data; every edge moves one slot per
-// chunk each way, which the step counters (and the proxy) follow.
-loomResult_t treeAllReduce(const void *in, void *out, size_t count, size_t esize, loomDataType_t dtype,
-                           loomRedOp_t op, loomComm *comm, cudaStream_t stream) {
-    TreeArgs a;
-    memset(&a, 0, sizeof(a));
-    a.c = edgeCall(comm, in, out, count);
-    for (int t = 0; t < 2; ++t) {
-        a.tree[t].node = comm->treeNode[t];
-        a.tree[t].lag = comm->nslots / 2 > 0 ? comm->nslots / 2 : 1; // the schedule is deadlock-free for any lag
-        for (int e = 0; e < kTreeEdges; ++e) a.tree[t].edge[e] = comm->edge[treeEdgeSlot(t, e)];
-    }
-    comm->lastColl = "allreduce";
-    cudaError_t err = launchTreeAllreduce(a, dtype, op, stream);
-    if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): tree allreduce launch: %s", comm->rank,
-                    comm->cudaDev, comm->busId, cudaGetErrorString(err));
-    for (int t = 0; t < 2; ++t) {
-        size_t b, e;
-        treeHalf(count, esize, t, &b, &e);
-        const uint64_t chunks = treeChunks(e - b, treeChunkElems(comm->edgeSlotBytes, esize));
-        for (int k = treeEdgeSlot(t, 0); k < treeEdgeSlot(t + 1, 0); ++k) advanceEdge(comm, k, chunks);
-    }
-    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, trees", comm->rank, count, esize);
-    return loomSuccess;
-}
-
-// Small messages across hosts: recursive doubling, log2(ranks) network hops
-// (two more for ranks beyond a power of two). Every edge of this rank moves
-// every chunk once each way.
-loomResult_t rdAllReduce(const void *in, void *out, size_t count, size_t esize, loomDataType_t dtype, loomRedOp_t op,
-                         loomComm *comm, cudaStream_t stream) {
-    RdArgs a;
-    memset(&a, 0, sizeof(a));
-    a.c = edgeCall(comm, in, out, count);
-    a.role = comm->rdRole;
-    for (int k = 0; k < kRdEdgeSlots; ++k) a.edge[k] = comm->edge[kTreeEdgeSlots + k];
-    comm->lastColl = "allreduce";
-    cudaError_t err = launchRdAllreduce(a, dtype, op, stream);
-    if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): recursive-doubling allreduce launch: %s", comm->rank,
-                    comm->cudaDev, comm->busId, cudaGetErrorString(err));
-    const uint64_t chunks = (count + comm->edgeSlotBytes / esize - 1) / (comm->edgeSlotBytes / esize);
-    for (int k = kTreeEdgeSlots; k < kEdgeSlots; ++k) advanceEdge(comm, k, chunks);
-    LOOM_TRACE(kColl, "rank %d: allreduce %zu x %zu B, recursive doubling", comm->rank, count, esize);
-    return loomSuccess;
+    c.dtype = dtype;
+    c.op = op;
+    c.bytes = bytes;
+    c.name = names[coll];
+    c.algoName = coll == kDblReduceScatter ? "recursive halving"
+                 : coll == kDblAllGather   ? "recursive doubling"
+                                           : "binomial tree";
+    return edgeCollective(comm, c, stream);
 }
 
 // Checks every collective shares; loomSuccess means go on (count > 0).
@@ -275,10 +244,12 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     const size_t esize = loomTypeSize(datatype), bytes = count * esize;
     if (comm->allPeersMapped && bytes <= comm->llMaxBytes && esize <= 8)
         return oneShotCollective(comm, kOneShotAllReduce, sendbuff, recvbuff, bytes, datatype, op, 0, stream);
-    if (comm->rdReady && bytes <= comm->rdMaxBytes)
-        return rdAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
-    if (comm->treeReady && bytes <= comm->treeMaxBytes)
-        return treeAllReduce(sendbuff, recvbuff, count, esize, datatype, op, comm, stream);
+    const bool rd = comm->rdReady && bytes <= comm->rdMaxBytes;
+    if (rd || (comm->treeReady && bytes <= comm->treeMaxBytes)) {
+        const EdgeCall c{rd ? rdSched(comm, count, esize) : treeSched(comm, count, esize), sendbuff, recvbuff, datatype,
+                         op, false, "allreduce", rd ? "recursive doubling" : "trees"};
+        return edgeCollective(comm, c, stream);
+    }
     // Mid sizes: the ring on LL (low latency per step); large: Simple.
     RingCall c = ringCall(kRingAllReduce, sendbuff, recvbuff, count, bytes, datatype, op, 0);
     if (bytes <= comm->llRingMaxBytes && esize <= 8) c.proto = kProtoLL;
@@ -296,6 +267,8 @@ extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size
     if (!stream) stream = comm->stream;
     if (useOneShot(comm, kOneShotBroadcast, bytes, 1))
         return oneShotCollective(comm, kOneShotBroadcast, in, recvbuff, bytes, datatype, loomSum, root, stream);
+    if (useDoubling(comm, kDblBroadcast, bytes))
+        return doubling(comm, kDblBroadcast, in, recvbuff, count, datatype, loomSum, root, stream);
     return ringCollective(comm, ringCall(kRingBroadcast, in, recvbuff, count, bytes, datatype, loomSum, root), stream);
 }
 
@@ -309,6 +282,8 @@ extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t 
     if (!stream) stream = comm->stream;
     if (useOneShot(comm, kOneShotReduce, bytes, loomTypeSize(datatype)))
         return oneShotCollective(comm, kOneShotReduce, sendbuff, recvbuff, bytes, datatype, op, root, stream);
+    if (useDoubling(comm, kDblReduce, bytes))
+        return doubling(comm, kDblReduce, sendbuff, recvbuff, count, datatype, op, root, stream);
     return ringCollective(comm, ringCall(kRingReduce, sendbuff, recvbuff, count, bytes, datatype, op, root), stream);
 }
 
@@ -321,6 +296,8 @@ extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size
     if (!stream) stream = comm->stream;
     if (useOneShot(comm, kOneShotAllGather, block, 1))
         return oneShotCollective(comm, kOneShotAllGather, sendbuff, recvbuff, block, datatype, loomSum, 0, stream);
+    if (useDoubling(comm, kDblAllGather, total))
+        return doubling(comm, kDblAllGather, sendbuff, recvbuff, sendcount, datatype, loomSum, 0, stream);
     return ringCollective(comm, ringCall(kRingAllGather, sendbuff, recvbuff, sendcount, total, datatype, loomSum, 0),
                           stream);
 }
@@ -335,6 +312,8 @@ extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, 
     if (!stream) stream = comm->stream;
     if (useOneShot(comm, kOneShotReduceScatter, block, loomTypeSize(datatype)))
         return oneShotCollective(comm, kOneShotReduceScatter, sendbuff, recvbuff, block, datatype, op, 0, stream);
+    if (useDoubling(comm, kDblReduceScatter, total))
+        return doubling(comm, kDblReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, stream);
     return ringCollective(comm, ringCall(kRingReduceScatter, sendbuff, recvbuff, recvcount, total, datatype, op, 0),
                           stream);
 }

@@ -2,13 +2,15 @@
  * Inside enqueue: one call as planned for an algorithm. The path of every
  * collective is call (enqueue.cc: checks, then algorithm and protocol from
  * the selection rules there) -> plan -> launch -> commit (each algorithm's
- * file: enqueue_ring.cc for the ring and its chains).
+ * file: enqueue_ring.cc for the ring and its chains, enqueue_edges.cc for
+ * the small-message algorithms across hosts).
  */
 #pragma once
 
 #include <cstddef>
 
 #include "core/comm.h"
+#include "device/edge_schedule.h"
 #include "loom.h"
 
 namespace loom {
@@ -29,5 +31,27 @@ struct RingCall {
 // Plans, launches and commits one ring collective on stream. Ragged blocks
 // go to the kernel through the communicator's block tables.
 loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stream);
+
+// A collective over the edges (device/edge_schedule.h): its schedule, from
+// one of the builders below, and buffers.
+struct EdgeCall {
+    EdgeSched s;
+    const void *in;
+    void *out;
+    loomDataType_t dtype;
+    loomRedOp_t op;     // reductions only
+    bool bytes;         // data movement: the kernel over bytes (s counts bytes)
+    const char *name;   // the collective
+    const char *algoName;
+};
+
+EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize);
+EdgeSched rdSched(const loomComm *comm, size_t count, size_t esize);
+// coll: DblColl; count: elements of the message, or per block (allgather,
+// reduce_scatter), in units of elemBytes.
+EdgeSched doublingSched(const loomComm *comm, int coll, size_t count, size_t elemBytes, int root);
+
+// Plans, launches and commits one collective over the edges on stream.
+loomResult_t edgeCollective(loomComm *comm, const EdgeCall &c, cudaStream_t stream);
 
 } // namespace loom

@@ -46,6 +46,9 @@ const Params &params() {
         // Recursive doubling won up to 128 KiB at 2-4 ranks (trees 2x its hops,
         // rings 2(n-1)x), 4x H200 over ucx/TCP; from 256 KiB the ring won.
         p.rdMaxBytes = envLong("LOOM_RD_MAX_BYTES", 128 * 1024, 0, 1L << 40);
+        // An edge hop costs about twice a ring hop across fake hosts (4x H100,
+        // ucx/TCP): see useDoubling in enqueue.cc.
+        p.doubling = (int)envLong("LOOM_DOUBLING", -1, -1, 1);
         p.edgeSlotBytes = envLong("LOOM_EDGE_SLOT_BYTES", 128 * 1024, 4096, 64L << 20) & ~255L;
         p.netChannels = (int)envLong("LOOM_NET_NCHANNELS", 0, 0, kMaxNetChannels);
         p.fakeNodes = (int)envLong("LOOM_FAKE_NODES", 0, 0, 1024);

@@ -20,6 +20,8 @@ struct Params {
     long llSlotBytes;       // LOOM_LL_SLOT_BYTES: bytes of LL lines per ring FIFO slot
     long treeMaxBytes;      // LOOM_TREE_MAX_BYTES: tree allreduce up to this size when ranks span hosts (0: never)
     long rdMaxBytes;        // LOOM_RD_MAX_BYTES: recursive doubling up to this size when ranks span hosts (0: never)
+    int doubling;           // LOOM_DOUBLING: the doubling family for bcast/reduce/allgather/reduce_scatter
+                            // up to LOOM_RD_MAX_BYTES: -1 where it takes fewer than half the ring's hops, 0 never, 1 always
     long edgeSlotBytes;     // LOOM_EDGE_SLOT_BYTES: bytes per FIFO slot (one chunk) of tree and recursive-doubling edges
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)

@@ -8,8 +8,7 @@
 
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
-#include "device/rd_args.h"
-#include "device/tree_args.h"
+#include "device/edge_args.h"
 #include "loom.h"
 
 namespace loom {
@@ -19,11 +18,11 @@ namespace loom {
 cudaError_t launchRingColl(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 cudaError_t launchRingBytes(const RingArgs &a, cudaStream_t stream);
 
-// Enqueues one tree allreduce (2 CTAs, one per tree) on stream.
-cudaError_t launchTreeAllreduce(const TreeArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
-
-// Enqueues one recursive-doubling allreduce (1 CTA) on stream.
-cudaError_t launchRdAllreduce(const RdArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+// Enqueues one collective over the edges (a.s: tree or recursive-doubling
+// allreduce, the doubling family; one CTA per lane) on stream: reductions per
+// (dtype, op); broadcast and allgather over bytes (count in bytes).
+cudaError_t launchEdgeColl(const EdgeArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+cudaError_t launchEdgeBytes(const EdgeArgs &a, cudaStream_t stream);
 
 // Enqueues one one-shot LL collective (a.coll; a.nblocks CTAs) on stream:
 // reductions per (dtype, op); allgather and broadcast over bytes.

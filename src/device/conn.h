@@ -31,13 +31,16 @@ struct ConnRecv {
     volatile uint64_t *head; // the sender's credit: I bump it after consuming a slot
 };
 
-// One channel of a ring: receive from the previous rank, send to the next.
-// Lives in device memory, one table per communicator and protocol; the
-// per-call kernel arguments carry only the step counters.
-struct RingChannel {
+// A receive side and a send side that a kernel uses together: a ring
+// channel (receive from the previous rank, send to the next; one table per
+// communicator and protocol in device memory, so per-call kernel arguments
+// carry only the step counters), or an edge with one peer (both directions
+// with that peer: trees, recursive doubling).
+struct ConnPair {
     ConnRecv recv;
     ConnSend send;
 };
+using RingChannel = ConnPair;
 
 // Step counters of one channel before a call: slots sent and received on it
 // by earlier calls (kept by the host, which advances them per call).

@@ -1,98 +1,129 @@
 /*
- * The primitives every ring (and chain) collective is written against, one
- * class for all protocols: Prims<Proto, T, Op> owns a channel's two
- * connections (receive from one peer, send to another: either may be absent),
- * their step counters, the waits for data and for credit, publishing, credit
- * return and abort. Proto (ProtoSimple, ProtoLL) supplies only how a step's
- * bytes move and are flagged.
+ * The primitives every collective over connections is written against, one
+ * class for all protocols: Prims<Proto, T, Op, N> owns N connection pairs
+ * (receive side and send side: a ring channel's from the previous and to the
+ * next rank, or a rank's edges to tree parents, children and doubling
+ * partners; either side may be absent), their send and receive step
+ * counters, the waits for data and for credit, publishing, credit return and
+ * abort. Proto (ProtoSimple, ProtoLL) supplies only how a step's bytes move
+ * and are flagged.
  *
- * Each op moves one step (at most one slot) for the whole CTA:
- *   send(in)                   next slot <- in
- *   recv(out)                  out <- previous slot
+ * Each op moves one step (at most one slot) for the whole CTA; `from` and
+ * `to` pick the pair received from and sent on:
+ *   send(in)                   next slot of to <- in
+ *   recv(out)                  out <- slot of from
  *   copySend(in, out)          next slot, out <- in
- *   recvCopySend(out)          next slot, out <- previous slot
- *   recvReduceSend(in)         next slot <- op(previous slot, in)
- *   recvReduceCopy(in, out)    out <- op(previous slot, in)
- *   recvReduceCopySend(in,out) next slot, out <- op(previous slot, in)
- * and returns false once the call is aborted (a silent peer: the same answer
- * in every thread, *abortFlag set for the host). Every thread of the CTA must
+ *   recvCopySend(out)          next slot, out <- slot
+ *   recvReduceSend(in)         next slot <- op(slot, in)
+ *   recvReduceCopy(in, out)    out <- op(slot, in)
+ *   recvReduceCopySend(in,out) next slot, out <- op(slot, in)
+ * (a tree's interior node receives a child's chunk, reduces it and sends it
+ * up in one step). run(EdgeOp) is the op a schedule step names. Every op
+ * returns false once the call is aborted (a silent peer: the same answer in
+ * every thread, *abortFlag set for the host). Every thread of the CTA must
  * make the same calls in the same order.
  */
 #pragma once
 
 #include "device/conn.h"
-#include "device/ring_schedule.h"
+#include "device/edge_op.h"
 #include "device/wait.h"
 
 namespace loom {
 
-template <typename Proto, typename T, typename Op>
+template <typename Proto, typename T, typename Op, int N = 1>
 class Prims {
   public:
-    __device__ Prims(const ConnRecv *recv, const ConnSend *send, ConnSteps steps, int nslots, size_t slotBytes,
+    // conns, steps: N entries (device or kernel-parameter memory).
+    __device__ Prims(const ConnPair *conns, const ConnSteps *steps, int nslots, size_t slotBytes,
                      unsigned long long timeoutCycles, volatile int *abortFlag)
-        : recv_(recv), send_(send), sendStep_(steps.send), recvStep_(steps.recv), nslots_(nslots),
-          slotBytes_(slotBytes), timeout_(timeoutCycles), abortFlag_(abortFlag) {
+        : conns_(conns), nslots_(nslots), slotBytes_(slotBytes), timeout_(timeoutCycles), abortFlag_(abortFlag) {
+        for (int k = 0; k < N; ++k) sendStep_[k] = steps[k].send, recvStep_[k] = steps[k].recv;
         if (threadIdx.x == 0) flags().waitFailed = flags().moveFailed = false;
         __syncthreads();
     }
 
-    __device__ bool send(const T *in, size_t len) { return step(false, in, false, true, nullptr, len); }
-    __device__ bool recv(T *out, size_t len) { return step(true, nullptr, false, false, out, len); }
-    __device__ bool copySend(const T *in, T *out, size_t len) { return step(false, in, false, true, out, len); }
-    __device__ bool recvCopySend(T *out, size_t len) { return step(true, nullptr, false, true, out, len); }
-    __device__ bool recvReduceSend(const T *in, size_t len) { return step(true, in, true, true, nullptr, len); }
-    __device__ bool recvReduceCopy(const T *in, T *out, size_t len) { return step(true, in, true, false, out, len); }
-    __device__ bool recvReduceCopySend(const T *in, T *out, size_t len) {
-        return step(true, in, true, true, out, len);
+    __device__ bool send(const T *in, size_t len, int to = 0) { return step(-1, in, false, to, nullptr, len); }
+    __device__ bool recv(T *out, size_t len, int from = 0) { return step(from, nullptr, false, -1, out, len); }
+    __device__ bool copySend(const T *in, T *out, size_t len, int to = 0) { return step(-1, in, false, to, out, len); }
+    __device__ bool recvCopySend(T *out, size_t len, int from = 0, int to = 0) {
+        return step(from, nullptr, false, to, out, len);
+    }
+    __device__ bool recvReduceSend(const T *in, size_t len, int from = 0, int to = 0) {
+        return step(from, in, true, to, nullptr, len);
+    }
+    __device__ bool recvReduceCopy(const T *in, T *out, size_t len, int from = 0) {
+        return step(from, in, true, -1, out, len);
+    }
+    __device__ bool recvReduceCopySend(const T *in, T *out, size_t len, int from = 0, int to = 0) {
+        return step(from, in, true, to, out, len);
     }
 
-    // The op a schedule step names (out null: the step writes no output).
-    __device__ bool apply(const RingStep &st, const T *in, T *out, size_t len) {
-        if (!st.recv) return out ? copySend(in, out, len) : send(in, len);
-        if (st.reduce) {
-            if (!st.send) return recvReduceCopy(in, out, len);
-            return out ? recvReduceCopySend(in, out, len) : recvReduceSend(in, len);
+    // The step a schedule names (edge_op.h), over the call's buffers. A copy
+    // onto itself (in place) writes nothing.
+    __device__ bool run(const EdgeOp &o, const T *in, T *out, T *acc) {
+        const T *src = bufferAt(o.src, in, out, acc, o.srcAt);
+        T *dst = bufferAt(o.dst, in, out, acc, o.dstAt);
+        if (o.recv < 0 && dst == src) dst = nullptr;
+        if (o.recv < 0 && o.send < 0) { // a local copy
+            if (dst) Proto::template move<T, Op>(0, nullptr, src, nullptr, dst, o.len, false, 0, 0, 0);
+            __syncthreads();
+            return true;
         }
-        return st.send ? recvCopySend(out, len) : recv(out, len);
+        return step(o.recv, o.reduce || o.recv < 0 ? src : nullptr, o.reduce, o.send, dst, o.len, o.inFirst);
     }
-
-    __device__ uint64_t sendStep() const { return sendStep_; }
-    __device__ uint64_t recvStep() const { return recvStep_; }
 
   private:
+    __device__ static T *bufferAt(int buf, const T *in, T *out, T *acc, size_t at) {
+        switch (buf) {
+        case kBufIn: return const_cast<T *>(in) + at;
+        case kBufOut: return out + at;
+        case kBufAcc: return acc + at;
+        default: return nullptr;
+        }
+    }
+
     // The one step every op is: wait (thread 0), move (all threads), fence,
     // publish and return credit (thread 0). Counters are kept by every
-    // thread: they pick the slots.
-    __device__ bool step(bool recv, const T *in, bool reduce, bool send, T *out, size_t len) {
+    // thread: they pick the slots. from/to: -1 for none.
+    __device__ bool step(int from, const T *in, bool reduce, int to, T *out, size_t len, bool inFirst = false) {
         // waitFailed is written by thread 0 only between the barriers where it
         // is read; moveFailed only ever goes from false to true (a failure
         // ends the call), so every thread sees the same values.
         bool &waitFailed = flags().waitFailed, &moveFailed = flags().moveFailed;
+        const ConnRecv *rc = from >= 0 ? &conns_[from].recv : nullptr;
+        const ConnSend *sc = to >= 0 ? &conns_[to].send : nullptr;
+        const uint64_t rstep = from >= 0 ? recvStep_[from] : 0, sstep = to >= 0 ? sendStep_[to] : 0;
         if (threadIdx.x == 0) {
             const Waiter wait{timeout_};
             bool ok = true;
-            if (recv) ok = Proto::waitData(*recv_, recvStep_, wait);
-            if (ok && send) ok = wait([&] { return sendStep_ - *send_->head < (uint64_t)nslots_; });
+            if (rc) ok = Proto::waitData(*rc, rstep, wait);
+            if (ok && sc) ok = wait([&] { return sstep - *sc->head < (uint64_t)nslots_; });
             waitFailed = !ok;
             __threadfence(); // order the flag reads before the data reads below
         }
         __syncthreads();
         if (waitFailed) return abort();
-        const void *src = recv ? recv_->slots + (recvStep_ % nslots_) * slotBytes_ : nullptr;
-        void *dst = send ? send_->slots + (sendStep_ % nslots_) * slotBytes_ : nullptr;
-        bool ok = Proto::template move<T, Op>(timeout_, src, in, dst, out, len, reduce, (uint32_t)(recvStep_ + 1),
-                                              (uint32_t)(sendStep_ + 1), clock64());
+        const void *src = rc ? rc->slots + (rstep % nslots_) * slotBytes_ : nullptr;
+        void *dst = sc ? sc->slots + (sstep % nslots_) * slotBytes_ : nullptr;
+        bool ok;
+        if constexpr (N > 1) { // only edge schedules reduce in the sender's order
+            ok = inFirst ? Proto::template move<T, Op, true>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0)
+                         : Proto::template move<T, Op>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0);
+        } else {
+            ok = Proto::template move<T, Op>(timeout_, src, in, dst, out, len, reduce, (uint32_t)(rstep + 1),
+                                             (uint32_t)(sstep + 1), clock64());
+        }
         if (!ok) moveFailed = true;
-        if (send) Proto::fenceSend();
+        if (sc) Proto::fenceSend();
         __syncthreads();
         if (moveFailed) return abort();
         if (threadIdx.x == 0) {
-            if (send) Proto::publish(*send_, sendStep_, len * sizeof(T), nslots_);
-            if (recv) *recv_->head = recvStep_ + 1;
+            if (sc) Proto::publish(*sc, sstep, len * sizeof(T), nslots_);
+            if (rc) *rc->head = rstep + 1;
         }
-        sendStep_ += send;
-        recvStep_ += recv;
+        if (to >= 0) ++sendStep_[to];
+        if (from >= 0) ++recvStep_[from];
         return true;
     }
 
@@ -109,9 +140,8 @@ class Prims {
         return false;
     }
 
-    const ConnRecv *recv_;
-    const ConnSend *send_;
-    uint64_t sendStep_, recvStep_;
+    const ConnPair *conns_;
+    uint64_t sendStep_[N], recvStep_[N];
     int nslots_;
     size_t slotBytes_;
     unsigned long long timeout_;

@@ -1,7 +1,7 @@
 /*
- * What the host hands the recursive-doubling allreduce kernel: this rank's
- * edges (peer_edge.h) to its partner of each step and to its extra rank.
- * Shared by host (core) and device code.
+ * Who a rank talks to in recursive doubling (the edges of peer_edge.h: its
+ * partner of each step and its extra rank). Shared by host (core), device
+ * code and the tests.
  *
  * Recursive doubling over p = the largest power of two <= n ranks: at step k
  * rank r exchanges its whole vector with r ^ 2^k and both reduce — log2(p)
@@ -15,7 +15,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/peer_edge.h"
 #include "device/rd_schedule.h"
 
 namespace loom {
@@ -54,15 +53,5 @@ inline RdRole rdRoleOf(int rank, int n) {
 
 // Partner of `rank` at step k (ranks below p).
 inline constexpr int rdPartner(int rank, int step) { return rank ^ (1 << step); }
-
-struct RdArgs {
-    EdgeCall c;
-    RdRole role;
-    PeerEdge edge[kRdEdgeSlots]; // [k] partner of step k; [kRdExtraEdge] the extra (or host) rank
-};
-
-static_assert(kRdExtraEdge == kMaxRdSteps && kRdEdgeSlots == kMaxRdSteps + 1, "rd_schedule.h's edges");
-
-static_assert(sizeof(RdArgs) <= 4096, "kernel parameters of CUDA < 12.1");
 
 } // namespace loom

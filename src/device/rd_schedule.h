@@ -11,18 +11,17 @@
  * chunk to the partner and reduces the partner's into the output — both as
  * op(lower rank's, upper rank's) — and at the end sends the result to its
  * extra. The running value is the input until the first reduction, then the
- * output.
+ * output. rdEdgeOp gives each op in the one op form (edge_op.h) that the
+ * kernel runs and the simulator (test/unit/sched_sim.h) executes.
  */
 #ifndef LOOM_RD_SCHEDULE_H
 #define LOOM_RD_SCHEDULE_H
 
 #include <stddef.h>
 
-#ifdef __CUDACC__
-#define LOOM_RD_HD __host__ __device__ __forceinline__
-#else
-#define LOOM_RD_HD inline
-#endif
+#include "device/edge_op.h"
+
+#define LOOM_RD_HD LOOM_HD
 
 namespace loom {
 
@@ -106,6 +105,23 @@ LOOM_RD_HD RdOp rdOp(const RdRole &r, size_t nchunks, size_t i) {
         op.inFirst = (r.rank & (1 << s)) == 0; // the lower rank's value first, on both ends
     }
     return op;
+}
+
+// Op i in the one op form, over a count of chunkElems chunks; connections
+// port0 + edge. Keys: (step, chunk) for the exchanges; (kRdExtraEdge, chunk)
+// for the extra's input, (kRdExtraEdge + 1, chunk) for its result.
+LOOM_RD_HD EdgeOp rdEdgeOp(const RdRole &r, size_t count, size_t chunkElems, int port0, size_t i) {
+    const size_t nchunks = (count + chunkElems - 1) / chunkElems;
+    const RdOp o = rdOp(r, nchunks, i);
+    const size_t at = o.chunk * chunkElems;
+    const size_t len = o.chunk + 1 < nchunks ? chunkElems : count - at;
+    const int from = o.fromIn ? kBufIn : kBufOut;
+    if (o.kind == kRdCopy) return edgeOp(-1, -1, kBufIn, at, kBufOut, at, len, false, edgeKey(0, o.chunk));
+    // The extra's input travels in phase kRdExtraEdge, its result in the next.
+    const bool inputOfExtra = o.edge == kRdExtraEdge && (r.isExtra ? o.kind == kRdSend : o.kind == kRdRecv);
+    const unsigned phase = o.edge != kRdExtraEdge ? (unsigned)o.edge : inputOfExtra ? kRdExtraEdge : kRdExtraEdge + 1;
+    if (o.kind == kRdSend) return edgeOp(-1, port0 + o.edge, from, at, kBufNone, 0, len, false, edgeKey(phase, o.chunk));
+    return edgeOp(port0 + o.edge, -1, from, at, kBufOut, at, len, o.reduce, edgeKey(phase, o.chunk), o.inFirst);
 }
 
 } // namespace loom

@@ -35,8 +35,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
             ProtoSimple::move<T, Op>(0, nullptr, in + b, nullptr, out + to + b, e - b, false, 0, 0, 0);
         return;
     }
-    Prims<Proto, T, Op> prims(&c->recv, &c->send, a.steps[blockIdx.x], a.nslots, a.slotBytes, a.timeoutCycles,
-                              a.abortFlag);
+    Prims<Proto, T, Op> prims(c, &a.steps[blockIdx.x], a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
     const int nsteps = ringStepsPerRound(a.coll, a.nranks);
     for (size_t round = 0; round < g.rounds; ++round) {
         for (int s = 0; s < nsteps; ++s) {
@@ -45,10 +44,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
             size_t inAt, outAt, len;
             ringStepOffsets(a.coll, g, a.blocks, a.nranks, a.nchannels, blockIdx.x, kAlign, round, st.chunk, owner,
                             &inAt, &outAt, &len);
-            const T *src = in + inAt;
-            T *dst = st.toOutput ? out + outAt : nullptr;
-            if (!st.recv && dst == src) dst = nullptr; // a copy onto itself (in place)
-            if (!prims.apply(st, src, dst, len)) return;
+            if (!prims.run(ringEdgeOp(st, round, inAt, outAt, len), in, out, nullptr)) return;
         }
     }
 }

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 
+#include "device/edge_op.h"
 #include "device/host_device.h"
 
 namespace loom {
@@ -216,6 +217,14 @@ LOOM_HD void ringStepOffsets(int coll, const RingGeom &g, const RingBlocks &bloc
     size_t off;
     ringStepRange(coll, g, nranks, round, chunk, &off, len);
     *inAt = *outAt = g.begin + off;
+}
+
+// A ring step as the one op form (edge_op.h): connection 0 is the channel
+// (receive from the previous position, send to the next); the step reads the
+// input at inAt and writes the output at outAt. Its key is (round, chunk).
+LOOM_HD EdgeOp ringEdgeOp(const RingStep &st, size_t round, size_t inAt, size_t outAt, size_t len) {
+    return edgeOp(st.recv ? 0 : -1, st.send ? 0 : -1, kBufIn, inAt, st.toOutput ? kBufOut : kBufNone, outAt, len,
+                  st.reduce, edgeKey((unsigned)st.chunk, round));
 }
 
 // Slots the rank at pos sends and receives in one round (the same on every channel).

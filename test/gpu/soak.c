@@ -298,6 +298,8 @@ int main(int argc, char **argv)
     if (wrank == 0)
         printf("soak: seed %llu, %ld calls, up to %zu bytes, memory %s, %d ranks\n", (unsigned long long)seed, calls,
                maxbytes, mode, wsize);
+    fflush(stdout);
+    const double t0 = MPI_Wtime();
     uint64_t rng = seed, mine = seed ^ (0x1234567ull * (uint64_t)(wrank + 1));
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -317,6 +319,13 @@ int main(int argc, char **argv)
         int coll;
         bad += one_call(comm, &b, &rng, maxbytes, i, &coll);
         per_coll[coll]++;
+        if (wrank == 0 && calls >= 100 && (i + 1) % (calls / 100) == 0) { /* progress and memory over the run */
+            size_t gfree = 0;
+            if (!host_only) cudaMemGetInfo(&gfree, &gtotal);
+            printf("soak: after %ld calls (%.0f s): rank 0 host RSS %ld KiB, GPU memory in use %+.1f MiB, %ld wrong "
+                   "so far\n", i + 1, MPI_Wtime() - t0, rss_kib(), ((double)gfree0 - (double)gfree) / 1048576.0, bad);
+            fflush(stdout);
+        }
     }
     MPI_Comm_free(&comm);
     long totals[1] = {bad};

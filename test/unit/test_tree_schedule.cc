@@ -1,32 +1,20 @@
-// Schedule simulation for trees: the tree allreduce ops of
-// src/device/tree_schedule.h run over host buffers on the double binary trees
-// of topo/search.h (and on chains, the trees inside a host), 1..64 ranks.
-// Every tree edge has a FIFO of `depth` slots in each direction; ranks take
-// turns and run their next op only when it can go (a receive needs a slot, a
-// send a free one), as the kernels' flags allow. A sweep in which nobody
-// moves is a deadlock. Slots carry the chunk and direction their sender
-// meant, so a rank that takes the wrong one fails the test.
+// Tree allreduce schedules (src/device/tree_schedule.h through
+// edge_schedule.h) on the one simulator: the double binary trees of
+// topo/search.h and chains (the trees inside a host), 1..64 ranks, FIFOs of
+// depth 1..4, lags below, at and above the depth, in place and not; every
+// rank must end with the sum, and the host's step counts must be the walk's.
+// A cycle of parents must be reported as a deadlock.
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <vector>
 
-#include "device/ring_schedule.h"
-#include "device/tree_schedule.h"
+#include "edge_sim.h"
 #include "topo/search.h"
 #include "unit_suites.h"
 
 using namespace loom;
+using namespace loom::sim;
 
 namespace {
-
-struct Slot {
-    size_t chunk;
-    bool up;
-    std::vector<int64_t> data;
-};
-
-int64_t input(int rank, size_t i) { return (int64_t)(rank + 1) * 1000003 + (int64_t)(i * 7 % 1009); }
 
 std::vector<TreeNode> nodesOf(const std::vector<int> &parent) {
     const int n = (int)parent.size();
@@ -41,67 +29,40 @@ std::vector<TreeNode> nodesOf(const std::vector<int> &parent) {
     return t;
 }
 
-// One allreduce over the given trees (tree k takes half k of the count).
-// Returns the number of wrong outputs, or a negative code for a broken protocol.
-// In place, `in` and `out` are one buffer (the input is overwritten).
-long simulate(const std::vector<TreeNode> trees[2], size_t count, size_t chunkElems, int depth, size_t lag,
-              bool inPlace = false) {
+// One allreduce of `count` 4-byte elements over the trees; "" or the failure.
+std::string simulate(const std::vector<TreeNode> trees[2], size_t count, size_t chunkElems, int depth, size_t lag,
+                     bool inPlace = false) {
     const int n = (int)trees[0].size();
-    const size_t align = 4;
-    std::vector<std::vector<int64_t>> in(n, std::vector<int64_t>(count)), out = in;
-    for (int r = 0; r < n; ++r)
-        for (size_t i = 0; i < count; ++i) in[r][i] = input(r, i), out[r][i] = inPlace ? in[r][i] : -1;
-    for (int k = 0; k < 2; ++k) {
-        size_t b, e;
-        channelRange(count, 2, k, align * 4, &b, &e);
-        const size_t len = e - b, nchunks = treeChunks(len, chunkElems);
-        const std::vector<TreeNode> &t = trees[k];
-        std::map<std::pair<int, int>, std::deque<Slot>> fifo; // (from, to)
-        std::vector<size_t> next(n, 0);
-        for (bool moved = true; moved;) {
-            moved = false;
-            for (int r = 0; r < n; ++r) {
-                if (next[r] >= treeOpCount(t[r], nchunks)) continue;
-                TreeOp op = treeOp(t[r], nchunks, lag, next[r]);
-                size_t off, l;
-                treeChunk(len, chunkElems, op.chunk, &off, &l);
-                int64_t *o = out[r].data() + b + off;
-                const int64_t *x = (inPlace ? out[r] : in[r]).data() + b + off;
-                if (op.kind == kTreeRecvReduce || op.kind == kTreeRecvDown) {
-                    std::deque<Slot> &q = fifo[{op.peer, r}];
-                    if (q.empty()) continue; // wait
-                    Slot s = q.front();
-                    q.pop_front();
-                    if (s.chunk != op.chunk || s.up != (op.kind == kTreeRecvReduce) || s.data.size() != l)
-                        return -2000000;
-                    for (size_t i = 0; i < l; ++i)
-                        o[i] = op.kind == kTreeRecvDown ? s.data[i] : (op.first ? x[i] : o[i]) + s.data[i];
-                } else if (op.kind == kTreeSendUp || op.kind == kTreeSendDown) {
-                    std::deque<Slot> &q = fifo[{r, op.peer}];
-                    if ((int)q.size() >= depth) continue; // no credit
-                    const bool fromIn = op.kind == kTreeSendUp && treeSendsInput(t[r]);
-                    q.push_back(Slot{op.chunk, op.kind == kTreeSendUp, std::vector<int64_t>(fromIn ? x : o,
-                                                                                            (fromIn ? x : o) + l)});
-                } else {
-                    for (size_t i = 0; i < l; ++i) o[i] = x[i];
-                }
-                ++next[r];
-                moved = true;
-            }
-        }
-        for (int r = 0; r < n; ++r)
-            if (next[r] != treeOpCount(t[r], nchunks)) return -1000000; // deadlock
-        for (auto &f : fifo)
-            if (!f.second.empty()) return -3000000; // sent, never received
+    std::vector<EdgeSched> sched(n);
+    std::vector<Rank> ranks;
+    for (int r = 0; r < n; ++r) {
+        EdgeSched &s = sched[r];
+        s = EdgeSched{};
+        s.algo = kEdgeTreeAllReduce;
+        s.count = count;
+        s.elemBytes = 4;
+        s.chunkElems = chunkElems;
+        s.tree[0] = trees[0][r];
+        s.tree[1] = trees[1][r];
+        s.lag = lag;
+        ranks.push_back(edgeRank(s, treePorts(trees, r)));
+        Rank &k = ranks.back();
+        k.in.resize(count);
+        for (size_t i = 0; i < count; ++i) k.in[i] = input(r, i);
+        k.out = inPlace ? k.in : std::vector<Value>(count, kUntouched);
+        k.inPlace = inPlace;
     }
-    long bad = 0;
-    for (int r = 0; r < n; ++r)
+    Run run = execute(ranks, depth, chunkElems, sum);
+    if (!run.error.empty()) return run.error;
+    for (int r = 0; r < n; ++r) {
+        if (!hostCountsMatch(sched[r], run, r)) return "rank " + std::to_string(r) + ": host counts differ";
         for (size_t i = 0; i < count; ++i) {
-            int64_t want = 0;
+            Value want = 0;
             for (int q = 0; q < n; ++q) want += input(q, i);
-            bad += out[r][i] != want;
+            if (ranks[r].out[i] != want) return "rank " + std::to_string(r) + " element " + std::to_string(i) + " wrong";
         }
-    return bad;
+    }
+    return "";
 }
 
 } // namespace
@@ -118,12 +79,9 @@ START_TEST(double_binary_trees_allreduce) {
             for (size_t chunk : {(size_t)4, (size_t)12, (size_t)64})
                 for (int depth : {1, 2, 4})
                     for (size_t lag : {(size_t)0, (size_t)1, (size_t)depth, (size_t)depth + 3}) {
-                        long bad = simulate(trees, count, chunk, depth, lag, depth == 2 && lag == 1);
-                        if (bad != 0)
-                            ck_abort_msg("n %d count %zu chunk %zu depth %d lag %zu (in place at depth 2, lag 1): "
-                                         "%ld (-1000000 deadlock, "
-                                         "-2000000 wrong slot, -3000000 slot left over)", n, count, chunk, depth, lag,
-                                         bad);
+                        const std::string err = simulate(trees, count, chunk, depth, lag, depth == 2 && lag == 1);
+                        ck_assert_msg(err.empty(), "n %d count %zu chunk %zu depth %d lag %zu: %s", n, count, chunk,
+                                      depth, lag, err.c_str());
                     }
     }
 }
@@ -137,8 +95,10 @@ START_TEST(chains_allreduce) {
         const std::vector<TreeNode> trees[2] = {nodesOf(p), nodesOf(p)};
         for (int depth : {1, 4})
             for (size_t lag : {(size_t)0, (size_t)2, (size_t)7})
-                for (bool inPlace : {false, true})
-                    ck_assert_int_eq(simulate(trees, 4099, 64, depth, lag, inPlace), 0);
+                for (bool inPlace : {false, true}) {
+                    const std::string err = simulate(trees, 4099, 64, depth, lag, inPlace);
+                    ck_assert_msg(err.empty(), "n %d depth %d lag %zu: %s", n, depth, lag, err.c_str());
+                }
     }
 }
 END_TEST
@@ -148,11 +108,13 @@ START_TEST(the_simulation_sees_a_deadlock) {
     // partial sum first: the simulation must report it, not pass or spin.
     std::vector<TreeNode> cycle = {TreeNode{1, 1, {1, -1, -1}}, TreeNode{0, 1, {0, -1, -1}}};
     const std::vector<TreeNode> trees[2] = {cycle, cycle};
-    ck_assert_int_eq(simulate(trees, 64, 4, 2, 0), -1000000);
+    ck_assert(simulate(trees, 64, 4, 2, 0).find("deadlock") != std::string::npos);
 }
 END_TEST
 
 START_TEST(ops_cover_every_chunk_once) {
+    // Per chunk: one up op per child (or one for a leaf), one down op per
+    // child (at least one below a parent), every chunk exactly once.
     std::vector<int> p0;
     topo::binaryTree(13, &p0);
     std::vector<TreeNode> t = nodesOf(p0);
@@ -161,9 +123,9 @@ START_TEST(ops_cover_every_chunk_once) {
             for (size_t lag : {(size_t)0, (size_t)1, (size_t)3, (size_t)9}) {
                 std::vector<int> up(nchunks, 0), down(nchunks, 0);
                 for (size_t i = 0; i < treeOpCount(node, nchunks); ++i) {
-                    TreeOp op = treeOp(node, nchunks, lag, i);
-                    ck_assert_uint_lt(op.chunk, nchunks);
-                    (op.kind == kTreeRecvDown || op.kind == kTreeSendDown ? down : up)[op.chunk]++;
+                    const TreeSlot sl = treeSlot(node, nchunks, lag, i);
+                    ck_assert_uint_lt(sl.chunk, nchunks);
+                    (sl.up ? up : down)[sl.chunk]++;
                 }
                 for (size_t c = 0; c < nchunks; ++c) {
                     ck_assert_int_eq(up[c], treeUpOps(node));
@@ -176,7 +138,7 @@ END_TEST
 Suite *tree_schedule_suite(void) {
     Suite *s = suite_create("tree_schedule");
     TCase *tc = tcase_create("tree_schedule");
-    tcase_set_timeout(tc, 120);
+    tcase_set_timeout(tc, 240);
     tcase_add_test(tc, double_binary_trees_allreduce);
     tcase_add_test(tc, chains_allreduce);
     tcase_add_test(tc, the_simulation_sees_a_deadlock);

@@ -11,3 +11,4 @@ Suite *tree_schedule_suite(void);
 Suite *edges_suite(void);
 Suite *rd_schedule_suite(void);
 Suite *oneshot_schedule_suite(void);
+Suite *doubling_schedule_suite(void);
