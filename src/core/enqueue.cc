@@ -1,7 +1,8 @@
 /*
  * The collectives' entry points: argument checks, then the algorithm and
- * protocol for the call (the selection rules below: one-shot LL, recursive
- * doubling, trees, rings), then that algorithm's plan, launch and commit.
+ * protocol for the call (select.cc's table: one-shot LL, recursive doubling,
+ * trees, the doubling family, rings), then that algorithm's plan, launch and
+ * commit.
  * One-shot calls are planned here; the ring and its chains in
  * enqueue_ring.cc; the small-message algorithms across hosts (trees,
  * recursive doubling and halving, binomial trees) in enqueue_edges.cc.
@@ -13,6 +14,7 @@
 #include "core/enqueue.h"
 #include "core/debug.h"
 #include "core/params.h"
+#include "core/select.h"
 #include "device/collectives.h"
 #include "device/oneshot_schedule.h"
 #include "device/ring_schedule.h"
@@ -90,50 +92,12 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     return loomSuccess;
 }
 
-// Bytes one rank may move over its links, (n-1) x piece, up to which each
-// one-shot collective beats the ring (4x H100 NV18, 4 ranks, loom-bench):
-// broadcast 13.4-17.8 us vs the ring's 17.3-20.1 up to 256 KiB, 21.7 vs 20.1
-// at 512 KiB; reduce 15.5-18.6 vs 19.7 up to 512 KiB, 25.9 vs 21.3 at 1 MiB;
-// allgather and reduce_scatter 26.7-27.7 vs 34.7-35.2 at 2 MiB in all
-// (512 KiB a piece), 43-44.5 vs 39.5-40.7 at 4 MiB. Ragged calls count their
-// largest block as the piece.
-constexpr size_t kOneShotLinkBytes[kOneShotNumColls] = {
-    0,                 // allreduce: LOOM_LL_MAX_BYTES alone decides
-    1536 * 1024,       // reduce_scatter
-    1536 * 1024,       // allgather
-    768 * 1024,        // broadcast
-    1536 * 1024,       // reduce
-};
-
-// Whether a call whose per-peer piece is `piece` bytes takes the one-shot
-// path: every pair maps the other's memory, the piece fits a slot, and the
-// rank's link bytes are below the ring's crossover (LOOM_ONESHOT_MAX_BYTES
-// replaces the table when set).
-bool useOneShot(const loomComm *comm, int coll, size_t piece, size_t esize) {
-    if (esize > 8) return false; // LL lines carry 8-byte units: a 16-byte element would straddle two
-    const long limit = params().oneShotMaxBytes;
-    const size_t link = piece * (size_t)(comm->nranks - 1);
-    return comm->allPeersMapped && piece <= comm->llMaxBytes &&
-           link <= (limit >= 0 ? (size_t)limit : kOneShotLinkBytes[coll]);
-}
-
-// Small messages across hosts (enqueue_edges.cc): recursive doubling and
-// halving, binomial trees, where every hop is a network round through the
-// proxy and log2(ranks) hops beat the ring's n - 1 once there are enough
-// ranks. An edge hop costs about twice a ring hop today (4x H100, every rank
-// a host of its own, ucx over TCP, loom alone: binomial broadcast 27.5 us at
-// 2 levels vs the chain's 20 us at 3 hops; at 3 ranks halving's 4 hops 110
-// us vs the ring's 2 at 55 us), so the family runs where it takes fewer than
-// half the ring's hops (from 8 ranks); LOOM_DOUBLING=1/0 forces it on/off.
-// `bytes`: the largest buffer of the call.
-bool useDoubling(const loomComm *comm, int coll, size_t bytes) {
-    if (!comm->rdReady || bytes > comm->rdMaxBytes || params().doubling == 0) return false;
-    if (params().doubling == 1) return true;
-    const RdPlan q = rdPlan(comm->rank, comm->nranks); // p and steps are the same on every rank
-    const bool extras = q.p < comm->nranks;
-    const bool rooted = coll == kDblBroadcast || coll == kDblReduce; // extras add a hop, not two
-    const int hops = q.steps + (extras ? (rooted ? 1 : 2) : 0);
-    return 2 * hops < comm->nranks - 1;
+// The table's choice for a call (select.cc), traced with its reason.
+Choice choose(const loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {
+    const Choice c = selectAlgorithm(comm, CallShape{coll, bytes, piece, esize, ragged});
+    LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, kOneShotNames[coll], bytes, algoName(c.algo),
+               c.rule);
+    return c;
 }
 
 loomResult_t doubling(loomComm *comm, int coll, const void *in, void *out, size_t count, loomDataType_t dtype,
@@ -222,7 +186,7 @@ loomResult_t raggedCollective(loomComm *comm, int oneShot, int ring, const void 
     size_t largest = 0;
     for (int q = 0; q < comm->nranks; ++q) largest = counts[q] > largest ? counts[q] : largest;
     const bool reduces = oneShot == kOneShotReduceScatter; // moved data has no element size limit
-    if (comm->nranks <= kMaxOneShotRanks && useOneShot(comm, oneShot, largest * esize, reduces ? esize : 1)) {
+    if (choose(comm, ring, total * esize, largest * esize, reduces ? esize : 1, true).algo == kAlgoOneShot) {
         size_t bytes[kMaxOneShotRanks], at[kMaxOneShotRanks];
         for (int q = 0; q < comm->nranks; ++q) bytes[q] = counts[q] * esize, at[q] = displs[q] * esize;
         return oneShotCollective(comm, oneShot, in, out, 0, dtype, op, 0, stream, bytes, at);
@@ -242,17 +206,17 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
     if (!stream) stream = comm->stream;
     const size_t esize = loomTypeSize(datatype), bytes = count * esize;
-    if (comm->allPeersMapped && bytes <= comm->llMaxBytes && esize <= 8)
+    const Choice ch = choose(comm, kRingAllReduce, bytes, bytes, esize);
+    if (ch.algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotAllReduce, sendbuff, recvbuff, bytes, datatype, op, 0, stream);
-    const bool rd = comm->rdReady && bytes <= comm->rdMaxBytes;
-    if (rd || (comm->treeReady && bytes <= comm->treeMaxBytes)) {
+    if (ch.algo == kAlgoRecursiveDoubling || ch.algo == kAlgoTrees) {
+        const bool rd = ch.algo == kAlgoRecursiveDoubling;
         const EdgeCall c{rd ? rdSched(comm, count, esize) : treeSched(comm, count, esize), sendbuff, recvbuff, datatype,
-                         op, false, "allreduce", rd ? "recursive doubling" : "trees"};
+                         op, false, "allreduce", algoName(ch.algo)};
         return edgeCollective(comm, c, stream);
     }
-    // Mid sizes: the ring on LL (low latency per step); large: Simple.
     RingCall c = ringCall(kRingAllReduce, sendbuff, recvbuff, count, bytes, datatype, op, 0);
-    if (bytes <= comm->llRingMaxBytes && esize <= 8) c.proto = kProtoLL;
+    if (ch.algo == kAlgoRingLL) c.proto = kProtoLL;
     return ringCollective(comm, c, stream);
 }
 
@@ -265,9 +229,10 @@ extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size
     const void *in = comm->rank == root ? sendbuff : recvbuff;
     const size_t bytes = count * loomTypeSize(datatype);
     if (!stream) stream = comm->stream;
-    if (useOneShot(comm, kOneShotBroadcast, bytes, 1))
+    const int algo = choose(comm, kRingBroadcast, bytes, bytes, 1).algo;
+    if (algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotBroadcast, in, recvbuff, bytes, datatype, loomSum, root, stream);
-    if (useDoubling(comm, kDblBroadcast, bytes))
+    if (algo == kAlgoDoubling)
         return doubling(comm, kDblBroadcast, in, recvbuff, count, datatype, loomSum, root, stream);
     return ringCollective(comm, ringCall(kRingBroadcast, in, recvbuff, count, bytes, datatype, loomSum, root), stream);
 }
@@ -280,9 +245,10 @@ extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t 
     if (!sendbuff || (comm->rank == root && !recvbuff)) return fail(loomInvalidArgument, "loomReduce: NULL buffer");
     const size_t bytes = count * loomTypeSize(datatype);
     if (!stream) stream = comm->stream;
-    if (useOneShot(comm, kOneShotReduce, bytes, loomTypeSize(datatype)))
+    const int algo = choose(comm, kRingReduce, bytes, bytes, loomTypeSize(datatype)).algo;
+    if (algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotReduce, sendbuff, recvbuff, bytes, datatype, op, root, stream);
-    if (useDoubling(comm, kDblReduce, bytes))
+    if (algo == kAlgoDoubling)
         return doubling(comm, kDblReduce, sendbuff, recvbuff, count, datatype, op, root, stream);
     return ringCollective(comm, ringCall(kRingReduce, sendbuff, recvbuff, count, bytes, datatype, op, root), stream);
 }
@@ -294,9 +260,10 @@ extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllGather: NULL buffer");
     const size_t block = sendcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
     if (!stream) stream = comm->stream;
-    if (useOneShot(comm, kOneShotAllGather, block, 1))
+    const int algo = choose(comm, kRingAllGather, total, block, 1).algo;
+    if (algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotAllGather, sendbuff, recvbuff, block, datatype, loomSum, 0, stream);
-    if (useDoubling(comm, kDblAllGather, total))
+    if (algo == kAlgoDoubling)
         return doubling(comm, kDblAllGather, sendbuff, recvbuff, sendcount, datatype, loomSum, 0, stream);
     return ringCollective(comm, ringCall(kRingAllGather, sendbuff, recvbuff, sendcount, total, datatype, loomSum, 0),
                           stream);
@@ -310,9 +277,10 @@ extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, 
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomReduceScatter: NULL buffer");
     const size_t block = recvcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
     if (!stream) stream = comm->stream;
-    if (useOneShot(comm, kOneShotReduceScatter, block, loomTypeSize(datatype)))
+    const int algo = choose(comm, kRingReduceScatter, total, block, loomTypeSize(datatype)).algo;
+    if (algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotReduceScatter, sendbuff, recvbuff, block, datatype, op, 0, stream);
-    if (useDoubling(comm, kDblReduceScatter, total))
+    if (algo == kAlgoDoubling)
         return doubling(comm, kDblReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, stream);
     return ringCollective(comm, ringCall(kRingReduceScatter, sendbuff, recvbuff, recvcount, total, datatype, op, 0),
                           stream);

@@ -12,3 +12,4 @@ Suite *edges_suite(void);
 Suite *rd_schedule_suite(void);
 Suite *oneshot_schedule_suite(void);
 Suite *doubling_schedule_suite(void);
+Suite *select_suite(void);

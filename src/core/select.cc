@@ -1,0 +1,104 @@
+/*
+ * The selection table (select.h) and the measurements behind its rows.
+ */
+#include "core/select.h"
+
+#include "core/params.h"
+#include "device/doubling_schedule.h"
+#include "device/oneshot_schedule.h"
+#include "device/rd_args.h"
+#include "device/ring_schedule.h"
+
+namespace loom {
+
+namespace {
+
+// Bytes one rank may move over its links, (n-1) x piece, up to which each
+// one-shot collective beats the ring (4x H100 NV18, 4 ranks, loom-bench):
+// broadcast 13.4-17.8 us vs the ring's 17.3-20.1 up to 256 KiB, 21.7 vs 20.1
+// at 512 KiB; reduce 15.5-18.6 vs 19.7 up to 512 KiB, 25.9 vs 21.3 at 1 MiB;
+// allgather and reduce_scatter 26.7-27.7 vs 34.7-35.2 at 2 MiB in all
+// (512 KiB a piece), 43-44.5 vs 39.5-40.7 at 4 MiB. Ragged calls count their
+// largest block as the piece. LOOM_ONESHOT_MAX_BYTES replaces the table.
+constexpr size_t kOneShotLinkBytes[kRingNumColls] = {
+    0,           // allreduce: LOOM_LL_MAX_BYTES alone decides
+    1536 * 1024, // reduce_scatter
+    1536 * 1024, // allgather
+    768 * 1024,  // broadcast
+    1536 * 1024, // reduce
+};
+
+// Every pair maps the other's memory, the piece fits a slot (LL lines carry
+// 8-byte units: a 16-byte element would straddle two), and the rank's link
+// bytes are below the ring's crossover.
+bool oneShotFits(const loomComm *comm, const CallShape &s) {
+    if (!comm->allPeersMapped || s.esize > 8) return false;
+    if (s.coll == kRingAllReduce) return s.bytes <= comm->llMaxBytes;
+    const long limit = params().oneShotMaxBytes;
+    const size_t link = s.piece * (size_t)(comm->nranks - 1);
+    return s.piece <= comm->llMaxBytes && link <= (limit >= 0 ? (size_t)limit : kOneShotLinkBytes[s.coll]);
+}
+
+// Recursive doubling won up to 128 KiB at 2-4 ranks across hosts (trees 2x
+// its hops, rings 2(n-1)x), 4x H200 over ucx/TCP.
+bool rdFits(const loomComm *comm, const CallShape &s) { return comm->rdReady && s.bytes <= comm->rdMaxBytes; }
+bool treesFit(const loomComm *comm, const CallShape &s) { return comm->treeReady && s.bytes <= comm->treeMaxBytes; }
+
+// The doubling family takes log2(ranks) network hops (one or two more with
+// extras) where the ring takes n - 1; but an edge hop costs about twice a
+// ring hop today (4x H100, every rank a host of its own, ucx over TCP, loom
+// alone: binomial broadcast 27.5 us at 2 levels vs the chain's 20 us at 3
+// hops; at 3 ranks halving's 4 hops 110 us vs the ring's 2 at 55 us), so it
+// runs where it takes fewer than half the ring's hops (from 8 ranks).
+// LOOM_DOUBLING=1/0 forces it on/off. Equal blocks only.
+bool doublingFits(const loomComm *comm, const CallShape &s) {
+    if (s.ragged || !comm->rdReady || s.bytes > comm->rdMaxBytes || params().doubling == 0) return false;
+    if (params().doubling == 1) return true;
+    const RdPlan q = rdPlan(comm->rank, comm->nranks); // p and steps are the same on every rank
+    const bool extras = q.p < comm->nranks;
+    const bool rooted = s.coll == kRingBroadcast || s.coll == kRingReduce; // extras add a hop, not two
+    const int hops = q.steps + (extras ? (rooted ? 1 : 2) : 0);
+    return 2 * hops < comm->nranks - 1;
+}
+
+// The LL ring (off by default: on 4x H200 it won only at 1-4 MiB).
+bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->llRingMaxBytes && s.esize <= 8; }
+
+bool always(const loomComm *, const CallShape &) { return true; }
+
+constexpr unsigned bit(int coll) { return 1u << coll; }
+constexpr unsigned kAll = (1u << kRingNumColls) - 1;
+constexpr unsigned kAllReduce = bit(kRingAllReduce);
+constexpr unsigned kDoublingColls = bit(kRingBroadcast) | bit(kRingReduce) | bit(kRingAllGather) | bit(kRingReduceScatter);
+
+struct Rule {
+    unsigned colls; // bit(coll) of the collectives it applies to
+    int algo;
+    bool (*fits)(const loomComm *, const CallShape &);
+    const char *why;
+};
+
+const Rule kRules[] = {
+    {kAll, kAlgoOneShot, oneShotFits, "every peer mapped, under the one-shot crossover"},
+    {kAllReduce, kAlgoRecursiveDoubling, rdFits, "ranks span hosts, up to LOOM_RD_MAX_BYTES"},
+    {kAllReduce, kAlgoTrees, treesFit, "ranks span hosts, up to LOOM_TREE_MAX_BYTES"},
+    {kDoublingColls, kAlgoDoubling, doublingFits, "ranks span hosts, fewer than half the ring's hops (LOOM_DOUBLING)"},
+    {kAllReduce, kAlgoRingLL, ringLLFits, "up to LOOM_LL_RING_MAX_BYTES"},
+    {kAll, kAlgoRing, always, "bandwidth"},
+};
+
+} // namespace
+
+Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
+    for (const Rule &r : kRules)
+        if ((r.colls & bit(s.coll)) && r.fits(comm, s)) return Choice{r.algo, r.why};
+    return Choice{kAlgoRing, "bandwidth"}; // unreachable: the last row always fits
+}
+
+const char *algoName(int algo) {
+    static const char *const names[kNumAlgos] = {"one-shot", "recursive doubling", "trees", "doubling family",
+                                                 "ring (LL)", "ring"};
+    return algo >= 0 && algo < kNumAlgos ? names[algo] : "?";
+}
+
+} // namespace loom

@@ -1,0 +1,95 @@
+// The selection table (src/core/select.cc) on communicators of known shape:
+// one host with every peer mapped, ranks spanning hosts at 3, 4, 8 and 16
+// ranks, LL thresholds at their defaults. Each case is the algorithm the
+// measurements behind the table call for.
+#include "core/select.h"
+#include "device/ring_schedule.h"
+#include "unit_suites.h"
+
+using namespace loom;
+
+namespace {
+
+loomComm oneHost(int n) {
+    loomComm c;
+    c.nranks = n;
+    c.rank = 0;
+    c.allPeersMapped = n <= 8;
+    c.llMaxBytes = 1 << 20;
+    return c;
+}
+
+loomComm acrossHosts(int n, int rank = 0) {
+    loomComm c;
+    c.nranks = n;
+    c.rank = rank;
+    c.spansHosts = true;
+    c.rdReady = c.treeReady = true;
+    c.rdMaxBytes = 128 << 10;
+    c.treeMaxBytes = 64 << 10;
+    return c;
+}
+
+int pick(const loomComm &c, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {
+    return selectAlgorithm(&c, CallShape{coll, bytes, piece, esize, ragged}).algo;
+}
+
+} // namespace
+
+START_TEST(inside_a_host_one_shot_up_to_the_crossovers) {
+    const loomComm c = oneHost(4);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, (1 << 20) + 4, (1 << 20) + 4, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 64, 64, 16), kAlgoRing); // 16-byte elements never ride LL lines
+    // broadcast: 768 KiB of link bytes, 3 peers
+    ck_assert_int_eq(pick(c, kRingBroadcast, 256 << 10, 256 << 10, 1), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingBroadcast, 512 << 10, 512 << 10, 1), kAlgoRing);
+    // allgather: 1.5 MiB of link bytes (512 KiB a piece at 4 ranks)
+    ck_assert_int_eq(pick(c, kRingAllGather, 2 << 20, 512 << 10, 1), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllGather, 4 << 20, 1 << 20, 1), kAlgoRing);
+    ck_assert_int_eq(pick(c, kRingReduceScatter, 2 << 20, 512 << 10, 16), kAlgoRing);
+    ck_assert_int_eq(pick(c, kRingReduce, 64 << 10, 64 << 10, 8), kAlgoOneShot);
+    // ragged: the largest block decides
+    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 900 << 10, 1, true), kAlgoRing);
+    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 100 << 10, 1, true), kAlgoOneShot);
+    // not every peer mapped: the ring, whatever the size
+    loomComm d = oneHost(4);
+    d.allPeersMapped = false;
+    ck_assert_int_eq(pick(d, kRingAllReduce, 8, 8, 4), kAlgoRing);
+    ck_assert_int_eq(pick(d, kRingBroadcast, 8, 8, 1), kAlgoRing);
+}
+END_TEST
+
+START_TEST(across_hosts_doubling_where_it_takes_fewer_hops) {
+    // allreduce: recursive doubling up to 128 KiB, then the ring
+    ck_assert_int_eq(pick(acrossHosts(4), kRingAllReduce, 64 << 10, 64 << 10, 4), kAlgoRecursiveDoubling);
+    ck_assert_int_eq(pick(acrossHosts(4), kRingAllReduce, 256 << 10, 256 << 10, 4), kAlgoRing);
+    loomComm noRd = acrossHosts(4);
+    noRd.rdReady = false;
+    ck_assert_int_eq(pick(noRd, kRingAllReduce, 32 << 10, 32 << 10, 4), kAlgoTrees);
+    // the doubling family: not at 3 or 4 ranks (the ring's hops are fewer than
+    // twice its own), yes at 8 and 16, not for ragged blocks, not above 128 KiB
+    for (int coll : {kRingBroadcast, kRingReduce, kRingAllGather, kRingReduceScatter}) {
+        ck_assert_int_eq(pick(acrossHosts(3), coll, 1024, 512, 4), kAlgoRing);
+        ck_assert_int_eq(pick(acrossHosts(4), coll, 1024, 256, 4), kAlgoRing);
+        for (int r = 0; r < 8; ++r) ck_assert_int_eq(pick(acrossHosts(8, r), coll, 1024, 128, 4), kAlgoDoubling);
+        ck_assert_int_eq(pick(acrossHosts(16, 5), coll, 1024, 64, 4), kAlgoDoubling);
+        ck_assert_int_eq(pick(acrossHosts(16), coll, 256 << 10, 16 << 10, 4), kAlgoRing);
+    }
+    ck_assert_int_eq(pick(acrossHosts(16), kRingAllGather, 1024, 64, 1, true), kAlgoRing);
+    // 9 ranks: 3 steps + the extra's two hops for allgather (10 >= 8), one for bcast (8 >= 8)
+    ck_assert_int_eq(pick(acrossHosts(9), kRingAllGather, 1024, 64, 1), kAlgoRing);
+    ck_assert_int_eq(pick(acrossHosts(9), kRingBroadcast, 1024, 1024, 1), kAlgoRing);
+    ck_assert_int_eq(pick(acrossHosts(12), kRingBroadcast, 1024, 1024, 1), kAlgoDoubling);
+}
+END_TEST
+
+Suite *select_suite(void) {
+    Suite *s = suite_create("select");
+    TCase *tc = tcase_create("select");
+    tcase_add_test(tc, inside_a_host_one_shot_up_to_the_crossovers);
+    tcase_add_test(tc, across_hosts_doubling_where_it_takes_fewer_hops);
+    suite_add_tcase(s, tc);
+    return s;
+}
