@@ -55,10 +55,6 @@ typedef struct {
     /* Testing aid: treat host buffers as device buffers, so the staging path
      * (span arithmetic, copy in/out) runs on machines without a GPU. */
     bool stage_host_buffers;
-    /* Topology files, handed to loom's core as LOOM_TOPO_FILE etc. */
-    char *topo_file;
-    char *topo_dump_file;
-    char *graph_dump_file;
 } mca_coll_loom_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;
@@ -90,6 +86,11 @@ OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
 
 /* component / module */
 int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+/* Room for the core's tunables (core/param_table.h) as MCA parameters. */
+#define LOOM_MAX_CORE_PARAMS 64
+/* Sets LOOM_* for every core MCA parameter the user set (environment wins). */
+void mca_coll_loom_export_core_params(void);
 mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int *priority);
 
 /* Once per (communicator, collective, path) with verbose >= 1. */

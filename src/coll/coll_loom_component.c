@@ -4,13 +4,17 @@
 #include "coll_loom.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
+#include "core/param_table.h"
 #include "loom.h"
 #include "opal/mca/base/mca_base_var.h"
 
 const char *mca_coll_loom_component_version_string = "Open MPI loom collective component";
 
 static int loom_register(void);
+static void register_core_params(mca_coll_loom_component_t *lc);
 
 mca_coll_loom_component_t mca_coll_loom_component = {
     .super = {
@@ -28,9 +32,6 @@ mca_coll_loom_component_t mca_coll_loom_component = {
     .enable = true,
     .verbose = 0,
     .stage_host_buffers = false,
-    .topo_file = NULL,
-    .topo_dump_file = NULL,
-    .graph_dump_file = NULL,
 };
 
 static int loom_register(void)
@@ -54,18 +55,55 @@ static int loom_register(void)
         {"stage_host_buffers", "Testing aid: treat host buffers as device buffers so that the staging path runs without a GPU",
          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
          offsetof(mca_coll_loom_component_t, stage_host_buffers)},
-        {"topo_file", "Read this host's topology from this XML file instead of detecting it (same as LOOM_TOPO_FILE)",
-         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, offsetof(mca_coll_loom_component_t, topo_file)},
-        {"topo_dump_file", "Write the detected system of each new loom communicator to this XML file (LOOM_TOPO_DUMP_FILE)",
-         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-         offsetof(mca_coll_loom_component_t, topo_dump_file)},
-        {"graph_dump_file", "Write the rings, trees and channel count chosen for each new loom communicator to this XML "
-                            "file (LOOM_GRAPH_DUMP_FILE)",
-         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-         offsetof(mca_coll_loom_component_t, graph_dump_file)},
     };
     for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); ++i)
         mca_base_component_var_register(&lc->super.collm_version, params[i].name, params[i].help, params[i].type, NULL,
                                         0, 0, params[i].level, params[i].scope, (char *)lc + params[i].offset);
+    register_core_params(lc);
     return OMPI_SUCCESS;
+}
+
+/* Every tunable of loom's core (core/param_table.h) as an MCA parameter
+ * coll_loom_<name>, with its help text, environment name, default and range. */
+static long core_int[LOOM_MAX_CORE_PARAMS];
+static char *core_str[LOOM_MAX_CORE_PARAMS];
+static int core_var[LOOM_MAX_CORE_PARAMS];
+
+static void register_core_params(mca_coll_loom_component_t *lc)
+{
+    const int n = loomParamCount() < LOOM_MAX_CORE_PARAMS ? loomParamCount() : LOOM_MAX_CORE_PARAMS;
+    for (int i = 0; i < n; ++i) {
+        const loomParamDef *d = loomParamAt(i);
+        char help[768];
+        if (LOOM_PARAM_INT == d->type)
+            snprintf(help, sizeof(help), "%s (environment: %s; default: %s; range %ld..%ld)", d->help, d->env, d->shown,
+                     d->lo, d->hi);
+        else
+            snprintf(help, sizeof(help), "%s (environment: %s; default: %s)", d->help, d->env, d->shown);
+        core_int[i] = d->def;
+        core_str[i] = NULL;
+        core_var[i] = mca_base_component_var_register(
+            &lc->super.collm_version, d->name, help,
+            LOOM_PARAM_INT == d->type ? MCA_BASE_VAR_TYPE_LONG : MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_7,
+            MCA_BASE_VAR_SCOPE_READONLY, LOOM_PARAM_INT == d->type ? (void *)&core_int[i] : (void *)&core_str[i]);
+    }
+}
+
+/* MCA parameters of loom's core that were set (not their defaults) travel as
+ * their LOOM_* environment names, which loom's core reads; an explicit
+ * environment setting wins. */
+void mca_coll_loom_export_core_params(void)
+{
+    const int n = loomParamCount() < LOOM_MAX_CORE_PARAMS ? loomParamCount() : LOOM_MAX_CORE_PARAMS;
+    for (int i = 0; i < n; ++i) {
+        mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+        if (core_var[i] < 0 || OPAL_SUCCESS != mca_base_var_get_value(core_var[i], NULL, &source, NULL) ||
+            MCA_BASE_VAR_SOURCE_DEFAULT == source)
+            continue;
+        const loomParamDef *d = loomParamAt(i);
+        char text[32];
+        if (LOOM_PARAM_INT == d->type) snprintf(text, sizeof(text), "%ld", core_int[i]);
+        if (LOOM_PARAM_INT == d->type || (NULL != core_str[i] && '\0' != core_str[i][0]))
+            setenv(d->env, LOOM_PARAM_INT == d->type ? text : core_str[i], 0);
+    }
 }

@@ -89,20 +89,11 @@ static int loom_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     return OMPI_SUCCESS;
 }
 
-/* MCA parameters of loom's core travel as its LOOM_* environment names;
- * an explicit environment setting wins. */
-static void export_param(const char *value, const char *env)
-{
-    if (NULL != value && '\0' != value[0]) setenv(env, value, 0);
-}
-
 int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
     (void)enable_mpi_threads;
-    export_param(mca_coll_loom_component.topo_file, "LOOM_TOPO_FILE");
-    export_param(mca_coll_loom_component.topo_dump_file, "LOOM_TOPO_DUMP_FILE");
-    export_param(mca_coll_loom_component.graph_dump_file, "LOOM_GRAPH_DUMP_FILE");
+    mca_coll_loom_export_core_params();
     return OMPI_SUCCESS;
 }
 

@@ -55,7 +55,7 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (unsigned long long)peers[q].fifoGeometry[7], (unsigned long long)peers[0].fifoGeometry[5],
                         (unsigned long long)peers[0].fifoGeometry[6], (unsigned long long)peers[0].fifoGeometry[7]);
     const uint64_t host = peers[me].hostHash;
-    const bool p2pOff = getenv("LOOM_P2P_DISABLE") && atoi(getenv("LOOM_P2P_DISABLE")) != 0;
+    const bool p2pOff = paramLong("LOOM_P2P_DISABLE") != 0;
     // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.
     std::vector<uint8_t> mine(n, 0);
     reach->n = n;

@@ -1,4 +1,5 @@
 #include "debug.h"
+#include "core/params.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -32,7 +33,7 @@ thread_local char t_lastError[512];
 
 const LogConfig &config() {
     std::call_once(g_configOnce, [] {
-        g_config = parseLogConfig(getenv("LOOM_DEBUG"), getenv("LOOM_DEBUG_SUBSYS"));
+        g_config = parseLogConfig(paramString("LOOM_DEBUG"), paramString("LOOM_DEBUG_SUBSYS"));
         if (gethostname(g_host, sizeof(g_host)) != 0) strcpy(g_host, "?");
         g_host[sizeof(g_host) - 1] = '\0';
     });

@@ -1,6 +1,5 @@
 #include "core/params.h"
 
-#include <cstdlib>
 #include <mutex>
 
 #include "core/debug.h"
@@ -8,50 +7,33 @@
 
 namespace loom {
 
-long envLong(const char *name, long def, long lo, long hi) {
-    const char *s = getenv(name);
-    if (!s || !*s) return def;
-    char *end = nullptr;
-    long v = strtol(s, &end, 0);
-    if (*end != '\0') {
-        LOOM_WARN(kInit, "%s=%s is not a number; using %ld", name, s, def);
-        return def;
-    }
-    if (v < lo || v > hi) {
-        long c = v < lo ? lo : hi;
-        LOOM_WARN(kInit, "%s=%ld is outside [%ld, %ld]; using %ld", name, v, lo, hi, c);
-        return c;
-    }
-    return v;
-}
-
 const Params &params() {
     static Params p;
     static std::once_flag once;
     std::call_once(once, [] {
-        p.maxChannels = (int)envLong("LOOM_MAX_NCHANNELS", 0, 0, kMaxChannels);
-        p.channelGBs = (double)envLong("LOOM_CHANNEL_BW", 7500, 100, 1000000) / 1000.0; // in MB/s
-        p.ringThreads = (int)envLong("LOOM_NTHREADS", 512, 64, kMaxRingThreads) / 32 * 32;
-        p.slotBytes = envLong("LOOM_SLOT_BYTES", 512 * 1024, 4096, 64L << 20) & ~255L;
-        p.nslots = (int)envLong("LOOM_NSLOTS", 4, 2, 64);
-        p.minChannelBytes = envLong("LOOM_MIN_CHANNEL_BYTES", 64 * 1024, 256, 1L << 30);
-        p.timeoutSeconds = (double)envLong("LOOM_TIMEOUT", 60, 1, 86400);
-        p.llMaxBytes = envLong("LOOM_LL_MAX_BYTES", 1024 * 1024, 0, 16L << 20) & ~7L;
-        p.oneShotMaxBytes = envLong("LOOM_ONESHOT_MAX_BYTES", -1, -1, 1L << 40); // -1: the measured table (enqueue.cc)
+        p.maxChannels = (int)paramLong("LOOM_MAX_NCHANNELS");
+        p.channelGBs = (double)paramLong("LOOM_CHANNEL_BW") / 1000.0; // in MB/s
+        p.ringThreads = (int)paramLong("LOOM_NTHREADS") / 32 * 32;
+        p.slotBytes = paramLong("LOOM_SLOT_BYTES") & ~255L;
+        p.nslots = (int)paramLong("LOOM_NSLOTS");
+        p.minChannelBytes = paramLong("LOOM_MIN_CHANNEL_BYTES");
+        p.timeoutSeconds = (double)paramLong("LOOM_TIMEOUT");
+        p.llMaxBytes = paramLong("LOOM_LL_MAX_BYTES") & ~7L;
+        p.oneShotMaxBytes = paramLong("LOOM_ONESHOT_MAX_BYTES"); // -1: the measured table (select.cc)
         // The LL ring is off by default: on 4x H200 it won only at 1-4 MiB and the
         // GPU matrix caught a deadlock in it (see the issue note).
-        p.llRingMaxBytes = envLong("LOOM_LL_RING_MAX_BYTES", 0, 0, 1L << 30);
-        p.llSlotBytes = envLong("LOOM_LL_SLOT_BYTES", 64 * 1024, 4096, 16L << 20) & ~255L;
-        p.treeMaxBytes = envLong("LOOM_TREE_MAX_BYTES", 64 * 1024, 0, 1L << 40);
+        p.llRingMaxBytes = paramLong("LOOM_LL_RING_MAX_BYTES");
+        p.llSlotBytes = paramLong("LOOM_LL_SLOT_BYTES") & ~255L;
+        p.treeMaxBytes = paramLong("LOOM_TREE_MAX_BYTES");
         // Recursive doubling won up to 128 KiB at 2-4 ranks (trees 2x its hops,
         // rings 2(n-1)x), 4x H200 over ucx/TCP; from 256 KiB the ring won.
-        p.rdMaxBytes = envLong("LOOM_RD_MAX_BYTES", 128 * 1024, 0, 1L << 40);
+        p.rdMaxBytes = paramLong("LOOM_RD_MAX_BYTES");
         // An edge hop costs about twice a ring hop across fake hosts (4x H100,
-        // ucx/TCP): see useDoubling in enqueue.cc.
-        p.doubling = (int)envLong("LOOM_DOUBLING", -1, -1, 1);
-        p.edgeSlotBytes = envLong("LOOM_EDGE_SLOT_BYTES", 128 * 1024, 4096, 64L << 20) & ~255L;
-        p.netChannels = (int)envLong("LOOM_NET_NCHANNELS", 0, 0, kMaxNetChannels);
-        p.fakeNodes = (int)envLong("LOOM_FAKE_NODES", 0, 0, 1024);
+        // ucx/TCP): see doublingFits in select.cc.
+        p.doubling = (int)paramLong("LOOM_DOUBLING");
+        p.edgeSlotBytes = paramLong("LOOM_EDGE_SLOT_BYTES") & ~255L;
+        p.netChannels = (int)paramLong("LOOM_NET_NCHANNELS");
+        p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
     });
     return p;
 }

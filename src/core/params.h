@@ -27,10 +27,14 @@ struct Params {
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)
 };
 
-// Parsed once per process; out-of-range values are clamped and logged.
+// Parsed once per process from the parameter table (param_table.h).
 const Params &params();
 
-// Parse helper, exposed for tests: value of env `name` or `def`, clamped to [lo, hi].
-long envLong(const char *name, long def, long lo, long hi);
+// A tunable of the parameter table by its environment name, read now: its
+// LOOM_* environment value, else the table's default; not a number or out of
+// range: one warning per variable, and the default.
+long paramLong(const char *env);
+// A string tunable: its value, or null when unset.
+const char *paramString(const char *env);
 
 } // namespace loom

@@ -28,8 +28,8 @@ const std::string &localSystem(std::string *notes) {
 }
 
 void dumpIfAsked(const char *env, const std::string &text) {
-    const char *path = getenv(env);
-    if (!path || !*path) return;
+    const char *path = paramString(env);
+    if (!path) return;
     if (topo::writeFile(path, text)) LOOM_INFO(kTopo, "wrote %s (%s)", path, env);
     else LOOM_WARN(kTopo, "cannot write %s (%s)", path, env);
 }

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "topo/xml.h"
+#include "core/params.h"
 
 namespace loom {
 namespace topo {
@@ -284,7 +285,7 @@ System detectLocalSystem(std::string *notes) {
 }
 
 std::string localSystemXml(std::string *notes) {
-    const char *file = getenv("LOOM_TOPO_FILE");
+    const char *file = paramString("LOOM_TOPO_FILE");
     if (file && *file) {
         std::string text, err;
         System all;

@@ -35,7 +35,7 @@ void runMatrix(int coll) {
             for (int nch : channels)
                 for (size_t slot : slots)
                     for (int depth = 2; depth <= (n <= 8 ? 4 : 2); depth += 2) {
-                        Case k{coll, n, nch, count, slot, 4, depth, (int)(count % n), shuffledOrder(n, (unsigned)count + n)};
+                        Case k{coll, n, nch, count, slot, 4, depth, (int)(count % n), shuffledOrder(n, (unsigned)count + n), {}, {}, {}};
                         std::string err = simulate(k);
                         if (!err.empty())
                             ck_abort_msg("%s: nranks %d channels %d count %zu slot %zu depth %d root %d: %s",
@@ -67,7 +67,7 @@ bool someCaseFails(int coll, StepFn fn) {
     for (int n = 2; n <= 9; ++n)
         for (size_t count : {1, 7, 100, 1000})
             for (int root : {0, n - 1}) {
-                Case k{coll, n, 2, count, 8, 4, 2, root, shuffledOrder(n, 7)};
+                Case k{coll, n, 2, count, 8, 4, 2, root, shuffledOrder(n, 7), {}, {}, {}};
                 if (!simulate(k, fn).empty()) return true;
             }
     return false;
@@ -77,7 +77,7 @@ bool someCaseFails(int coll, StepFn fn) {
 // for allgather, displacements in a shuffled order with gaps.
 Case raggedCase(int coll, int n, int nch, size_t slot, int depth, unsigned seed) {
     std::mt19937 rng(seed);
-    Case k{coll, n, nch, 0, slot, 4, depth, 0, shuffledOrder(n, seed)};
+    Case k{coll, n, nch, 0, slot, 4, depth, 0, shuffledOrder(n, seed), {}, {}, {}};
     for (int q = 0; q < n; ++q) {
         const unsigned kind = rng() % 4;
         k.counts.push_back(kind == 0 ? 0 : kind == 1 ? rng() % 5 : kind == 2 ? rng() % 200 : rng() % 3000);
@@ -155,7 +155,7 @@ END_TEST
 
 START_TEST(depth_one_deadlocks) {
     // The simulator must see a deadlock when there is one (ring, depth 1).
-    Case k{kRingAllReduce, 3, 1, 100, 8, 4, 1, 0, {}};
+    Case k{kRingAllReduce, 3, 1, 100, 8, 4, 1, 0, {}, {}, {}, {}};
     ck_assert(simulate(k).find("deadlock") != std::string::npos);
 }
 END_TEST

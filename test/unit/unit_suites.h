@@ -13,3 +13,4 @@ Suite *rd_schedule_suite(void);
 Suite *oneshot_schedule_suite(void);
 Suite *doubling_schedule_suite(void);
 Suite *select_suite(void);
+Suite *params_suite(void);

@@ -13,6 +13,7 @@
 #include "core/debug.h"
 #include "device/ring_args.h"
 #include "proxy/proxy.h"
+#include "core/params.h"
 
 namespace loom {
 
@@ -55,8 +56,7 @@ ProxyFifo fifoOf(const NetLinks *l, const NetHostArea &area, char *gpu, int c, v
 // GPUDirect RDMA where the plugin's device can register GPU memory (peer
 // memory, or dma-buf where the driver exports it) and LOOM_NET_GDR is not 0.
 bool wantGdr(const net::NetPlugin *p, int dev) {
-    const char *e = getenv("LOOM_NET_GDR");
-    if (e && *e && atoi(e) == 0) return false;
+    if (paramLong("LOOM_NET_GDR") == 0) return false;
     net::Properties props;
     if (p->getProperties(dev, &props) != loomSuccess) return false;
     const CudaDriver *drv = cudaDriver();
@@ -119,7 +119,7 @@ loomResult_t agreePlugin(const NetCommon &s, bool usesNet, const loomBootstrap_t
         if (all[r] == 0)
             return fail(loomNotSupported, "rank %d: the communicator spans hosts, but rank %d has no usable net "
                         "plugin (no active RDMA port, no libucp.so.0%s)", s.rank, r,
-                        getenv("LOOM_NET") ? ", or LOOM_NET excludes them" : "");
+                        paramString("LOOM_NET") ? ", or LOOM_NET excludes them" : "");
     return fail(loomNotSupported, "rank %d: the ranks of the communicator have no net plugin in common", s.rank);
 }
 

@@ -10,6 +10,7 @@
 #include "proxy/proxy.h"
 #ifdef LOOM_HAVE_UCX
 #include "btl_gpu/net/ucx/net_ucx.h"
+#include "core/params.h"
 #endif
 
 namespace loom {
@@ -28,7 +29,7 @@ uint32_t netUsablePlugins() {
     static std::once_flag once;
     static uint32_t mask = 0;
     std::call_once(once, [] {
-        const char *only = getenv("LOOM_NET");
+        const char *only = paramString("LOOM_NET");
         for (int i = 0; i < kNumNetPlugins; ++i) {
             const net::NetPlugin *p = netPlugin(i);
             if (!p) continue;
@@ -60,8 +61,8 @@ ProxySlot g_proxies[kNumNetPlugins][kMaxProxyThreads];
 // thread topped out at 2.4-3.1 GB/s at 2 ranks on the 4x H200 host where 2 gave
 // 4.8 and 4 gave 7.5, so ucx gets 4 by default. LOOM_PROXY_THREADS overrides.
 int proxyThreads(const net::NetPlugin *plugin) {
-    const char *e = getenv("LOOM_PROXY_THREADS");
-    long v = e && *e ? atol(e) : strcmp(plugin->name, "ucx") == 0 ? 4 : 1;
+    long v = paramLong("LOOM_PROXY_THREADS");
+    if (v == 0) v = strcmp(plugin->name, "ucx") == 0 ? 4 : 1;
     return (int)(v < 1 ? 1 : v > kMaxProxyThreads ? kMaxProxyThreads : v);
 }
 } // namespace
@@ -73,8 +74,7 @@ Proxy *netAcquireProxy(const net::NetPlugin *plugin, int channel) {
         const int t = channel % proxyThreads(plugin);
         ProxySlot &s = g_proxies[i][t];
         if (!s.proxy) {
-            long spinUs = getenv("LOOM_PROXY_SPIN_US") ? atol(getenv("LOOM_PROXY_SPIN_US")) : 1000;
-            s.proxy = new Proxy(plugin, spinUs < 0 ? 0 : (int)spinUs);
+            s.proxy = new Proxy(plugin, (int)paramLong("LOOM_PROXY_SPIN_US"));
             LOOM_INFO(kProxy, "proxy thread %d of %d started for %s", t, proxyThreads(plugin), plugin->name);
         }
         ++s.refs;

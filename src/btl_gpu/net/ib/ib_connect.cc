@@ -20,6 +20,7 @@
 
 #include "btl_gpu/net/ib/ib_internal.h"
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace loom {
 namespace net {
@@ -30,7 +31,7 @@ namespace {
 // ------------------------------------------------------------------ sockets
 
 uint32_t localIp() {
-    if (const char *e = getenv("LOOM_SOCKET_IFADDR")) return inet_addr(e);
+    if (const char *e = paramString("LOOM_SOCKET_IFADDR")) return inet_addr(e);
     uint32_t ip = htonl(INADDR_LOOPBACK);
     ifaddrs *ifs = nullptr;
     if (getifaddrs(&ifs) != 0) return ip;
@@ -61,7 +62,7 @@ bool pump(int fd, bool out, void *buf, size_t bytes, size_t *moved, bool *err) {
 // ------------------------------------------------------------------ QPs
 
 int qpsPerConn() {
-    int n = getenv("LOOM_IB_QPS_PER_CONN") ? atoi(getenv("LOOM_IB_QPS_PER_CONN")) : 1;
+    int n = (int)paramLong("LOOM_IB_QPS_PER_CONN");
     return n < 1 ? 1 : n > kMaxQps ? kMaxQps : n;
 }
 

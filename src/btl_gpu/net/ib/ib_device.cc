@@ -12,6 +12,7 @@
 
 #include "btl_gpu/net/ib/ib_internal.h"
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace loom {
 namespace net {
@@ -42,7 +43,7 @@ std::string pciPath(const std::string &name) {
 
 // RoCE: the first IPv4 RoCE v2 GID (LOOM_IB_GID_INDEX overrides).
 int chooseGid(const Ibv *v, Device &d) {
-    if (const char *e = getenv("LOOM_IB_GID_INDEX")) return atoi(e);
+    if (paramLong("LOOM_IB_GID_INDEX") >= 0) return (int)paramLong("LOOM_IB_GID_INDEX");
     if (!d.roce) return 0;
     for (int i = 0; i < d.attr.gid_tbl_len && i < 256; ++i) {
         ibv_gid g;

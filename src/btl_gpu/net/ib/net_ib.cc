@@ -20,6 +20,7 @@
 
 #include "btl_gpu/net/ib/ib_internal.h"
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace loom {
 namespace net {
@@ -36,7 +37,7 @@ enum class FlushPolicy { Auto, On, Off };
 // LOOM_NET_GDR_FLUSH=auto|on|off; auto flushes GPU buffers only. Logged once.
 FlushPolicy flushPolicy() {
     static FlushPolicy p = [] {
-        const char *e = getenv("LOOM_NET_GDR_FLUSH");
+        const char *e = paramString("LOOM_NET_GDR_FLUSH");
         FlushPolicy f = !e || !strcmp(e, "auto") ? FlushPolicy::Auto : !strcmp(e, "on") ? FlushPolicy::On : FlushPolicy::Off;
         LOOM_INFO(kNet, "ib: GDR flush %s", f == FlushPolicy::Auto ? "auto: after receives into GPU memory"
                                              : f == FlushPolicy::On ? "on: after every receive" : "off");

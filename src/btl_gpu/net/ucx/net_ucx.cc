@@ -21,6 +21,7 @@
 
 #include "btl_gpu/net/ucx/ucp_api.h"
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace loom {
 namespace net {
@@ -96,7 +97,7 @@ struct UcxMr {
 
 // LOOM_UCX_MEMTYPE_HINT=0: let UCX detect memory types (for comparison).
 bool memoryTypeHint() {
-    static const bool on = !getenv("LOOM_UCX_MEMTYPE_HINT") || atoi(getenv("LOOM_UCX_MEMTYPE_HINT")) != 0;
+    static const bool on = paramLong("LOOM_UCX_MEMTYPE_HINT") != 0;
     return on;
 }
 

@@ -1,0 +1,149 @@
+/*
+ * The table of every tunable (param_table.h) and the one way core code reads
+ * them (params.h: paramLong, paramString). Integers: the environment's value,
+ * else the default; a value that is not a number or lies outside the range
+ * gets one warning per variable and the default.
+ */
+#include "core/param_table.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "core/debug.h"
+#include "core/params.h"
+#include "device/fifo.h"
+
+namespace {
+
+constexpr long KiB = 1024, MiB = 1024 * 1024;
+
+const loomParamDef kParams[] = {
+    // logging
+    {"debug", "LOOM_DEBUG", LOOM_PARAM_STRING, 0, 0, 0, "WARN",
+     "Log level of loom's core: WARN, INFO (each communicator's rings and GPU memory) or TRACE (every call)"},
+    {"debug_subsys", "LOOM_DEBUG_SUBSYS", LOOM_PARAM_STRING, 0, 0, 0, "all",
+     "Subsystems to log, comma-separated: INIT, TOPO, GRAPH, NET, PROXY, COLL, TUNE (^X excludes)"},
+    // rings
+    {"max_nchannels", "LOOM_MAX_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxChannels, "from topology",
+     "Ring channels (one CTA each) for large messages (0: the topology decides; 64 on NVLink 4 x18)"},
+    {"channel_bw", "LOOM_CHANNEL_BW", LOOM_PARAM_INT, 7500, 100, 1000000, "7500",
+     "MB/s one channel moves; the topology's channel count is ring bandwidth / this"},
+    {"nthreads", "LOOM_NTHREADS", LOOM_PARAM_INT, 512, 64, loom::kMaxRingThreads, "512",
+     "Threads per ring CTA (a multiple of 32)"},
+    {"slot_bytes", "LOOM_SLOT_BYTES", LOOM_PARAM_INT, 512 * KiB, 4096, 64 * MiB, "512 KiB",
+     "FIFO slot size per channel (GPU memory: channels x slots x size)"},
+    {"nslots", "LOOM_NSLOTS", LOOM_PARAM_INT, 4, 2, loom::kMaxSlots, "4", "FIFO depth (slots) per channel"},
+    {"min_channel_bytes", "LOOM_MIN_CHANNEL_BYTES", LOOM_PARAM_INT, 64 * KiB, 256, 1L << 30, "64 KiB",
+     "Smaller messages use fewer channels: one per this many bytes"},
+    {"timeout", "LOOM_TIMEOUT", LOOM_PARAM_INT, 60, 1, 86400, "60",
+     "Seconds a peer may stay silent (no step moves) before the call fails with an error naming the neighbours"},
+    // one-shot and LL
+    {"ll_max_bytes", "LOOM_LL_MAX_BYTES", LOOM_PARAM_INT, 1 * MiB, 0, 16 * MiB, "1 MiB",
+     "One-shot LL allreduce up to this size, and the largest piece any one-shot collective sends a peer (0: no "
+     "one-shot)"},
+    {"oneshot_max_bytes", "LOOM_ONESHOT_MAX_BYTES", LOOM_PARAM_INT, -1, -1, 1L << 40, "measured per collective",
+     "One-shot LL broadcast, reduce, allgather and reduce_scatter inside a host while the bytes a rank moves, "
+     "(ranks - 1) x piece, stay below this (-1: the measured table in select.cc: bcast 768 KiB, the others 1.5 MiB; "
+     "0: rings only)"},
+    {"ll_ring_max_bytes", "LOOM_LL_RING_MAX_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 30, "0 (off)",
+     "Ring on the LL protocol up to this size (experimental: a known deadlock, see the issue notes)"},
+    {"ll_slot_bytes", "LOOM_LL_SLOT_BYTES", LOOM_PARAM_INT, 64 * KiB, 4096, 16 * MiB, "64 KiB",
+     "Bytes of LL lines per LL-ring FIFO slot"},
+    // across hosts
+    {"rd_max_bytes", "LOOM_RD_MAX_BYTES", LOOM_PARAM_INT, 128 * KiB, 0, 1L << 40, "128 KiB",
+     "Where ranks span hosts: recursive-doubling allreduce up to this size (0: off); measured at 2-4 ranks"},
+    {"doubling", "LOOM_DOUBLING", LOOM_PARAM_INT, -1, -1, 1, "-1",
+     "Where ranks span hosts, up to rd_max_bytes: binomial bcast/reduce, recursive-doubling allgather, "
+     "recursive-halving reduce_scatter; -1 where they take fewer than half the ring's hops (from 8 ranks), 1 always, "
+     "0 never"},
+    {"tree_max_bytes", "LOOM_TREE_MAX_BYTES", LOOM_PARAM_INT, 64 * KiB, 0, 1L << 40, "64 KiB",
+     "Where ranks span hosts: the tree allreduce up to this size, above recursive doubling's (0: off)"},
+    {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",
+     "FIFO slot (one chunk) of the tree and recursive-doubling connections"},
+    {"net_nchannels", "LOOM_NET_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxNetChannels, "from NIC bandwidth",
+     "Ring channels of a communicator that spans hosts (0: from the NIC's bandwidth, 4 without one)"},
+    {"net", "LOOM_NET", LOOM_PARAM_STRING, 0, 0, 0, "auto",
+     "Network plugin between hosts: ib or ucx (auto: ib where an RDMA port is active, else ucx); all ranks agree on "
+     "one"},
+    {"net_gdr", "LOOM_NET_GDR", LOOM_PARAM_INT, 1, 0, 1, "1",
+     "GPUDirect RDMA: FIFO slots in GPU memory where the NIC can register it (0: host memory always)"},
+    {"net_gdr_flush", "LOOM_NET_GDR_FLUSH", LOOM_PARAM_STRING, 0, 0, 0, "auto",
+     "ib: flush (RDMA READ through a loopback QP) after receives into GPU memory: auto, on, off"},
+    {"proxy_threads", "LOOM_PROXY_THREADS", LOOM_PARAM_INT, 0, 0, 16, "ucx 4, ib 1",
+     "Proxy threads per process and plugin (0: 4 for ucx, whose CPU may copy every byte; 1 for ib)"},
+    {"proxy_spin_us", "LOOM_PROXY_SPIN_US", LOOM_PARAM_INT, 1000, 0, 10000000, "1000",
+     "Microseconds a proxy thread keeps spinning after its last move before it sleeps"},
+    {"ib_gid_index", "LOOM_IB_GID_INDEX", LOOM_PARAM_INT, -1, -1, 255, "auto",
+     "RoCE: GID index (-1: the first IPv4 RoCE v2 GID)"},
+    {"ib_qps_per_conn", "LOOM_IB_QPS_PER_CONN", LOOM_PARAM_INT, 1, 1, 8, "1",
+     "ib: QPs per connection; messages are split over all of them"},
+    {"socket_ifaddr", "LOOM_SOCKET_IFADDR", LOOM_PARAM_STRING, 0, 0, 0, "first non-loopback IPv4",
+     "ib: IPv4 address of the TCP side channel used to connect QPs"},
+    {"ucx_memtype_hint", "LOOM_UCX_MEMTYPE_HINT", LOOM_PARAM_INT, 1, 0, 1, "1",
+     "ucx: tell UCX each buffer's memory type instead of letting a CUDA-aware UCX ask the driver per message (8 B "
+     "at 2 ranks across fake hosts: 50.7 vs 54.9 us)"},
+    // inside a host, topology, tests
+    {"p2p_disable", "LOOM_P2P_DISABLE", LOOM_PARAM_INT, 0, 0, 1, "0",
+     "1: never map peer GPUs (CUDA IPC); GPUs of one host talk through shared host memory"},
+    {"topo_file", "LOOM_TOPO_FILE", LOOM_PARAM_STRING, 0, 0, 0, "detect",
+     "Read this host's topology from this XML file instead of detecting it"},
+    {"topo_dump_file", "LOOM_TOPO_DUMP_FILE", LOOM_PARAM_STRING, 0, 0, 0, "none",
+     "Write the detected system of each new loom communicator to this XML file"},
+    {"graph_dump_file", "LOOM_GRAPH_DUMP_FILE", LOOM_PARAM_STRING, 0, 0, 0, "none",
+     "Write the rings, trees and channel count chosen for each new loom communicator to this XML file"},
+    {"fake_nodes", "LOOM_FAKE_NODES", LOOM_PARAM_INT, 0, 0, 1024, "0",
+     "Testing aid: 1 makes every process a host of its own, k >= 2 pretend hosts of k GPUs (the net path on one "
+     "box)"},
+};
+
+constexpr int kNumParams = (int)(sizeof(kParams) / sizeof(kParams[0]));
+
+const loomParamDef *find(const char *env) {
+    for (const loomParamDef &d : kParams)
+        if (!strcmp(d.env, env)) return &d;
+    return nullptr;
+}
+
+} // namespace
+
+extern "C" int loomParamCount(void) { return kNumParams; }
+extern "C" const loomParamDef *loomParamAt(int i) { return i >= 0 && i < kNumParams ? &kParams[i] : nullptr; }
+
+namespace loom {
+
+long paramLong(const char *env) {
+    const loomParamDef *d = find(env);
+    if (!d || d->type != LOOM_PARAM_INT) {
+        LOOM_WARN(kInit, "internal: %s is not an integer tunable of the parameter table", env);
+        return 0;
+    }
+    const char *s = getenv(env); // the only getenv of a LOOM_* tunable
+    if (!s || !*s) return d->def;
+    char *end = nullptr;
+    const long v = strtol(s, &end, 0);
+    const bool bad = *end != '\0', out = !bad && (v < d->lo || v > d->hi);
+    if (!bad && !out) return v;
+    static std::mutex mu;
+    static std::set<std::string> warned;
+    std::lock_guard<std::mutex> g(mu);
+    if (warned.insert(env).second) {
+        if (bad) LOOM_WARN(kInit, "%s=%s is not a number; using the default %ld", env, s, d->def);
+        else LOOM_WARN(kInit, "%s=%ld is outside [%ld, %ld]; using the default %ld", env, v, d->lo, d->hi, d->def);
+    }
+    return d->def;
+}
+
+const char *paramString(const char *env) {
+    const loomParamDef *d = find(env);
+    if (!d || d->type != LOOM_PARAM_STRING) {
+        LOOM_WARN(kInit, "internal: %s is not a string tunable of the parameter table", env);
+        return nullptr;
+    }
+    const char *s = getenv(env);
+    return s && *s ? s : nullptr;
+}
+
+} // namespace loom

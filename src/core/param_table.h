@@ -1,0 +1,34 @@
+/*
+ * Every tunable of loom in one table (param_table.cc): its MCA parameter
+ * (coll_loom_<name>, registered by the component with this help text and
+ * range), its LOOM_* environment variable, its type, default and range. Core
+ * code reads tunables only through it (params.h); the README's parameter
+ * table is generated from it (a unit test fails when they differ). C, so the
+ * component can walk it.
+ */
+#ifndef LOOM_PARAM_TABLE_H
+#define LOOM_PARAM_TABLE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { LOOM_PARAM_INT = 0, LOOM_PARAM_STRING = 1 } loomParamType;
+
+typedef struct {
+    const char *name;  /* MCA parameter coll_loom_<name> */
+    const char *env;   /* environment variable */
+    loomParamType type;
+    long def, lo, hi;  /* integers: default and range */
+    const char *shown; /* the default as the README and ompi_info show it */
+    const char *help;
+} loomParamDef;
+
+int loomParamCount(void);
+const loomParamDef *loomParamAt(int i);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

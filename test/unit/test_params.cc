@@ -1,0 +1,99 @@
+// The parameter table (src/core/param_table.cc): every entry well formed and
+// unique, integers read through it with the default for unset, malformed
+// and out-of-range values, and the README's parameter table exactly the one
+// generated from it (on a mismatch the test prints the table to paste).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "core/param_table.h"
+#include "core/params.h"
+#include "unit_suites.h"
+
+using namespace loom;
+
+namespace {
+
+const char *const kBegin = "<!-- core parameters: generated from src/core/param_table.cc; test/unit/loom_unit checks it -->";
+const char *const kEnd = "<!-- end of core parameters -->";
+
+std::string generatedTable() {
+    std::ostringstream o;
+    o << "| MCA parameter | environment | default | meaning |\n|---|---|---|---|\n";
+    for (int i = 0; i < loomParamCount(); ++i) {
+        const loomParamDef *d = loomParamAt(i);
+        o << "| `coll_loom_" << d->name << "` | `" << d->env << "` | " << d->shown << " | " << d->help;
+        if (d->type == LOOM_PARAM_INT) o << " (" << d->lo << ".." << d->hi << ")";
+        o << " |\n";
+    }
+    return o.str();
+}
+
+} // namespace
+
+START_TEST(every_entry_is_well_formed_and_unique) {
+    std::set<std::string> names, envs;
+    ck_assert_int_gt(loomParamCount(), 20);
+    for (int i = 0; i < loomParamCount(); ++i) {
+        const loomParamDef *d = loomParamAt(i);
+        ck_assert(d && d->name && d->env && d->shown && d->help);
+        ck_assert_msg(names.insert(d->name).second, "%s twice", d->name);
+        ck_assert_msg(envs.insert(d->env).second, "%s twice", d->env);
+        ck_assert_msg(!strncmp(d->env, "LOOM_", 5), "%s", d->env);
+        ck_assert_msg(!strchr(d->help, '|'), "%s: a | would break the README's table", d->name);
+        if (d->type == LOOM_PARAM_INT) ck_assert_msg(d->lo <= d->def && d->def <= d->hi, "%s: default outside its range", d->name);
+    }
+    ck_assert_ptr_null(loomParamAt(loomParamCount()));
+}
+END_TEST
+
+START_TEST(bad_values_get_the_default) {
+    unsetenv("LOOM_NSLOTS");
+    ck_assert_int_eq(paramLong("LOOM_NSLOTS"), 4);
+    setenv("LOOM_NSLOTS", "8", 1);
+    ck_assert_int_eq(paramLong("LOOM_NSLOTS"), 8);
+    setenv("LOOM_NSLOTS", "1000", 1); // out of range: warned once, the default
+    ck_assert_int_eq(paramLong("LOOM_NSLOTS"), 4);
+    setenv("LOOM_NSLOTS", "four", 1);
+    ck_assert_int_eq(paramLong("LOOM_NSLOTS"), 4);
+    setenv("LOOM_NSLOTS", "0x10", 1); // C notations are numbers
+    ck_assert_int_eq(paramLong("LOOM_NSLOTS"), 16);
+    unsetenv("LOOM_NSLOTS");
+    setenv("LOOM_NET", "", 1);
+    ck_assert_ptr_null(paramString("LOOM_NET"));
+    setenv("LOOM_NET", "ucx", 1);
+    ck_assert_str_eq(paramString("LOOM_NET"), "ucx");
+    unsetenv("LOOM_NET");
+}
+END_TEST
+
+START_TEST(the_readme_table_is_the_generated_one) {
+    std::ifstream f(LOOM_README);
+    ck_assert_msg(f.good(), "cannot read %s", LOOM_README);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const std::string readme = ss.str(), want = generatedTable();
+    const size_t b = readme.find(kBegin), e = readme.find(kEnd);
+    const bool found = b != std::string::npos && e != std::string::npos && e > b;
+    const std::string have = found ? readme.substr(b + strlen(kBegin) + 1, e - b - strlen(kBegin) - 1) : "";
+    if (have != want)
+        fprintf(stderr, "README.md's core parameter table differs from src/core/param_table.cc; put this between the "
+                        "markers\n%s\n%s%s\n", kBegin, want.c_str(), kEnd);
+    ck_assert_msg(found, "README.md lacks the markers of the generated parameter table");
+    ck_assert_msg(have == want, "README.md's parameter table is not the generated one (printed above)");
+}
+END_TEST
+
+Suite *params_suite(void) {
+    Suite *s = suite_create("params");
+    TCase *tc = tcase_create("params");
+    tcase_add_test(tc, every_entry_is_well_formed_and_unique);
+    tcase_add_test(tc, bad_values_get_the_default);
+    tcase_add_test(tc, the_readme_table_is_the_generated_one);
+    suite_add_tcase(s, tc);
+    return s;
+}
