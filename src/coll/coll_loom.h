@@ -55,6 +55,8 @@ typedef struct {
     /* Testing aid: treat host buffers as device buffers, so the staging path
      * (span arithmetic, copy in/out) runs on machines without a GPU. */
     bool stage_host_buffers;
+    /* opal_output stream of the component's reports (verbosity: verbose). */
+    int output;
 } mca_coll_loom_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;

@@ -7,13 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/embed.h"
 #include "core/param_table.h"
 #include "loom.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/util/output.h"
 
 const char *mca_coll_loom_component_version_string = "Open MPI loom collective component";
 
 static int loom_register(void);
+static int loom_open(void);
+static int loom_close(void);
 static void register_core_params(mca_coll_loom_component_t *lc);
 
 mca_coll_loom_component_t mca_coll_loom_component = {
@@ -23,6 +27,8 @@ mca_coll_loom_component_t mca_coll_loom_component = {
             .mca_component_name = "loom",
             MCA_BASE_MAKE_VERSION(component, LOOM_MAJOR, LOOM_MINOR, LOOM_PATCH),
             .mca_register_component_params = loom_register,
+            .mca_open_component = loom_open,
+            .mca_close_component = loom_close,
         },
         .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
         .collm_init_query = mca_coll_loom_init_query,
@@ -32,7 +38,25 @@ mca_coll_loom_component_t mca_coll_loom_component = {
     .enable = true,
     .verbose = 0,
     .stage_host_buffers = false,
+    .output = -1,
 };
+
+/* The component's reports go to an opal_output stream of its own at
+ * coll_loom_verbose; loom's core leaves reporting a failed call to it. */
+static int loom_open(void)
+{
+    mca_coll_loom_component.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_coll_loom_component.output, mca_coll_loom_component.verbose);
+    loomEmbedderReportsErrors(1);
+    return OMPI_SUCCESS;
+}
+
+static int loom_close(void)
+{
+    if (mca_coll_loom_component.output >= 0) opal_output_close(mca_coll_loom_component.output);
+    mca_coll_loom_component.output = -1;
+    return OMPI_SUCCESS;
+}
 
 static int loom_register(void)
 {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "loom.h"
+#include "opal/util/output.h"
 #include "opal/datatype/opal_datatype_internal.h"
 
 /* opal's basic type ids -> loom's types (-1: none). MPI_CHAR is INT1,
@@ -122,8 +123,10 @@ static void gpu_error(mca_coll_loom_module_t *m, const char *what, loomResult_t 
 {
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
-    fprintf(stderr, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s\n", host, ompi_comm_rank(m->comm),
-            m->comm->c_name, m->comm->c_contextid, what, loomGetErrorString(r), loomGetLastError());
+    /* The one report of a failed loom call (the core only logs it at INFO). */
+    opal_output(mca_coll_loom_component.output, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s", host,
+                ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, what, loomGetErrorString(r),
+                loomGetLastError());
 }
 
 /* Collective: every rank builds its side of the loom communicator (on the
@@ -138,6 +141,9 @@ static int create_loom_comm(mca_coll_loom_module_t *m, int device)
     loomBootstrap_t bs = {m, bootstrap_allgather};
     loomResult_t r = loomCommInitRank(&m->lcomm, ompi_comm_size(m->comm), id, rank, device, &bs);
     if (loomSuccess != r && loomNotSupported != r) gpu_error(m, "creating the loom communicator", r);
+    if (loomNotSupported == r && mca_coll_loom_component.verbose > 0)
+        opal_output_verbose(1, mca_coll_loom_component.output, "coll/loom rank %d comm %s: no loom communicator: %s",
+                            rank, m->comm->c_name, loomGetLastError());
     if (agree(m, loomSuccess == r, MPI_MIN)) return 1;
     if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
     m->lcomm = NULL;
@@ -149,9 +155,9 @@ static int mpi_error(loomResult_t r)
     switch (r) {
     case loomSuccess: return MPI_SUCCESS;
     case loomInvalidArgument: return MPI_ERR_ARG;
-    case loomRemoteError: return MPI_ERR_OTHER;
     case loomSystemError: return MPI_ERR_NO_MEM;
-    default: return MPI_ERR_INTERN;
+    case loomInternalError: return MPI_ERR_INTERN;
+    default: return MPI_ERR_OTHER; /* a peer that failed, a CUDA error, a state loom refuses: the message says which */
     }
 }
 

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "opal/util/output.h"
+
 const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT] = {
 #define LOOM_NAME(name) #name,
     LOOM_ALL_COLLS(LOOM_NAME)
@@ -46,8 +48,9 @@ static void report(mca_coll_loom_module_t *m, const char *what)
 {
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
-    fprintf(stderr, "coll/loom %s rank %d comm %s (cid %u, size %d): %s\n", host, ompi_comm_rank(m->comm),
-            m->comm->c_name, m->comm->c_contextid, ompi_comm_size(m->comm), what);
+    opal_output_verbose(1, mca_coll_loom_component.output, "coll/loom %s rank %d comm %s (cid %u, size %d): %s",
+                        host, ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, ompi_comm_size(m->comm),
+                        what);
 }
 
 void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path)

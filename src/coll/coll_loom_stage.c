@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "loom.h"
+#include "opal/util/output.h"
 #include "ompi/datatype/ompi_datatype.h"
 
 bool mca_coll_loom_locate(const void *ptr, loomPointerInfo_t *info)
@@ -32,7 +33,8 @@ loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype)
 
 static int copy_error(const char *what, size_t bytes)
 {
-    fprintf(stderr, "coll/loom: staging %s of %zu bytes failed: %s\n", what, bytes, loomGetLastError());
+    opal_output(mca_coll_loom_component.output, "coll/loom: staging %s of %zu bytes failed: %s", what, bytes,
+                loomGetLastError());
     return MPI_ERR_BUFFER;
 }
 

@@ -1,6 +1,8 @@
 #include "debug.h"
+#include "core/embed.h"
 #include "core/params.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,7 @@ const char *subsysName(unsigned bit) {
 LogConfig g_config;
 std::once_flag g_configOnce;
 char g_host[64];
+std::atomic<bool> g_embedderReportsErrors{false}; // embed.h
 thread_local char t_lastError[512];
 
 const LogConfig &config() {
@@ -87,11 +90,16 @@ loomResult_t fail(loomResult_t result, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(t_lastError, sizeof(t_lastError), fmt, ap);
     va_end(ap);
-    LOOM_WARN(kAll, "%s (%s)", t_lastError, loomGetErrorString(result));
+    if (g_embedderReportsErrors.load(std::memory_order_relaxed))
+        LOOM_INFO(kAll, "%s (%s)", t_lastError, loomGetErrorString(result));
+    else
+        LOOM_WARN(kAll, "%s (%s)", t_lastError, loomGetErrorString(result));
     return result;
 }
 
 } // namespace loom
+
+extern "C" void loomEmbedderReportsErrors(int on) { loom::g_embedderReportsErrors.store(on != 0); }
 
 extern "C" const char *loomGetLastError(void) { return loom::t_lastError; }
 
