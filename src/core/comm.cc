@@ -289,25 +289,28 @@ extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
     return loomSuccess;
 }
 
+loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, size_t need, const char *what) {
+    if (need <= *have) return loomSuccess;
+    cudaFree(*buf);
+    *buf = nullptr;
+    *have = 0;
+    int current = -1;
+    cudaGetDevice(&current);
+    cudaSetDevice(comm->cudaDev);
+    const size_t want = (need + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+    cudaError_t e = cudaMalloc(buf, want);
+    if (current >= 0) cudaSetDevice(current);
+    if (e != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d: %s of %zu bytes: %s", comm->rank, comm->cudaDev, what,
+                    want, cudaGetErrorString(e));
+    *have = want;
+    return loomSuccess;
+}
+
 extern "C" loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr) {
     if (!comm || !ptr) return fail(loomInvalidArgument, "loomCommScratch: NULL argument");
-    if (bytes > comm->scratchBytes) {
-        // Whatever used the old buffer was ordered on loom's stream.
-        cudaStreamSynchronize(comm->stream);
-        cudaFree(comm->scratch);
-        comm->scratch = nullptr;
-        comm->scratchBytes = 0;
-        int current = -1;
-        cudaGetDevice(&current);
-        cudaSetDevice(comm->cudaDev);
-        const size_t want = (bytes + (1u << 20) - 1) / (1u << 20) * (1u << 20);
-        cudaError_t e = cudaMalloc(&comm->scratch, want);
-        if (current >= 0) cudaSetDevice(current);
-        if (e != cudaSuccess)
-            return fail(loomUnhandledCudaError, "rank %d GPU %d: scratch buffer of %zu bytes: %s", comm->rank,
-                        comm->cudaDev, want, cudaGetErrorString(e));
-        comm->scratchBytes = want;
-    }
+    loomResult_t r = growDeviceBuffer(comm, &comm->scratch, &comm->scratchBytes, bytes, "scratch buffer");
+    if (r != loomSuccess) return r;
     *ptr = comm->scratch;
     return loomSuccess;
 }

@@ -106,3 +106,13 @@ struct loomComm {
     bool failed = false;
     char busId[16] = "";
 };
+
+namespace loom {
+
+// A device buffer of the communicator's that grows on demand (in whole MiB,
+// on the communicator's GPU): scratch, the in-place reduce_scatter copy, the
+// doubling accumulator. The old buffer goes with cudaFree, which waits for
+// the GPU to finish with it.
+loomResult_t growDeviceBuffer(loomComm *comm, void **buf, size_t *have, size_t need, const char *what);
+
+} // namespace loom

@@ -161,15 +161,9 @@ bool equalBlocks(const size_t *counts, const size_t *displs, int n) {
 // A device buffer of the communicator's own for an in-place ragged
 // reduce_scatter's input (whose blocks the result would overwrite).
 loomResult_t vInputCopy(loomComm *comm, const void *in, size_t bytes, cudaStream_t stream, const void **copy) {
-    cudaError_t e = cudaSuccess;
-    if (bytes > comm->vInputBytes) {
-        cudaFree(comm->vInput);
-        comm->vInput = nullptr;
-        comm->vInputBytes = 0;
-        e = cudaMalloc(&comm->vInput, bytes);
-        if (e == cudaSuccess) comm->vInputBytes = bytes;
-    }
-    if (e == cudaSuccess) e = cudaMemcpyAsync(comm->vInput, in, bytes, cudaMemcpyDeviceToDevice, stream);
+    loomResult_t r = growDeviceBuffer(comm, &comm->vInput, &comm->vInputBytes, bytes, "in-place reduce_scatter input");
+    if (r != loomSuccess) return r;
+    cudaError_t e = cudaMemcpyAsync(comm->vInput, in, bytes, cudaMemcpyDeviceToDevice, stream);
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: copy of an in-place reduce_scatter's input (%zu B): %s",
                     comm->rank, comm->cudaDev, bytes, cudaGetErrorString(e));

@@ -28,21 +28,6 @@ EdgeSched schedBase(const loomComm *comm, int algo, size_t count, size_t elemByt
     return s;
 }
 
-// The doubling reduce and reduce_scatter keep partial sums in GPU memory of
-// the communicator's (grown on demand; calls on one communicator run in order).
-loomResult_t ensureAcc(loomComm *comm, size_t bytes) {
-    if (bytes <= comm->edgeAccBytes) return loomSuccess;
-    cudaFree(comm->edgeAcc);
-    comm->edgeAcc = nullptr;
-    comm->edgeAccBytes = 0;
-    cudaError_t e = cudaMalloc(&comm->edgeAcc, bytes);
-    if (e != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d: accumulator of %zu B: %s", comm->rank, comm->cudaDev,
-                    bytes, cudaGetErrorString(e));
-    comm->edgeAccBytes = bytes;
-    return loomSuccess;
-}
-
 } // namespace
 
 EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize) {
@@ -71,7 +56,9 @@ loomResult_t edgeCollective(loomComm *comm, const EdgeCall &c, cudaStream_t stre
     a.in = c.in;
     a.out = c.out;
     if (c.s.algo == kEdgeDoubling && dblAccElems(c.s.dbl)) {
-        loomResult_t r = ensureAcc(comm, dblAccElems(c.s.dbl) * c.s.elemBytes);
+        // The doubling reduce and reduce_scatter keep partial sums here.
+        loomResult_t r = growDeviceBuffer(comm, &comm->edgeAcc, &comm->edgeAccBytes,
+                                          dblAccElems(c.s.dbl) * c.s.elemBytes, "doubling accumulator");
         if (r != loomSuccess) return r;
         a.acc = comm->edgeAcc;
     }

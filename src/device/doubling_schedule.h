@@ -44,6 +44,7 @@
 #include <stddef.h>
 
 #include "device/edge_op.h"
+#include "device/rd_args.h"
 #include "device/rd_schedule.h"
 
 namespace loom {
@@ -70,9 +71,9 @@ LOOM_HD DblRole dblRole(int coll, int rank, int n, int root, size_t count, size_
     d.count = count;
     d.chunk = chunk;
     d.port0 = port0;
-    d.p = 1;
-    d.steps = 0;
-    while (d.p * 2 <= n) d.p *= 2, ++d.steps;
+    const RdPlan q = rdPlan(rank, n);
+    d.p = q.p;
+    d.steps = q.steps;
     return d;
 }
 
@@ -121,7 +122,6 @@ LOOM_HD void dblPayloadChunk(const DblRole &d, const DblPayload &y, size_t j, si
 struct DblSwap {
     size_t sends, recvs;
 };
-LOOM_HD size_t dblSwapOps(const DblSwap &w) { return w.sends + w.recvs; }
 // Which op k is: a send (true) or a receive, and its chunk.
 LOOM_HD bool dblSwapIsSend(const DblSwap &w, size_t k, size_t *j) {
     const size_t both = 2 * (w.sends < w.recvs ? w.sends : w.recvs);
@@ -131,6 +131,38 @@ LOOM_HD bool dblSwapIsSend(const DblSwap &w, size_t k, size_t *j) {
     }
     *j = k - both / 2;
     return w.sends > w.recvs;
+}
+
+// Step s's two payloads: the 2^s virtual blocks this rank's group holds, and
+// its partner's (allgather gives the first and takes the second; halving
+// gives the second and keeps the first).
+LOOM_HD void dblGroups(const DblRole &d, int s, DblPayload *mine, DblPayload *theirs) {
+    const int q = d.rank ^ (1 << s);
+    *mine = dblPayload(d, (d.rank >> s) << s, s);
+    *theirs = dblPayload(d, (q >> s) << s, s);
+}
+
+// Ops of every step's swap (the same for doubling and halving).
+LOOM_HD size_t dblSwapTotal(const DblRole &d) {
+    size_t ops = 0;
+    for (int s = 0; s < d.steps; ++s) {
+        DblPayload mine, theirs;
+        dblGroups(d, s, &mine, &theirs);
+        ops += mine.chunks + theirs.chunks;
+    }
+    return ops;
+}
+
+// Op k of step s's swap: `give` goes out from sendBuf, `take` comes in,
+// reduced (or not) with recvSrc into recvDst.
+LOOM_HD EdgeOp dblSwapOp(const DblRole &d, int s, const DblPayload &give, const DblPayload &take, size_t k,
+                         int sendBuf, int recvSrc, int recvDst, bool reduce) {
+    const DblSwap w{give.chunks, take.chunks};
+    size_t j, at, len;
+    const bool send = dblSwapIsSend(w, k, &j);
+    dblPayloadChunk(d, send ? give : take, j, &at, &len);
+    return send ? edgeOp(-1, d.port0 + s, sendBuf, at, kBufNone, 0, len, false, edgeKey(s, j))
+                : edgeOp(d.port0 + s, -1, recvSrc, at, recvDst, at, len, reduce, edgeKey(s, j));
 }
 
 // ---- broadcast ----
@@ -220,12 +252,7 @@ LOOM_HD EdgeOp dblReduceOp(const DblRole &d, size_t i) {
 LOOM_HD size_t dblAllGatherCount(const DblRole &d) {
     const size_t blk = dblChunks(d.count, d.chunk), all = dblChunks(d.count * (size_t)d.n, d.chunk);
     if (d.rank >= d.p) return blk + all;
-    size_t ops = blk + (dblExtraOf(d) >= 0 ? blk + all : 0);
-    for (int s = 0; s < d.steps; ++s) {
-        const int q = d.rank ^ (1 << s);
-        ops += dblPayload(d, (d.rank >> s) << s, s).chunks + dblPayload(d, (q >> s) << s, s).chunks;
-    }
-    return ops;
+    return blk + (dblExtraOf(d) >= 0 ? blk + all : 0) + dblSwapTotal(d);
 }
 
 LOOM_HD EdgeOp dblAllGatherOp(const DblRole &d, size_t i) {
@@ -254,17 +281,10 @@ LOOM_HD EdgeOp dblAllGatherOp(const DblRole &d, size_t i) {
         i -= blk;
     }
     for (int s = 0; s < d.steps; ++s) {
-        const int q = d.rank ^ (1 << s);
-        const DblPayload give = dblPayload(d, (d.rank >> s) << s, s), take = dblPayload(d, (q >> s) << s, s);
-        const DblSwap w{give.chunks, take.chunks};
-        if (i < dblSwapOps(w)) {
-            size_t j;
-            const bool send = dblSwapIsSend(w, i, &j);
-            dblPayloadChunk(d, send ? give : take, j, &at, &len);
-            return send ? edgeOp(-1, d.port0 + s, kBufOut, at, kBufNone, 0, len, false, edgeKey(s, j))
-                        : edgeOp(d.port0 + s, -1, kBufNone, 0, kBufOut, at, len, false, edgeKey(s, j));
-        }
-        i -= dblSwapOps(w);
+        DblPayload mine, theirs;
+        dblGroups(d, s, &mine, &theirs);
+        if (i < mine.chunks + theirs.chunks) return dblSwapOp(d, s, mine, theirs, i, kBufOut, kBufNone, kBufOut, false);
+        i -= mine.chunks + theirs.chunks;
     }
     dblChunkOf(0, d.count * (size_t)d.n, d.chunk, i, &at, &len); // the whole result to the extra
     return edgeOp(-1, dblExtraPort(d), kBufOut, at, kBufNone, 0, len, false, edgeKey(kDblOut, i));
@@ -274,12 +294,7 @@ LOOM_HD EdgeOp dblAllGatherOp(const DblRole &d, size_t i) {
 LOOM_HD size_t dblReduceScatterCount(const DblRole &d) {
     const size_t blk = dblChunks(d.count, d.chunk), all = dblChunks(d.count * (size_t)d.n, d.chunk);
     if (d.rank >= d.p) return all + blk;
-    size_t ops = blk + (dblExtraOf(d) >= 0 ? all + blk : 0);
-    for (int s = d.steps - 1; s >= 0; --s) {
-        const int q = d.rank ^ (1 << s);
-        ops += dblPayload(d, (q >> s) << s, s).chunks + dblPayload(d, (d.rank >> s) << s, s).chunks;
-    }
-    return ops;
+    return blk + (dblExtraOf(d) >= 0 ? all + blk : 0) + dblSwapTotal(d);
 }
 
 LOOM_HD EdgeOp dblReduceScatterOp(const DblRole &d, size_t i) {
@@ -305,17 +320,10 @@ LOOM_HD EdgeOp dblReduceScatterOp(const DblRole &d, size_t i) {
         cur = kBufAcc;
     }
     for (int s = d.steps - 1; s >= 0; --s) {
-        const int q = d.rank ^ (1 << s);
-        const DblPayload give = dblPayload(d, (q >> s) << s, s), keep = dblPayload(d, (d.rank >> s) << s, s);
-        const DblSwap w{give.chunks, keep.chunks};
-        if (i < dblSwapOps(w)) {
-            size_t j;
-            const bool send = dblSwapIsSend(w, i, &j);
-            dblPayloadChunk(d, send ? give : keep, j, &at, &len);
-            return send ? edgeOp(-1, d.port0 + s, cur, at, kBufNone, 0, len, false, edgeKey(s, j))
-                        : edgeOp(d.port0 + s, -1, cur, at, kBufAcc, at, len, true, edgeKey(s, j));
-        }
-        i -= dblSwapOps(w);
+        DblPayload keep, give;
+        dblGroups(d, s, &keep, &give);
+        if (i < give.chunks + keep.chunks) return dblSwapOp(d, s, give, keep, i, cur, cur, kBufAcc, true);
+        i -= give.chunks + keep.chunks;
         cur = kBufAcc;
     }
     if (i < blk) { // my block, reduced, to the output

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/host_device.h"
 #include "device/rd_schedule.h"
 
 namespace loom {
@@ -27,7 +28,7 @@ struct RdPlan {
     int host;         // an extra rank: the rank that does its steps (-1: not an extra)
 };
 
-inline RdPlan rdPlan(int rank, int n) {
+LOOM_HD RdPlan rdPlan(int rank, int n) {
     RdPlan q;
     q.p = 1;
     q.steps = 0;
@@ -41,7 +42,7 @@ inline RdPlan rdPlan(int rank, int n) {
 }
 
 // What the kernel is told (rd_schedule.h).
-inline RdRole rdRoleOf(int rank, int n) {
+LOOM_HD RdRole rdRoleOf(int rank, int n) {
     const RdPlan q = rdPlan(rank, n);
     RdRole r;
     r.rank = rank;
@@ -52,6 +53,6 @@ inline RdRole rdRoleOf(int rank, int n) {
 }
 
 // Partner of `rank` at step k (ranks below p).
-inline constexpr int rdPartner(int rank, int step) { return rank ^ (1 << step); }
+LOOM_HD constexpr int rdPartner(int rank, int step) { return rank ^ (1 << step); }
 
 } // namespace loom

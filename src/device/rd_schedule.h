@@ -21,7 +21,6 @@
 
 #include "device/edge_op.h"
 
-#define LOOM_RD_HD LOOM_HD
 
 namespace loom {
 
@@ -50,13 +49,13 @@ struct RdOp {
     bool inFirst;
 };
 
-LOOM_RD_HD size_t rdOpCount(const RdRole &r, size_t nchunks) {
+LOOM_HD size_t rdOpCount(const RdRole &r, size_t nchunks) {
     if (r.isExtra) return 2 * nchunks;
     if (!r.hasExtra && r.steps == 0) return nchunks;
     return (r.hasExtra ? 2 * nchunks : 0) + 2 * nchunks * (size_t)r.steps;
 }
 
-LOOM_RD_HD RdOp rdOp(const RdRole &r, size_t nchunks, size_t i) {
+LOOM_HD RdOp rdOp(const RdRole &r, size_t nchunks, size_t i) {
     RdOp op;
     op.reduce = false;
     op.inFirst = false;
@@ -110,7 +109,7 @@ LOOM_RD_HD RdOp rdOp(const RdRole &r, size_t nchunks, size_t i) {
 // Op i in the one op form, over a count of chunkElems chunks; connections
 // port0 + edge. Keys: (step, chunk) for the exchanges; (kRdExtraEdge, chunk)
 // for the extra's input, (kRdExtraEdge + 1, chunk) for its result.
-LOOM_RD_HD EdgeOp rdEdgeOp(const RdRole &r, size_t count, size_t chunkElems, int port0, size_t i) {
+LOOM_HD EdgeOp rdEdgeOp(const RdRole &r, size_t count, size_t chunkElems, int port0, size_t i) {
     const size_t nchunks = (count + chunkElems - 1) / chunkElems;
     const RdOp o = rdOp(r, nchunks, i);
     const size_t at = o.chunk * chunkElems;

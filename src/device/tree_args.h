@@ -12,11 +12,8 @@
 
 namespace loom {
 
-LOOM_TREE_HD void treeHalf(size_t count, size_t elemBytes, int tree, size_t *begin, size_t *end) {
+LOOM_HD void treeHalf(size_t count, size_t elemBytes, int tree, size_t *begin, size_t *end) {
     channelRange(count, 2, tree, 64 / elemBytes ? 64 / elemBytes : 1, begin, end);
 }
-
-// A chunk is one slot of data.
-LOOM_TREE_HD size_t treeChunkElems(size_t slotBytes, size_t elemBytes) { return slotBytes / elemBytes; }
 
 } // namespace loom

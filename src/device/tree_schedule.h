@@ -32,7 +32,6 @@
 
 #include "device/edge_op.h"
 
-#define LOOM_TREE_HD LOOM_HD
 
 namespace loom {
 
@@ -52,20 +51,20 @@ struct TreeSlot {
     size_t chunk;
 };
 
-LOOM_TREE_HD int treeUpOps(const TreeNode &t) { return t.nchildren > 0 ? t.nchildren : 1; }
-LOOM_TREE_HD int treeDownOps(const TreeNode &t) {
+LOOM_HD int treeUpOps(const TreeNode &t) { return t.nchildren > 0 ? t.nchildren : 1; }
+LOOM_HD int treeDownOps(const TreeNode &t) {
     return t.parent >= 0 ? (t.nchildren > 0 ? t.nchildren : 1) : t.nchildren;
 }
 
 // Ops of a rank for nchunks chunks.
-LOOM_TREE_HD size_t treeOpCount(const TreeNode &t, size_t nchunks) {
+LOOM_HD size_t treeOpCount(const TreeNode &t, size_t nchunks) {
     return nchunks * (size_t)(treeUpOps(t) + treeDownOps(t));
 }
 
 // Op number `index` (0 .. treeOpCount-1) of a rank. In slot s = 0, 1, ...
 // the rank runs the up ops of chunk s (if s < nchunks), then the down ops of
 // chunk s - lag (if that is a chunk).
-LOOM_TREE_HD TreeSlot treeSlot(const TreeNode &t, size_t nchunks, size_t lag, size_t index) {
+LOOM_HD TreeSlot treeSlot(const TreeNode &t, size_t nchunks, size_t lag, size_t index) {
     const size_t up = (size_t)treeUpOps(t), down = (size_t)treeDownOps(t);
     if (lag > nchunks) lag = nchunks;
     // Slots 0 .. lag-1: up only; lag .. nchunks-1: up and down; then down only.
@@ -82,18 +81,18 @@ LOOM_TREE_HD TreeSlot treeSlot(const TreeNode &t, size_t nchunks, size_t lag, si
 }
 
 // Elements [off, off + len) of chunk `chunk` of a range of n elements.
-LOOM_TREE_HD void treeChunk(size_t n, size_t chunkElems, size_t chunk, size_t *off, size_t *len) {
+LOOM_HD void treeChunk(size_t n, size_t chunkElems, size_t chunk, size_t *off, size_t *len) {
     size_t o = chunk * chunkElems;
     *off = o < n ? o : n;
     *len = o >= n ? 0 : (n - o < chunkElems ? n - o : chunkElems);
 }
 
-LOOM_TREE_HD size_t treeChunks(size_t n, size_t chunkElems) { return (n + chunkElems - 1) / chunkElems; }
+LOOM_HD size_t treeChunks(size_t n, size_t chunkElems) { return (n + chunkElems - 1) / chunkElems; }
 
 // Op `index` of a rank on a tree whose range is [begin, begin + n) of the
 // buffers, in chunks of chunkElems. Connections: port0 the parent, port0 +
 // 1 + j child j. Keys: (1, chunk) up, (2, chunk) down.
-LOOM_TREE_HD EdgeOp treeEdgeOp(const TreeNode &t, int port0, size_t begin, size_t n, size_t chunkElems, size_t lag,
+LOOM_HD EdgeOp treeEdgeOp(const TreeNode &t, int port0, size_t begin, size_t n, size_t chunkElems, size_t lag,
                                size_t index) {
     const TreeSlot sl = treeSlot(t, treeChunks(n, chunkElems), lag, index);
     size_t off, len;

@@ -64,7 +64,7 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
                      kUntouched);
         r.lanes = k.nchannels;
         for (int ch = 0; ch < k.nchannels; ++ch) r.sendTo[ch] = {order[(p + 1) % n], ch};
-        r.count = [&, p](int ch) -> size_t { return n == 1 ? 1 : geom[ch].rounds * (size_t)nsteps; };
+        r.count = [&](int ch) -> size_t { return n == 1 ? 1 : geom[ch].rounds * (size_t)nsteps; };
         r.op = [&, p](int ch, size_t i) {
             const RingGeom &g = geom[ch];
             if (n == 1) { // the kernel copies its range of the input (an allgather's to its displacement)

@@ -43,7 +43,8 @@ std::string pciPath(const std::string &name) {
 
 // RoCE: the first IPv4 RoCE v2 GID (LOOM_IB_GID_INDEX overrides).
 int chooseGid(const Ibv *v, Device &d) {
-    if (paramLong("LOOM_IB_GID_INDEX") >= 0) return (int)paramLong("LOOM_IB_GID_INDEX");
+    const long forced = paramLong("LOOM_IB_GID_INDEX");
+    if (forced >= 0) return (int)forced;
     if (!d.roce) return 0;
     for (int i = 0; i < d.attr.gid_tbl_len && i < 256; ++i) {
         ibv_gid g;
