@@ -14,9 +14,10 @@ using namespace loom::sim;
 
 namespace {
 
-// Every rank's output, or the failure in *err.
+// Every rank's output, or the failure in *err. swapRank >= 0: that rank
+// takes its first two receives on one edge in the opposite order (a mutation).
 std::vector<std::vector<Value>> simulate(int n, size_t count, size_t chunkElems, int depth, const Combine &op,
-                                         std::string *err) {
+                                         std::string *err, int swapRank = -1) {
     std::vector<EdgeSched> sched(n);
     std::vector<Rank> ranks;
     for (int r = 0; r < n; ++r) {
@@ -28,6 +29,20 @@ std::vector<std::vector<Value>> simulate(int n, size_t count, size_t chunkElems,
         s.chunkElems = chunkElems;
         s.rd = rdRoleOf(r, n);
         ranks.push_back(edgeRank(s, rdPorts(r, n)));
+        if (r == swapRank) {
+            size_t a = 0, b = 0;
+            for (size_t i = 0, ops = edgeOpCount(s, 0); i < ops && !b; ++i)
+                for (size_t k = i + 1; k < ops; ++k) {
+                    const EdgeOp x = edgeSchedOp(s, 0, i), y = edgeSchedOp(s, 0, k);
+                    if (x.recv >= 0 && x.recv == y.recv && x.key != y.key) {
+                        a = i, b = k;
+                        break;
+                    }
+                }
+            ranks.back().op = [&s, a, b](int lane, size_t i) {
+                return edgeSchedOp(s, lane, i == a ? b : i == b ? a : i);
+            };
+        }
         ranks.back().in.resize(count);
         for (size_t i = 0; i < count; ++i) ranks.back().in[i] = input(r, i);
         ranks.back().out.assign(count, kUntouched);
@@ -73,12 +88,23 @@ START_TEST(every_rank_ends_with_the_same_bits) {
 }
 END_TEST
 
+START_TEST(a_rank_taking_chunks_out_of_order_fails) {
+    for (int n : {2, 3, 4, 6, 8, 13})
+        for (int r = 0; r < n; ++r) {
+            std::string err;
+            simulate(n, 37, 8, 2, sum, &err, r);
+            ck_assert_msg(!err.empty(), "%d ranks: rank %d's swapped receives passed", n, r);
+        }
+}
+END_TEST
+
 Suite *rd_schedule_suite(void) {
     Suite *s = suite_create("rd_schedule");
     TCase *tc = tcase_create("rd_schedule");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, recursive_doubling_sums_on_every_rank);
     tcase_add_test(tc, every_rank_ends_with_the_same_bits);
+    tcase_add_test(tc, a_rank_taking_chunks_out_of_order_fails);
     suite_add_tcase(s, tc);
     return s;
 }
