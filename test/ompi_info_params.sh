@@ -10,9 +10,11 @@ trap 'rm -rf "$comp"' EXIT
 cp "$B/.libs/mca_coll_loom.so" "$comp/"
 # A sanitizer build's component leaves the sanitizer runtimes to the program
 # (loom's test programs link them); ompi_info does not, so they are preloaded
-# (and leaks of ompi_info itself are not loom's).
+# (and leaks of ompi_info itself are not loom's). Pipes end in grep -c, not
+# grep -q: with pipefail, grep -q's early exit can kill the writer (SIGPIPE)
+# and turn a match into a failure.
 pre=
-if nm -D "$comp/mca_coll_loom.so" 2>/dev/null | grep -q " U __asan"; then
+if nm -D "$comp/mca_coll_loom.so" 2>/dev/null | grep -c " U __asan" >/dev/null; then
     for lib in libasan.so libubsan.so; do
         f=$(${CC:-cc} -print-file-name=$lib 2>/dev/null)
         [ -e "$f" ] && pre="$pre $f"
@@ -25,8 +27,8 @@ names=$(sed -n '/<!-- core parameters:/,/<!-- end of core parameters -->/s/^| `\
 n=0
 for pair in $names; do
     name=${pair%%:*} env=${pair#*:}
-    echo "$out" | grep -q "parameter \"$name\"" || { echo "FAIL: ompi_info does not list $name"; exit 1; }
-    echo "$out" | grep -A3 "parameter \"$name\"" | grep -q "environment: $env" ||
+    echo "$out" | grep -c "parameter \"$name\"" >/dev/null || { echo "FAIL: ompi_info does not list $name"; exit 1; }
+    echo "$out" | grep -A3 "parameter \"$name\"" | grep -c "environment: $env" >/dev/null ||
         { echo "FAIL: $name's help does not name $env"; exit 1; }
     n=$((n + 1))
 done

@@ -18,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 unset OMPI_MCA_mca_base_component_path
 # Without the module a plain mpirun must not find loom (else this proves nothing).
 if OMPI_MCA_coll_loom_verbose=1 timeout 300 mpirun -np 2 --oversubscribe "$pfx/bin/loom-demo" 2>&1 |
-    grep -q "coll/loom.*: selected"; then
+    grep -c "coll/loom.*: selected" >/dev/null; then
     echo "SKIP: a coll/loom is already in Open MPI's own component directory"; exit 77
 fi
 # shellcheck disable=SC1090
@@ -31,7 +31,7 @@ out=$(OMPI_MCA_coll_loom_verbose=1 timeout 300 mpirun -np 2 --oversubscribe loom
 rc=$?
 echo "$out" | grep -E 'loom-demo|MPI_COMM_WORLD.*(selected|allreduce)' | sort -u
 [ $rc -eq 0 ] || { echo "$out" | tail -20; echo "FAIL: mpirun loom-demo exited with $rc"; exit 1; }
-echo "$out" | grep -q "MPI_COMM_WORLD.*: selected" || { echo "FAIL: plain mpirun did not select loom"; exit 1; }
+echo "$out" | grep -c "MPI_COMM_WORLD.*: selected" >/dev/null || { echo "FAIL: plain mpirun did not select loom"; exit 1; }
 module unload loom
 [ -z "${OMPI_MCA_mca_base_component_path:-}" ] || { echo "FAIL: module unload left $OMPI_MCA_mca_base_component_path"; exit 1; }
 echo "ok: module load loom; plain mpirun selects loom; module unload restores the environment"

@@ -68,10 +68,10 @@ ctld_pid=$!
 slurmd -D -f "$conf" >/dev/null 2>&1 &
 d_pid=$!
 for _ in $(seq 60); do
-    sinfo -h -o %T 2>/dev/null | grep -qE '^idle' && break
+    sinfo -h -o %T 2>/dev/null | grep -cE '^idle' >/dev/null && break
     sleep 1
 done
-sinfo -h -o "%P %D %c %T" 2>/dev/null | grep -q idle || fail "the one-node cluster did not come up"
+sinfo -h -o "%P %D %c %T" 2>/dev/null | grep -c idle >/dev/null || fail "the one-node cluster did not come up"
 echo "slurm: $(sinfo -h -o '%P: %D node, %c CPUs, %T')"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 export OMPI_MCA_mca_base_component_path="$pk:$d/comp" OMPI_MCA_coll_loom_verbose=1
@@ -88,13 +88,13 @@ cat >"$d/job.sh" <<JOB
 mpirun --oversubscribe --bind-to none $B/loom-demo
 JOB
 jid=$(sbatch --parsable "$d/job.sh") || fail "sbatch"
-for _ in $(seq 240); do squeue -h -j "$jid" 2>/dev/null | grep -q . || break; sleep 1; done
-squeue -h -j "$jid" 2>/dev/null | grep -q . && fail "the sbatch job did not finish in 4 minutes"
+for _ in $(seq 240); do squeue -h -j "$jid" 2>/dev/null | grep -c . >/dev/null || break; sleep 1; done
+squeue -h -j "$jid" 2>/dev/null | grep -c . >/dev/null && fail "the sbatch job did not finish in 4 minutes"
 check "sbatch (mpirun inside the allocation)" "$d/job.out"
 # 2. srun --mpi=pmix, where Slurm has the plugin and Open MPI speaks PMIx
-if ! srun --mpi=list 2>&1 | grep -q pmix; then
+if ! srun --mpi=list 2>&1 | grep -c pmix >/dev/null; then
     echo "SKIP: srun --mpi=pmix: this Slurm has no pmix plugin"
-elif ! ompi_info 2>/dev/null | grep -qiE 'MCA pmix: (ext|pmix)'; then
+elif ! ompi_info 2>/dev/null | grep -ciE 'MCA pmix: (ext|pmix)' >/dev/null; then
     echo "SKIP: srun --mpi=pmix: this Open MPI has no PMIx client to talk to Slurm's"
 else
     timeout 240 srun --mpi=pmix -n 4 -t 5 "$B/loom-demo" >"$d/srun.out" 2>&1 || { cat "$d/srun.out" | tail -20; fail "srun --mpi=pmix exited with an error"; }
