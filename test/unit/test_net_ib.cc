@@ -3,7 +3,8 @@
 //   contrib/rdma-vm/run.sh build build/test/unit/loom_net_ib
 // Two processes (forked before verbs is used): handshake, concurrent
 // RDMA WRITE WITH IMM transfers of 0 B .. 16 MiB with data and guard checks,
-// a receiver that deregisters its buffer (bad rkey), a sender that dies.
+// a receiver that deregisters its buffer (bad rkey), a sender that dies, a
+// fuzzer on the side channel before the real sender connects.
 #include <atomic>
 #include <check.h>
 #include <chrono>
@@ -12,12 +13,15 @@
 #include <cstring>
 #include <dirent.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
+#include "btl_gpu/net/ib/ib_internal.h"
 #include "btl_gpu/net/ib/net_ib.h"
 #include "net_test_common.h"
 #include "proxy/proxy.h"
+#include "side_fuzz.h"
 
 using namespace loom::net;
 
@@ -291,6 +295,56 @@ START_TEST(an_abandoned_connect_releases_what_it_holds) {
 }
 END_TEST
 
+// The side channel under fire: before the sender has the handle, a seeded
+// fuzzer hammers the receiver's listening port (garbage, cut-short and
+// stalled hellos, wrong secrets). None of it becomes a connection; then the
+// real sender connects and every message arrives intact; closing leaves no
+// descriptor behind.
+START_TEST(side_channel_fuzz_then_the_real_sender) {
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[1]);
+        _exit(sender(fds[0], kNormal));
+    }
+    close(fds[0]);
+    ck_assert_int_eq(P()->init(), loomSuccess);
+    const int fds0 = sidefuzz::openFds() - 1; // less the pipe's write end, closed below
+    Handle h;
+    void *lc = nullptr, *rc = nullptr;
+    ck_assert_int_eq(P()->listen(0, &h, &lc), loomSuccess);
+    const SideAddress addr = reinterpret_cast<ib::HandleData *>(h.data)->side;
+    const uint32_t seed = trafficSeed();
+    sidefuzz::Stats st;
+    std::atomic<bool> fuzzed{false};
+    std::thread fuzzer([&] {
+        st = sidefuzz::fuzz(addr, sizeof(ib::ConnInfo), seed, 200);
+        fuzzed = true;
+    });
+    while (!fuzzed.load()) {
+        ck_assert_int_eq(P()->accept(lc, &rc), loomSuccess);
+        ck_assert_ptr_null(rc);
+    }
+    fuzzer.join();
+    ck_assert_int_eq(st.connected, 200);
+    ck_assert_int_eq((int)write(fds[1], &h, sizeof(h)), (int)sizeof(h));
+    close(fds[1]);
+    for (double end = now() + 30; !rc && now() < end;) ck_assert_int_eq(P()->accept(lc, &rc), loomSuccess);
+    ck_assert_msg(rc, "the real sender was not accepted in 30 s");
+    std::vector<Msg> m = ibMessages();
+    postAll(rc, m);
+    std::vector<size_t> got(m.size(), ~(size_t)0);
+    ck_assert_int_eq(waitAll(m, now() + 120, &got), loomSuccess);
+    checkReceived(m, got);
+    ck_assert_int_eq(childStatus(pid), 0);
+    for (auto &x : m) P()->deregMr(rc, x.mr);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+    ck_assert_int_eq(sidefuzz::openFds(), fds0);
+}
+END_TEST
+
 START_TEST(random_traffic) {
     randomTrafficReceiver(P(), [](void **lc, void **rc) { return startPair(lc, rc, kRandom); }, kRandomMsgs, 1u << 20, 120);
 }
@@ -320,6 +374,7 @@ int main() {
     tcase_add_test(tc, proxy_moves_steps_over_ib);
     tcase_add_test(tc, registration_cache_shares_live_registrations);
     tcase_add_test(tc, random_traffic);
+    tcase_add_test(tc, side_channel_fuzz_then_the_real_sender);
     tcase_add_test(tc, an_abandoned_connect_releases_what_it_holds);
     tcase_add_test(tc, two_way_traffic_on_several_connections_and_threads);
     tcase_add_test(tc, port_error_reaches_the_async_event_thread); // last: it bounces the port

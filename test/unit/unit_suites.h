@@ -14,3 +14,4 @@ Suite *oneshot_schedule_suite(void);
 Suite *doubling_schedule_suite(void);
 Suite *select_suite(void);
 Suite *params_suite(void);
+Suite *side_channel_suite(void);

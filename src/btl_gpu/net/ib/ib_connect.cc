@@ -1,8 +1,9 @@
 /*
- * `ib` plugin, connections: the listen handle is a TCP address; connect and
- * accept are non-blocking state machines exchanging QP numbers, PSN, LID/GID,
- * MTU and the sender's CTS ring over that socket, then move RC QPs through
- * INIT/RTR/RTS. The socket stays open: its EOF tells a receiver the sender is
+ * `ib` plugin, connections: the listen handle is a side channel's address
+ * and secret (side_channel.h); connect and accept are non-blocking state
+ * machines exchanging QP numbers, PSN, LID/GID, MTU and the sender's CTS ring
+ * over that socket (the sender's hello carries its half), then move RC QPs
+ * through INIT/RTR/RTS. The socket stays open: its EOF tells a receiver the sender is
  * gone. The receiver also gets a loopback QP for flush reads.
  */
 #include <algorithm>
@@ -217,23 +218,13 @@ void destroy(Comm *c) {
 
 loomResult_t ibListen(int dev, Handle *handle, void **listenComm) {
     if (dev < 0 || dev >= (int)g_devs.size()) return fail(loomInvalidUsage, "ib: listen on device %d", dev);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    socklen_t len = sizeof(sa);
-    if (fd < 0 || bind(fd, (sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 64) != 0 ||
-        getsockname(fd, (sockaddr *)&sa, &len) != 0) {
-        if (fd >= 0) close(fd);
-        return fail(loomSystemError, "ib: listen socket: %s", strerror(errno));
-    }
-    nonBlocking(fd);
     memset(handle, 0, sizeof(*handle));
     HandleData *h = reinterpret_cast<HandleData *>(handle->data);
+    SideListener *side = nullptr;
+    loomResult_t r = SideListener::open(localIp(), sizeof(ConnInfo), &h->side, &side);
+    if (r != loomSuccess) return r;
     h->magic = kMagic;
-    h->ip = localIp();
-    h->port = sa.sin_port;
-    *listenComm = new ListenComm{&g_devs[dev], fd};
+    *listenComm = new ListenComm{&g_devs[dev], side};
     return loomSuccess;
 }
 
@@ -251,8 +242,8 @@ loomResult_t ibConnect(int dev, Handle *handle, void **sendComm) {
         sockaddr_in sa;
         memset(&sa, 0, sizeof(sa));
         sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = h->ip;
-        sa.sin_port = h->port;
+        sa.sin_addr.s_addr = h->side.ip;
+        sa.sin_port = h->side.port;
         if (r == loomSuccess) {
             c->fd = socket(AF_INET, SOCK_STREAM, 0);
             if (c->fd >= 0) nonBlocking(c->fd);
@@ -263,6 +254,7 @@ loomResult_t ibConnect(int dev, Handle *handle, void **sendComm) {
             destroy(c);
             return r;
         }
+        c->hello = sideHello(h->side, &c->local, sizeof(ConnInfo));
         h->pending = c;
     }
     if (c->state == 0) { // TCP connected?
@@ -274,7 +266,7 @@ loomResult_t ibConnect(int dev, Handle *handle, void **sendComm) {
         if (so != 0) err = true;
         else c->state = 1;
     }
-    if (!err && c->state == 1 && pump(c->fd, true, &c->local, sizeof(ConnInfo), &c->moved, &err)) {
+    if (!err && c->state == 1 && pump(c->fd, true, c->hello.data(), c->hello.size(), &c->moved, &err)) {
         c->state = 2;
         c->moved = 0;
     }
@@ -310,32 +302,26 @@ loomResult_t ibAccept(void *listenComm, void **recvComm) {
     Comm *c = l->accepting;
     bool err = false;
     if (!c) {
-        int fd = accept(l->fd, nullptr, nullptr);
-        if (fd < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return loomSuccess;
-            return fail(loomSystemError, "ib: accept: %s", strerror(errno));
-        }
-        nonBlocking(fd);
+        // Only a connector that presented the handle's secret gets this far.
+        ConnInfo remote;
+        int fd = -1;
+        loomResult_t r = l->side->poll(&remote, &fd);
+        if (r != loomSuccess || fd < 0) return r;
         c = new Comm;
         c->dev = l->dev;
         c->fd = fd;
-        l->accepting = c;
-    }
-    if (c->state == 0 && pump(c->fd, false, &c->remote, sizeof(ConnInfo), &c->moved, &err)) {
+        c->remote = remote;
         // As many QPs as the sender made.
         int nqp = (int)c->remote.nqp;
-        loomResult_t r = nqp >= 1 && nqp <= kMaxQps
-                             ? createQp(c, false, nqp)
-                             : fail(loomRemoteError, "ib: accept: the sender asks for %d QPs", nqp);
+        r = nqp >= 1 && nqp <= kMaxQps ? createQp(c, false, nqp)
+                                        : fail(loomRemoteError, "ib: accept: the sender asks for %d QPs", nqp);
         if (r != loomSuccess) {
-            l->accepting = nullptr;
             destroy(c);
             return r;
         }
-        c->state = 1;
-        c->moved = 0;
+        l->accepting = c;
     }
-    if (!err && c->state == 1 && pump(c->fd, true, &c->local, sizeof(ConnInfo), &c->moved, &err)) {
+    if (pump(c->fd, true, &c->local, sizeof(ConnInfo), &c->moved, &err)) {
         l->accepting = nullptr;
         loomResult_t r = toRts(c);
         if (r == loomSuccess) r = createLoopback(c);
@@ -364,7 +350,7 @@ loomResult_t ibCloseListen(void *listenComm) {
     ListenComm *l = static_cast<ListenComm *>(listenComm);
     if (!l) return loomSuccess;
     destroy(l->accepting);
-    close(l->fd);
+    delete l->side;
     delete l;
     return loomSuccess;
 }

@@ -13,6 +13,7 @@
 
 #include "btl_gpu/net/ib/ibv_api.h"
 #include "btl_gpu/net/net.h"
+#include "btl_gpu/net/side_channel.h"
 
 namespace loom {
 namespace net {
@@ -36,11 +37,12 @@ struct Device {
 };
 extern std::vector<Device> g_devs;
 
+// The listen handle: where the receiver's side channel listens and the
+// secret a connector must present there (see side_channel.h).
 struct HandleData {
     uint32_t magic;
-    uint32_t ip; // network order
-    uint16_t port;
-    uint16_t pad;
+    uint32_t pad;
+    SideAddress side;
     void *pending; // the sender's comm while connecting
 };
 static_assert(sizeof(HandleData) <= kHandleBytes, "handle too large");
@@ -85,13 +87,14 @@ struct Comm {
     // handshake
     int state = 0;
     ConnInfo local{}, remote{};
+    std::vector<uint8_t> hello; // sender: the side channel's hello, local as its payload
     size_t moved = 0;
 };
 
 struct ListenComm {
     Device *dev;
-    int fd;
-    Comm *accepting = nullptr;
+    SideListener *side;
+    Comm *accepting = nullptr; // its hello arrived: sending the reply
 };
 
 // A registration: the MR and what memory it covers (flush policy), shared by

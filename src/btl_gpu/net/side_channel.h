@@ -1,0 +1,95 @@
+/*
+ * An authenticated TCP side channel for one connection's out-of-band
+ * handshake (the ib plugin exchanges QP numbers, GIDs and its CTS ring over
+ * it). The listener
+ *  - binds to the one interface address its caller chose, never INADDR_ANY;
+ *  - hands back the first connection whose hello carries the listener's
+ *    random 128-bit secret, which travels only inside the listen handle (the
+ *    communicator's bootstrap carries it to the one peer meant to connect);
+ *  - then stops listening: it accepts one connection in its life, so a
+ *    replayed hello afterwards finds no listener;
+ *  - closes everything else that connects without acting on it: garbage, a
+ *    wrong secret, magic, version or size, a hello truncated or stalled past
+ *    its deadline. Up to kSidePending handshakes are read at once; beyond
+ *    that the oldest one that has not yet proved the secret is dropped, so
+ *    a flood of connections that stall cannot shut the legitimate one out.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "loom.h"
+
+namespace loom {
+namespace net {
+
+constexpr size_t kSideSecretBytes = 16;
+constexpr int kSidePending = 32;          // handshakes read at once
+constexpr double kSideHelloSeconds = 5.0; // to deliver a whole hello
+
+// Where a connector finds a listener, and what it must present there.
+struct SideAddress {
+    uint32_t ip;   // network order
+    uint16_t port; // network order
+    uint16_t pad;
+    uint8_t secret[kSideSecretBytes];
+};
+
+// What a connector sends first; `payloadBytes` of payload follow it.
+struct SideHello {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t payloadBytes;
+    uint8_t secret[kSideSecretBytes];
+};
+
+// The bytes a connector sends to `addr`: the hello, then the payload.
+std::vector<uint8_t> sideHello(const SideAddress &addr, const void *payload, size_t bytes);
+
+class SideListener {
+  public:
+    // Listens on `ip` (network order; the kernel picks the port) for hellos
+    // carrying `payloadBytes` bytes; fills `addr` with a fresh secret.
+    static loomResult_t open(uint32_t ip, size_t payloadBytes, SideAddress *addr, SideListener **out,
+                             double helloSeconds = kSideHelloSeconds);
+    ~SideListener();
+    SideListener(const SideListener &) = delete;
+    SideListener &operator=(const SideListener &) = delete;
+
+    // Non-blocking step: accepts waiting connections and reads their hellos.
+    // *fd >= 0 once one presented the secret: its payload is in `payload`,
+    // the (non-blocking) socket belongs to the caller, and nothing listens
+    // any more. *fd == -1: not yet, call again.
+    loomResult_t poll(void *payload, int *fd);
+
+    bool listening() const { return listenFd_ >= 0; }
+    uint64_t dropped() const { return dropped_; } // connections closed unheard
+
+  private:
+    struct Pending {
+        int fd;
+        double deadline;
+        size_t got;
+        bool proved; // its header carried the secret
+        std::vector<uint8_t> buf;
+        char peer[48];
+    };
+    SideListener() = default;
+    void acceptNew();
+    // 1: a valid hello is complete, 0: not yet, -1: dropped (closed).
+    int readHello(Pending &p);
+    void drop(Pending &p, const char *why);
+    void stopListening();
+
+    int listenFd_ = -1;
+    size_t payloadBytes_ = 0;
+    double helloSeconds_ = kSideHelloSeconds;
+    uint8_t secret_[kSideSecretBytes] = {};
+    std::vector<Pending> pending_;
+    uint64_t dropped_ = 0;
+};
+
+} // namespace net
+} // namespace loom
