@@ -1,6 +1,7 @@
 // The ucx net plugin over TCP on loopback, between two processes (forked
 // before UCX starts): handshake, many concurrent isend/irecv of 0 B .. 64 MiB
-// with data checks, a peer that dies, bad arguments. Every wait is bounded.
+// with data checks, a peer that dies, bad arguments, a forged hello, a fuzzer
+// on UCX's listening ports. Every wait is bounded.
 #include <atomic>
 #include <check.h>
 #include <chrono>
@@ -11,11 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "btl_gpu/net/ucx/net_ucx.h"
 #include "net_test_common.h"
 #include "proxy/proxy.h"
+#include "side_fuzz.h"
 
 using namespace loom::net;
 
@@ -46,6 +52,68 @@ loomResult_t waitAll(std::vector<Msg> &m, double deadline, std::vector<size_t> *
 }
 
 int proxySender(void *sc);
+
+// Every message of ucxMessages(), then a graceful close.
+int sendMessages(void *sc) {
+    std::vector<Msg> m = ucxMessages();
+    for (size_t k = 0; k < m.size(); ++k) {
+        m[k].buf.resize(m[k].size + 1);
+        for (size_t i = 0; i < m[k].size; ++i) m[k].buf[i] = pattern(k, i);
+        if (P()->isend(sc, m[k].buf.data(), m[k].size, (int)k, nullptr, &m[k].req) != loomSuccess || !m[k].req)
+            return 5;
+    }
+    if (waitAll(m, now() + 30, nullptr) != loomSuccess) return 6;
+    P()->closeSend(sc);
+    return 0;
+}
+
+// Receives and checks every message of ucxMessages() on rc.
+void receiveMessages(void *rc) {
+    std::vector<Msg> m = ucxMessages();
+    // Posted in reverse order: matching is by tag, not by arrival.
+    for (size_t k = m.size(); k-- > 0;) {
+        m[k].buf.assign(m[k].size + 16, 0xee); // 16 guard bytes
+        ck_assert_int_eq(P()->irecv(rc, m[k].buf.data(), m[k].size, (int)k, nullptr, &m[k].req), loomSuccess);
+    }
+    std::vector<size_t> got(m.size(), ~(size_t)0);
+    ck_assert_int_eq(waitAll(m, now() + 60, &got), loomSuccess);
+    checkReceived(m, got);
+}
+
+// Forks a child running childMain(read end of a pipe); returns the pid and
+// the write end, through which the parent hands it the listen handle.
+template <typename F> pid_t forkWithPipe(F childMain, int *writeFd) {
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[1]);
+        _exit(childMain(fds[0]));
+    }
+    close(fds[0]);
+    *writeFd = fds[1];
+    return pid;
+}
+
+// Calls accept until `pid` has exited (its status returned); no connection
+// may come of it.
+int acceptNothingUntilExit(void *lc, pid_t pid) {
+    for (double end = now() + 30; now() < end;) {
+        void *rc = nullptr;
+        ck_assert_int_eq(P()->accept(lc, &rc), loomSuccess);
+        ck_assert_ptr_null(rc);
+        int st = 0;
+        if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+    }
+    ck_abort_msg("child %d did not exit in 30 s", (int)pid);
+    return -1;
+}
+
+void acceptFrom(void *lc, void **rc) {
+    *rc = nullptr;
+    for (double end = now() + 30; !*rc && now() < end;) ck_assert_int_eq(P()->accept(lc, rc), loomSuccess);
+    ck_assert_msg(*rc, "accept did not complete in 30 s");
+}
 constexpr int kRandomMsgs = 400;
 
 // Child: connects with the handle read from the pipe, sends every message,
@@ -61,16 +129,23 @@ int sender(int fd, bool dieAfterConnect) {
         P()->closeSend(sc);
         return rc;
     }
-    std::vector<Msg> m = ucxMessages();
-    for (size_t k = 0; k < m.size(); ++k) {
-        m[k].buf.resize(m[k].size + 1);
-        for (size_t i = 0; i < m[k].size; ++i) m[k].buf[i] = pattern(k, i);
-        if (P()->isend(sc, m[k].buf.data(), m[k].size, (int)k, nullptr, &m[k].req) != loomSuccess || !m[k].req)
-            return 5;
-    }
-    if (waitAll(m, now() + 30, nullptr) != loomSuccess) return 6;
-    P()->closeSend(sc);
-    return 0;
+    return sendMessages(sc);
+}
+
+// The forger: connects with the handle's secret altered, then dies without
+// closing. Were its hello accepted, the receiver's connection would point at
+// a dead process and every receive on it would fail.
+int forger(int fd) {
+    useLoopback();
+    Handle h;
+    if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || P()->init() != loomSuccess) return 2;
+    reinterpret_cast<UcxHandle *>(h.data)->secret[3] ^= 0x10;
+    void *sc = nullptr;
+    for (double end = now() + 20; !sc && now() < end;)
+        if (P()->connect(0, &h, &sc) != loomSuccess) return 3;
+    if (!sc) return 4;
+    usleep(500000); // the receiver reads the hello meanwhile
+    _exit(0);
 }
 
 // The proxy between two "GPUs" (host threads of two processes): steps of
@@ -99,15 +174,7 @@ pid_t startPair(void **listenComm, void **recvComm, bool dieAfterConnect) {
 START_TEST(exchange_0B_to_64MiB_concurrently) {
     void *lc, *rc;
     pid_t pid = startPair(&lc, &rc, false);
-    std::vector<Msg> m = ucxMessages();
-    // Posted in reverse order: matching is by tag, not by arrival.
-    for (size_t k = m.size(); k-- > 0;) {
-        m[k].buf.assign(m[k].size + 16, 0xee); // 16 guard bytes
-        ck_assert_int_eq(P()->irecv(rc, m[k].buf.data(), m[k].size, (int)k, nullptr, &m[k].req), loomSuccess);
-    }
-    std::vector<size_t> got(m.size(), ~(size_t)0);
-    ck_assert_int_eq(waitAll(m, now() + 60, &got), loomSuccess);
-    checkReceived(m, got);
+    receiveMessages(rc);
     // Closed before waiting for the sender: nothing progresses this side any
     // more, and the sender's graceful close must not wait for it.
     P()->closeRecv(rc);
@@ -171,6 +238,99 @@ START_TEST(proxy_moves_steps_in_order_and_idles) {
         proxy.remove(id);
     }
     P()->closeRecv(rc);
+    P()->closeListen(lc);
+}
+END_TEST
+
+// A UCX peer that reached the listening worker but lacks the handle's secret
+// (a forged hello) is ignored; the real sender, connecting after it died, is
+// the connection, and its messages arrive.
+START_TEST(a_hello_without_the_secret_is_ignored) {
+    useLoopback();
+    int toForger, toSender;
+    pid_t forgerPid = forkWithPipe(forger, &toForger);
+    pid_t senderPid = forkWithPipe([](int fd) { return sender(fd, false); }, &toSender);
+    ck_assert_int_eq(P()->init(), loomSuccess);
+    Handle h;
+    void *lc = nullptr, *rc = nullptr;
+    ck_assert_int_eq(P()->listen(0, &h, &lc), loomSuccess);
+    ck_assert_int_eq((int)write(toForger, &h, sizeof(h)), (int)sizeof(h));
+    close(toForger);
+    ck_assert_int_eq(acceptNothingUntilExit(lc, forgerPid), 0);
+    ck_assert_int_eq((int)write(toSender, &h, sizeof(h)), (int)sizeof(h));
+    close(toSender);
+    acceptFrom(lc, &rc);
+    receiveMessages(rc);
+    P()->closeRecv(rc);
+    ck_assert_int_eq(childStatus(senderPid), 0);
+    P()->closeListen(lc);
+}
+END_TEST
+
+// The TCP ports this process listens on (UCX's transports open them).
+std::vector<SideAddress> listeningPorts() {
+    std::set<unsigned long> mine; // socket inodes of this process
+    if (DIR *d = opendir("/proc/self/fd")) {
+        while (dirent *e = readdir(d)) {
+            char link[64] = {}, path[300];
+            snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+            unsigned long ino;
+            if (readlink(path, link, sizeof(link) - 1) > 0 && sscanf(link, "socket:[%lu]", &ino) == 1) mine.insert(ino);
+        }
+        closedir(d);
+    }
+    std::vector<SideAddress> out;
+    FILE *f = fopen("/proc/self/net/tcp", "r");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned ip, port, st;
+        unsigned long ino;
+        if (sscanf(line, " %*d: %x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*d %*d %lu", &ip, &port, &st, &ino) == 4 &&
+            st == 0x0A && mine.count(ino)) {
+            SideAddress a;
+            memset(&a, 0, sizeof(a));
+            a.ip = ip; // /proc prints the address as stored: network order
+            a.port = htons((uint16_t)port);
+            out.push_back(a);
+        }
+    }
+    if (f) fclose(f);
+    return out;
+}
+
+// Whatever UCX listens on for loom's worker survives a seeded fuzzer
+// (garbage, cut-short and stalled connections) and then serves the real
+// sender: every message arrives intact.
+START_TEST(ucx_listeners_survive_a_fuzzer) {
+    useLoopback();
+    int toSender;
+    pid_t senderPid = forkWithPipe([](int fd) { return sender(fd, false); }, &toSender);
+    ck_assert_int_eq(P()->init(), loomSuccess);
+    Handle h;
+    void *lc = nullptr, *rc = nullptr;
+    ck_assert_int_eq(P()->listen(0, &h, &lc), loomSuccess);
+    std::vector<SideAddress> ports = listeningPorts();
+    ck_assert_msg(!ports.empty(), "found no TCP port UCX listens on");
+    const uint32_t seed = trafficSeed();
+    std::atomic<bool> fuzzed{false};
+    int connected = 0;
+    std::thread fuzzer([&] {
+        for (size_t k = 0; k < ports.size(); ++k) connected += sidefuzz::fuzz(ports[k], 64, seed + (uint32_t)k, 200).connected;
+        fuzzed = true;
+    });
+    while (!fuzzed.load()) { // the worker progresses meanwhile
+        ck_assert_int_eq(P()->accept(lc, &rc), loomSuccess);
+        ck_assert_ptr_null(rc);
+    }
+    fuzzer.join();
+    printf("ucx listeners: %zu port(s), %d fuzz connections\n", ports.size(), connected);
+    ck_assert_int_eq(connected, 200 * (int)ports.size());
+    ck_assert_int_eq((int)write(toSender, &h, sizeof(h)), (int)sizeof(h));
+    close(toSender);
+    acceptFrom(lc, &rc);
+    receiveMessages(rc);
+    P()->closeRecv(rc);
+    ck_assert_int_eq(childStatus(senderPid), 0);
     P()->closeListen(lc);
 }
 END_TEST
@@ -263,6 +423,8 @@ int main() {
     tcase_add_test(tc, proxy_moves_steps_in_order_and_idles);
     tcase_add_test(tc, idle_proxy_wakes_on_kick);
     tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, a_hello_without_the_secret_is_ignored);
+    tcase_add_test(tc, ucx_listeners_survive_a_fuzzer);
     tcase_add_test(tc, random_traffic);
     tcase_add_test(tc, two_way_traffic_on_several_connections_and_threads);
     suite_add_tcase(s, tc);

@@ -27,7 +27,15 @@ double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void randomSecret(uint8_t *s) {
+std::string addressText(const sockaddr_in &sa) {
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+    return std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
+}
+
+} // namespace
+
+void sideNewSecret(uint8_t *s) {
     size_t got = 0;
     while (got < kSideSecretBytes) {
         ssize_t n = getrandom(s + got, kSideSecretBytes - got, 0);
@@ -39,20 +47,11 @@ void randomSecret(uint8_t *s) {
     for (size_t i = 0; i < kSideSecretBytes; ++i) s[i] = (uint8_t)rd();
 }
 
-// Compares in time independent of where the first difference is.
-bool sameSecret(const uint8_t *a, const uint8_t *b) {
+bool sideSameSecret(const uint8_t *a, const uint8_t *b) {
     uint8_t diff = 0;
     for (size_t i = 0; i < kSideSecretBytes; ++i) diff |= (uint8_t)(a[i] ^ b[i]);
     return diff == 0;
 }
-
-std::string addressText(const sockaddr_in &sa) {
-    char ip[INET_ADDRSTRLEN] = "?";
-    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-    return std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
-}
-
-} // namespace
 
 std::vector<uint8_t> sideHello(const SideAddress &addr, const void *payload, size_t bytes) {
     SideHello h;
@@ -90,7 +89,7 @@ loomResult_t SideListener::open(uint32_t ip, size_t payloadBytes, SideAddress *a
     l->listenFd_ = fd;
     l->payloadBytes_ = payloadBytes;
     l->helloSeconds_ = helloSeconds;
-    randomSecret(l->secret_);
+    sideNewSecret(l->secret_);
     memset(addr, 0, sizeof(*addr));
     addr->ip = ip;
     addr->port = sa.sin_port;
@@ -177,7 +176,7 @@ int SideListener::readHello(Pending &p) {
         const char *bad = h.magic != kHelloMagic               ? "not a loom hello"
                           : h.version != kHelloVersion         ? "another hello version"
                           : h.payloadBytes != payloadBytes_    ? "a payload of the wrong size"
-                          : !sameSecret(h.secret, secret_)      ? "a wrong secret"
+                          : !sideSameSecret(h.secret, secret_)  ? "a wrong secret"
                                                                 : nullptr;
         if (bad) {
             drop(p, bad);

@@ -45,6 +45,11 @@ struct SideHello {
     uint8_t secret[kSideSecretBytes];
 };
 
+// A fresh random secret (getrandom), and a comparison whose time does not
+// depend on where two secrets differ. The ucx plugin's hello uses them too.
+void sideNewSecret(uint8_t *secret);
+bool sideSameSecret(const uint8_t *a, const uint8_t *b);
+
 // The bytes a connector sends to `addr`: the hello, then the payload.
 std::vector<uint8_t> sideHello(const SideAddress &addr, const void *payload, size_t bytes);
 

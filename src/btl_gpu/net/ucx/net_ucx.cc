@@ -4,12 +4,14 @@
  *
  * One UCP worker per communicator. The receiver's worker address is the
  * listen handle; the sender connects an endpoint to it and sends a hello
- * carrying its own worker address, so the receiver connects back. Both
+ * carrying the handle's secret and its own worker address, so the receiver
+ * connects back (only to a sender that had the handle). Both
  * endpoints use peer error handling: a peer that dies fails the
  * communicator's requests instead of leaving them pending forever.
  */
 #include "btl_gpu/net/ucx/net_ucx.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -35,13 +37,7 @@ constexpr uint32_t kMagic = 0x6d6f6f6c;   // "loom"
 
 // The listen handle: the receiving worker's address, plus the connect state
 // of the sender that uses it (NCCL-style: connect is re-entered with the handle).
-struct HandleData {
-    uint32_t magic;
-    uint32_t addrLen;
-    void *pending; // sender side: the comm being connected
-    char addr[kHandleBytes - 16];
-};
-static_assert(sizeof(HandleData) <= kHandleBytes, "handle too large");
+using HandleData = UcxHandle;
 
 ucp_context_h g_ctx = nullptr;
 
@@ -56,6 +52,7 @@ struct Comm {
     bool failed = false;
     Request *hello = nullptr; // handshake message in flight (an ordinary request)
     std::vector<char> helloBuf;
+    uint8_t secret[kSideSecretBytes] = {}; // listen comm: what the hello must start with
     std::set<Request *> live; // posted, not yet released: cancelled when the comm closes
 };
 
@@ -268,6 +265,8 @@ loomResult_t ucxListen(int dev, Handle *handle, void **listenComm) {
         h->magic = kMagic;
         h->addrLen = (uint32_t)len;
         memcpy(h->addr, addr, len);
+        sideNewSecret(c->secret);
+        memcpy(h->secret, c->secret, kSideSecretBytes);
     }
     if (addr) U()->workerReleaseAddress(c->worker, addr);
     if (r != loomSuccess) {
@@ -295,7 +294,9 @@ loomResult_t ucxConnect(int dev, Handle *handle, void **sendComm) {
             destroy(c);
             return r;
         }
-        c->helloBuf.assign(reinterpret_cast<char *>(mine), reinterpret_cast<char *>(mine) + len);
+        c->helloBuf.assign(reinterpret_cast<const char *>(h->secret),
+                           reinterpret_cast<const char *>(h->secret) + kSideSecretBytes);
+        c->helloBuf.insert(c->helloBuf.end(), reinterpret_cast<char *>(mine), reinterpret_cast<char *>(mine) + len);
         U()->workerReleaseAddress(c->worker, mine);
         r = post(c, false, c->helloBuf.data(), c->helloBuf.size(), kHelloTag, &c->hello, false);
         if (r != loomSuccess) {
@@ -336,11 +337,20 @@ loomResult_t ucxAccept(void *listenComm, void **recvComm) {
     release(l->hello);
     l->hello = nullptr;
     if (hs != UCS_OK) return ucsFail("accept hello", hs);
+    if (l->helloBuf.size() <= kSideSecretBytes ||
+        !sideSameSecret(reinterpret_cast<const uint8_t *>(l->helloBuf.data()), l->secret)) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            LOOM_WARN(kNet, "ucx: ignored a hello without the listen handle's secret (further ones at INFO)");
+        else
+            LOOM_INFO(kNet, "ucx: ignored a hello without the listen handle's secret");
+        return loomSuccess; // the next call posts the receive again
+    }
     // The worker moves to the receive comm; the listen comm stays empty.
     Comm *c = new Comm;
     c->worker = l->worker;
     l->worker = nullptr;
-    loomResult_t r = connectEp(c, l->helloBuf.data());
+    loomResult_t r = connectEp(c, l->helloBuf.data() + kSideSecretBytes);
     if (r != loomSuccess) {
         destroy(c);
         return r;
