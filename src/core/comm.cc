@@ -153,6 +153,44 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
 }
 
+// The arrival board of this rank's OS instance (arrival.h). Only a
+// diagnostic: a board that cannot be made leaves the communicator without
+// one (said at WARN), never fails it. The two agreements order create before
+// open before unlink on every host at once.
+loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
+    const int me = comm->rank, n = comm->nranks;
+    std::vector<int> locals;
+    for (int q = 0; q < n; ++q)
+        if (peers[q].osHost == peers[me].osHost) locals.push_back(q);
+    const bool leader = locals[0] == me;
+    char name[64];
+    snprintf(name, sizeof(name), "/loom-arrive-%d-%016llx", peers[locals[0]].pid, (unsigned long long)comm->commTag);
+    ArrivalBoard *board = nullptr;
+    loomResult_t made = leader ? ArrivalBoard::create(name, (int)locals.size(), &board) : loomSuccess;
+    loomResult_t r = agreeAll(bs, me, n, loomSuccess, "arrival board creation");
+    if (r != loomSuccess) {
+        delete board;
+        return r;
+    }
+    if (!leader) made = ArrivalBoard::open(name, (int)locals.size(), &board);
+    r = agreeAll(bs, me, n, loomSuccess, "arrival board mapping");
+    if (board) board->unlink();
+    if (r != loomSuccess) {
+        delete board;
+        return r;
+    }
+    if (made != loomSuccess) {
+        LOOM_WARN(kInit, "rank %d: no arrival board (%s): a timeout will not name the ranks that did not arrive",
+                  me, loomGetLastError());
+        return loomSuccess;
+    }
+    for (size_t k = 0; k < locals.size(); ++k)
+        if (locals[k] == me) comm->arrivalSlot = (int)k;
+    board->publish(comm->arrivalSlot, me, comm->cudaDev, comm->busId);
+    comm->arrivals = board;
+    return loomSuccess;
+}
+
 // Every phase that can fail on one rank is followed by agreeAll, so all ranks
 // leave together instead of some waiting in the next exchange.
 loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
@@ -165,6 +203,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
 
     PeerInfo mine{};
     mine.hostHash = me.hostHash;
+    mine.osHost = hostHash();
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const uint64_t geometry[8] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
@@ -177,6 +216,10 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     std::vector<PeerInfo> peers(n);
     if (bs->allgather(bs->ctx, &mine, peers.data(), sizeof(PeerInfo)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of peer info failed", rank);
+    if (n > 1) {
+        r = setupArrivals(comm, bs, peers);
+        if (r != loomSuccess) return r;
+    }
     if (n > 1) {
         Reach reach;
         r = gatherReach(comm, bs, peers, &reach);
@@ -221,6 +264,7 @@ void releaseComm(loomComm *comm) {
     if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
+    delete comm->arrivals;
     if (current >= 0) cudaSetDevice(current);
     delete comm;
 }
@@ -238,7 +282,8 @@ extern "C" loomResult_t loomGetUniqueId(loomUniqueId *id) {
 
 extern "C" loomResult_t loomCommInitRank(loomComm_t *out, int nranks, loomUniqueId id, int rank, int cudaDev,
                                          const loomBootstrap_t *bootstrap) {
-    (void)id; // identifies the communicator in logs; peers meet through the bootstrap
+    // Peers meet through the bootstrap; the id names the communicator's
+    // shared objects (the same on every rank, random per communicator).
     if (!out || !bootstrap || !bootstrap->allgather) return fail(loomInvalidArgument, "loomCommInitRank: NULL argument");
     if (nranks < 1 || rank < 0 || rank >= nranks)
         return fail(loomInvalidArgument, "loomCommInitRank: rank %d of %d", rank, nranks);
@@ -247,6 +292,7 @@ extern "C" loomResult_t loomCommInitRank(loomComm_t *out, int nranks, loomUnique
     if (!comm) return fail(loomSystemError, "loomCommInitRank: out of memory");
     comm->rank = rank;
     comm->nranks = nranks;
+    comm->commTag = fnv1a(std::string(id.internal, sizeof(id.internal)));
     int current = -1;
     cudaGetDevice(&current);
     comm->cudaDev = cudaDev >= 0 ? cudaDev : current < 0 ? 0 : current;
@@ -329,6 +375,16 @@ loomResult_t anyNetError(loomComm *comm) {
     return r;
 }
 
+// What this host's arrival board says about the call that timed out.
+std::string whoDidNotArrive(const loomComm *comm) {
+    if (!comm->arrivals) return "no arrival board to say who did not arrive";
+    const std::vector<Arrival> absent = absentRanks(*comm->arrivals, comm->collsEntered);
+    if (!absent.empty()) return "did not arrive: " + describeAbsent(absent, comm->collsEntered);
+    return comm->arrivals->slots() == comm->nranks
+               ? "every rank arrived (one is stuck inside the call, or its GPU is)"
+               : "every rank of this host arrived: the missing one is on another host";
+}
+
 void abandonNets(loomComm *comm) {
     forEachNet(comm, [](NetLinks *l) { netAbandon(l); });
 }
@@ -355,9 +411,10 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
             return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s: a network connection (ring neighbours "
                         "%d, %d%s) failed (see the warning above); communicator unusable", host, comm->rank,
                         comm->cudaDev, comm->busId, comm->lastColl, comm->prev, comm->next, others);
-        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s: a peer (ring neighbours %d, %d%s) silent for "
-                    "%.0f s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId, comm->lastColl, comm->prev,
-                    comm->next, others, params().timeoutSeconds);
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (call %llu): a peer (ring neighbours %d, %d%s) "
+                    "silent for %.0f s; %s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId,
+                    comm->lastColl, (unsigned long long)comm->collsEntered, comm->prev, comm->next, others,
+                    params().timeoutSeconds, whoDidNotArrive(comm).c_str());
     }
     if (err != cudaSuccess) {
         comm->failed = true;

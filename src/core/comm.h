@@ -13,6 +13,7 @@
 #include "btl_gpu/p2p/p2p.h"
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
+#include "core/arrival.h"
 #include "device/oneshot_args.h"
 #include "device/conn.h"
 #include "device/ring_args.h"
@@ -103,11 +104,23 @@ struct loomComm {
     void *vInput = nullptr;
     size_t vInputBytes = 0;
     const char *lastColl = "";   // the collective last enqueued (for errors)
+    uint64_t collsEntered = 0;   // collectives enqueued so far
+    uint64_t commTag = 0;        // from the unique id: the same on every rank
+    loom::ArrivalBoard *arrivals = nullptr; // this host's ranks' collsEntered (null: none)
+    int arrivalSlot = -1;        // this rank's slot on it
     bool failed = false;
     char busId[16] = "";
 };
 
 namespace loom {
+
+// Every collective's enqueue, once per call on every rank, before its launch:
+// names it for errors and counts it on the arrival board.
+inline void enterCollective(loomComm *comm, const char *name) {
+    comm->lastColl = name;
+    ++comm->collsEntered;
+    if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
+}
 
 // A device buffer of the communicator's that grows on demand (in whole MiB,
 // on the communicator's GPU): scratch, the in-place reduce_scatter copy, the

@@ -18,7 +18,8 @@
 namespace loom {
 
 struct PeerInfo {
-    uint64_t hostHash;
+    uint64_t hostHash; // the host this rank counts as (LOOM_FAKE_NODES may split one)
+    uint64_t osHost;   // the OS instance it runs on (shared memory reaches its ranks)
     int pid;
     int cudaDev;
     P2pEndpoint endpoint;

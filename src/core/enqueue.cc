@@ -72,7 +72,7 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     uint32_t call = ++comm->llCalls;
     if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
     a.flag = call;
-    comm->lastColl = kOneShotNames[coll];
+    enterCollective(comm, kOneShotNames[coll]);
     size_t parity = (size_t)(call & 1) * comm->nranks;
     for (int q = 0; q < comm->nranks; ++q) {
         char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;

@@ -15,3 +15,4 @@ Suite *doubling_schedule_suite(void);
 Suite *select_suite(void);
 Suite *params_suite(void);
 Suite *side_channel_suite(void);
+Suite *arrival_suite(void);

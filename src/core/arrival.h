@@ -1,0 +1,79 @@
+/*
+ * The arrival board: which ranks of one host have entered how many
+ * collectives of a communicator. One POSIX shared-memory segment per
+ * (communicator, OS instance), one 64-byte slot per rank of that host: who
+ * the rank is (rank, pid, GPU, bus id) and how many collectives it has
+ * entered, a relaxed store as each call is enqueued (no cost worth naming).
+ *
+ * When a collective times out, a waiting rank reads its host's board: a rank
+ * that has entered fewer calls than the waiting one never arrived, and the
+ * error names it. Ranks of other hosts are on their own hosts' boards; a
+ * waiting rank that finds everyone of its host present says so, and names
+ * its silent neighbours.
+ *
+ * The segment is created 0600 by the host's lowest rank, opened by the
+ * others after an agreement, and unlinked after a second one: nothing is
+ * left in /dev/shm however the job ends later.
+ */
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom.h"
+
+namespace loom {
+
+// Lives in the segment (zero-filled by ftruncate, never constructed).
+struct ArrivalSlot {
+    std::atomic<uint64_t> entered; // collectives this rank has enqueued
+    int32_t rank, pid, cudaDev;    // pid 0: the slot was never filled
+    char busId[16];
+    char host[28];
+};
+static_assert(sizeof(ArrivalSlot) <= 64, "one cache line per rank");
+
+// What a rank's slot said when it was read.
+struct Arrival {
+    uint64_t entered;
+    int rank, pid, cudaDev;
+    std::string busId, host;
+};
+
+class ArrivalBoard {
+  public:
+    // The host's lowest rank creates the segment (0600, a new name);
+    // the others open it once that is agreed.
+    static loomResult_t create(const std::string &name, int nslots, ArrivalBoard **out);
+    static loomResult_t open(const std::string &name, int nslots, ArrivalBoard **out);
+    ~ArrivalBoard();
+    ArrivalBoard(const ArrivalBoard &) = delete;
+    ArrivalBoard &operator=(const ArrivalBoard &) = delete;
+
+    // By the creator once every rank has opened it.
+    void unlink();
+    // Fills this rank's slot (who it is) ...
+    void publish(int slot, int rank, int cudaDev, const char *busId);
+    // ... and counts its collectives.
+    void enter(int slot, uint64_t entered) { slots_[slot].entered.store(entered, std::memory_order_relaxed); }
+    Arrival read(int slot) const;
+    int slots() const { return nslots_; }
+
+  private:
+    ArrivalBoard() = default;
+    static loomResult_t map(int fd, const std::string &name, int nslots, ArrivalBoard **out);
+    ArrivalSlot *slots_ = nullptr;
+    int nslots_ = 0;
+    std::string name_;
+    bool owner_ = false;
+};
+
+// The ranks on `board` that have entered fewer than `entered` collectives.
+std::vector<Arrival> absentRanks(const ArrivalBoard &board, uint64_t entered);
+
+// "rank 3 (host h, pid 123, GPU 2, 0000:1b:00.0) entered 4 of 5 calls; ..."
+std::string describeAbsent(const std::vector<Arrival> &absent, uint64_t entered);
+
+} // namespace loom

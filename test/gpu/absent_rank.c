@@ -1,0 +1,58 @@
+/* A rank that never arrives. After one allreduce that every rank joins
+ * (it creates loom's communicator), rank ABSENT (argv[1], default 1) sleeps
+ * past LOOM_TIMEOUT (argv[2] seconds, default 3; the .mpitest sets the same)
+ * before its next allreduce of 1 MiB of floats on device buffers. Every other
+ * rank's call must return an MPI error within LOOM_TIMEOUT + 5 s instead of
+ * hanging, and loom's report (checked by the .mpitest's EXPECT_LOG) must
+ * name the absent rank. Exit status: 0 when every waiting rank failed in
+ * time; the absent rank's own late call fails too (its peers have given up). */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static double wallSeconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size, ndev = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int absent = argc > 1 ? atoi(argv[1]) : 1;
+    const double timeout = argc > 2 ? atof(argv[2]) : 3;
+    cudaGetDeviceCount(&ndev);
+    cudaSetDevice(ndev ? rank % ndev : 0);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    const int n = 1 << 18;
+    float *d;
+    cudaMalloc((void **)&d, n * sizeof(float));
+    cudaMemset(d, 0, n * sizeof(float));
+    int rc = MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: the first allreduce failed\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    cudaDeviceSynchronize();
+    if (rank == absent) sleep((unsigned)(timeout + 4));
+    const double t0 = wallSeconds();
+    rc = MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const double took = wallSeconds() - t0;
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (rc != MPI_SUCCESS) MPI_Error_string(rc, msg, &len);
+    printf("rank %d%s: allreduce returned %s after %.1f s\n", rank, rank == absent ? " (absent)" : "",
+           rc == MPI_SUCCESS ? "success" : msg, took);
+    int bad = rank != absent && (rc == MPI_SUCCESS || took > timeout + 5);
+    if (bad) fprintf(stderr, "rank %d: expected an error within %.0f s\n", rank, timeout + 5);
+    cudaFree(d);
+    MPI_Finalize();
+    return bad;
+}
