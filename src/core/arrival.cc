@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <csignal>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -88,6 +89,28 @@ std::vector<Arrival> absentRanks(const ArrivalBoard &board, uint64_t entered) {
         if (a.pid != 0 && a.entered < entered) out.push_back(a);
     }
     return out;
+}
+
+std::vector<Arrival> deadRanks(const ArrivalBoard &board) {
+    std::vector<Arrival> out;
+    for (int k = 0; k < board.slots(); ++k) {
+        Arrival a = board.read(k);
+        // A pid taken again by an unrelated process reads as alive: the
+        // error then says less, never something false about a live rank.
+        if (a.pid > 0 && kill(a.pid, 0) != 0 && errno == ESRCH) out.push_back(a);
+    }
+    return out;
+}
+
+std::string describeRanks(const std::vector<Arrival> &ranks) {
+    std::string s;
+    for (const Arrival &a : ranks) {
+        char line[160];
+        snprintf(line, sizeof(line), "%srank %d (host %s, pid %d, GPU %d, %s)", s.empty() ? "" : "; ", a.rank,
+                 a.host.c_str(), a.pid, a.cudaDev, a.busId.c_str());
+        s += line;
+    }
+    return s;
 }
 
 std::string describeAbsent(const std::vector<Arrival> &absent, uint64_t entered) {

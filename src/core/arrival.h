@@ -7,7 +7,7 @@
  *
  * When a collective times out, a waiting rank reads its host's board: a rank
  * that has entered fewer calls than the waiting one never arrived, and the
- * error names it. Ranks of other hosts are on their own hosts' boards; a
+ * error names it; one whose process is gone is named as dead. Ranks of other hosts are on their own hosts' boards; a
  * waiting rank that finds everyone of its host present says so, and names
  * its silent neighbours.
  *
@@ -73,7 +73,12 @@ class ArrivalBoard {
 // The ranks on `board` that have entered fewer than `entered` collectives.
 std::vector<Arrival> absentRanks(const ArrivalBoard &board, uint64_t entered);
 
+// The ranks on `board` whose process is gone (killed, crashed, exited).
+std::vector<Arrival> deadRanks(const ArrivalBoard &board);
+
 // "rank 3 (host h, pid 123, GPU 2, 0000:1b:00.0) entered 4 of 5 calls; ..."
 std::string describeAbsent(const std::vector<Arrival> &absent, uint64_t entered);
+// "rank 3 (host h, pid 123, GPU 2, 0000:1b:00.0); ..."
+std::string describeRanks(const std::vector<Arrival> &ranks);
 
 } // namespace loom

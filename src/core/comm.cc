@@ -375,9 +375,19 @@ loomResult_t anyNetError(loomComm *comm) {
     return r;
 }
 
+// "; dead (process gone): rank ..." for ranks of this host whose process is
+// gone (a peer's death can fail a kernel that reads its memory), else "".
+std::string deadPeers(const loomComm *comm) {
+    if (!comm->arrivals) return "";
+    const std::vector<Arrival> dead = deadRanks(*comm->arrivals);
+    return dead.empty() ? "" : "; dead (process gone): " + describeRanks(dead);
+}
+
 // What this host's arrival board says about the call that timed out.
 std::string whoDidNotArrive(const loomComm *comm) {
     if (!comm->arrivals) return "no arrival board to say who did not arrive";
+    const std::vector<Arrival> dead = deadRanks(*comm->arrivals);
+    if (!dead.empty()) return "dead (process gone): " + describeRanks(dead);
     const std::vector<Arrival> absent = absentRanks(*comm->arrivals, comm->collsEntered);
     if (!absent.empty()) return "did not arrive: " + describeAbsent(absent, comm->collsEntered);
     return comm->arrivals->slots() == comm->nranks
@@ -408,9 +418,10 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         gethostname(host, sizeof(host) - 1);
         const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
         if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
-            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s: a network connection (ring neighbours "
-                        "%d, %d%s) failed (see the warning above); communicator unusable", host, comm->rank,
-                        comm->cudaDev, comm->busId, comm->lastColl, comm->prev, comm->next, others);
+            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (call %llu): a network connection (ring "
+                        "neighbours %d, %d%s) failed (see the warning above); %s; communicator unusable", host,
+                        comm->rank, comm->cudaDev, comm->busId, comm->lastColl, (unsigned long long)comm->collsEntered,
+                        comm->prev, comm->next, others, whoDidNotArrive(comm).c_str());
         return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (call %llu): a peer (ring neighbours %d, %d%s) "
                     "silent for %.0f s; %s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId,
                     comm->lastColl, (unsigned long long)comm->collsEntered, comm->prev, comm->next, others,
@@ -419,8 +430,9 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (err != cudaSuccess) {
         comm->failed = true;
         abandonNets(comm);
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): kernel failed: %s", comm->rank, comm->cudaDev,
-                    comm->busId, cudaGetErrorString(err));
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (call %llu): kernel failed: %s%s", comm->rank,
+                    comm->cudaDev, comm->busId, comm->lastColl, (unsigned long long)comm->collsEntered,
+                    cudaGetErrorString(err), deadPeers(comm).c_str());
     }
     return loomSuccess;
 }

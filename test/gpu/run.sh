@@ -14,5 +14,8 @@ for t in "$top"/test/gpu/*.mpitest; do
     bash "$top/test/run_test.sh" "$t"
     case $? in 0) pass=$((pass + 1));; 77) skip=$((skip + 1));; *) fail=$((fail + 1));; esac
 done
+echo "=== dead_peer.sh (a peer killed mid-collective: p2p, shm, net)"
+bash "$top/test/gpu/dead_peer.sh"
+case $? in 0) pass=$((pass + 1));; 77) skip=$((skip + 1));; *) fail=$((fail + 1));; esac
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

@@ -1,6 +1,7 @@
 // The arrival board (src/core/arrival.h) between two processes: created
 // 0600, opened by another process, unlinked with both still mapped; the
-// slots say who entered how many calls, and a rank behind is named.
+// slots say who entered how many calls, a rank behind is named, and so is
+// one whose process is gone.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -71,9 +72,15 @@ START_TEST(a_rank_behind_is_named) {
     ck_assert_int_eq(write(go[1], &c, 1), 1);
     ck_assert_int_eq(read(done[0], &c, 1), 1);
     ck_assert(absentRanks(*b, 3).empty()); // it caught up
+    ck_assert(deadRanks(*b).empty());
     int st = 0;
     waitpid(pid, &st, 0);
     ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    // Its process is gone now (reaped): named as dead, the live one is not.
+    std::vector<Arrival> dead = deadRanks(*b);
+    ck_assert_int_eq((int)dead.size(), 1);
+    ck_assert_int_eq(dead[0].rank, 7);
+    ck_assert_msg(describeRanks(dead).find("rank 7 (host ") == 0, "%s", describeRanks(dead).c_str());
     delete b;
 }
 END_TEST
