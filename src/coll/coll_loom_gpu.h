@@ -59,8 +59,9 @@ const char *mca_coll_loom_map_type(ompi_datatype_t *dt, int count, loomDataType_
 /* The same plus the op (reductions). */
 const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct ompi_op_t *op, loomDataType_t *ldt,
                                       loomRedOp_t *lop);
-/* Data movement: any datatype whose `count` elements are contiguous bytes. */
-const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, int count, size_t *bytes);
+/* Data movement: any datatype whose `count` elements are contiguous bytes
+ * (count may pass INT_MAX: an allgather's rcount x ranks). */
+const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, size_t count, size_t *bytes);
 
 /* Runs c on loom's kernels when the call is eligible and the communicator
  * takes the GPU path (see above); local_gpu: some buffer of this rank is on a

@@ -159,7 +159,7 @@ static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
     size_t total = 0, sbytes = 0;
     c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
               : rcount <= 0 ? "nothing to gather"
-              : mca_coll_loom_map_bytes(rdt, (int)(rcount * n), &total);
+              : mca_coll_loom_map_bytes(rdt, (size_t)rcount * n, &total);
     if (NULL == c.why_not && MPI_IN_PLACE != sbuf) c.why_not = mca_coll_loom_map_bytes(sdt, scount, &sbytes);
     c.count = total / n;
     c.out = rbuf;
@@ -195,7 +195,8 @@ static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, v
     for (int q = 0; q < n; ++q) total += (size_t)rcounts[q];
     c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
               : 0 == total ? "nothing to gather"
-              : mca_coll_loom_map_bytes(rdt, 1, &esize);
+              : mca_coll_loom_map_bytes(rdt, 2, &esize); /* displacements count extents: extent == size */
+    esize /= 2;
     for (int q = 0; NULL == c.why_not && q < n; ++q)
         if (displs[q] < 0) c.why_not = "a negative displacement";
     size_t *table = NULL;
