@@ -6,11 +6,22 @@
 #include <csignal>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/debug.h"
 
 namespace loom {
+
+namespace {
+
+// The inode of /proc/self/ns/pid: equal for processes that see the same pids.
+uint64_t pidNamespace() {
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+} // namespace
 
 loomResult_t ArrivalBoard::map(int fd, const std::string &name, int nslots, ArrivalBoard **out) {
     const size_t bytes = (size_t)nslots * sizeof(ArrivalSlot);
@@ -67,6 +78,7 @@ void ArrivalBoard::publish(int slot, int rank, int cudaDev, const char *busId) {
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
     snprintf(s.host, sizeof(s.host), "%s", host);
+    s.pidNs = pidNamespace();
     __atomic_store_n(&s.pid, (int32_t)getpid(), __ATOMIC_RELEASE); // last: a filled slot
 }
 
@@ -77,6 +89,7 @@ Arrival ArrivalBoard::read(int slot) const {
     a.entered = s.entered.load(std::memory_order_relaxed);
     a.rank = s.rank;
     a.cudaDev = s.cudaDev;
+    a.pidNs = s.pidNs;
     a.busId.assign(s.busId, strnlen(s.busId, sizeof(s.busId)));
     a.host.assign(s.host, strnlen(s.host, sizeof(s.host)));
     return a;
@@ -93,13 +106,21 @@ std::vector<Arrival> absentRanks(const ArrivalBoard &board, uint64_t entered) {
 
 std::vector<Arrival> deadRanks(const ArrivalBoard &board) {
     std::vector<Arrival> out;
+    const uint64_t ns = pidNamespace();
     for (int k = 0; k < board.slots(); ++k) {
         Arrival a = board.read(k);
-        // A pid taken again by an unrelated process reads as alive: the
-        // error then says less, never something false about a live rank.
-        if (a.pid > 0 && kill(a.pid, 0) != 0 && errno == ESRCH) out.push_back(a);
+        // A pid taken again by an unrelated process reads as alive, and a
+        // pid of another namespace is not checked: the error then says
+        // less, never something false about a live rank.
+        if (a.pid > 0 && a.pidNs == ns && ns != 0 && kill(a.pid, 0) != 0 && errno == ESRCH) out.push_back(a);
     }
     return out;
+}
+
+int unfilledSlots(const ArrivalBoard &board) {
+    int n = 0;
+    for (int k = 0; k < board.slots(); ++k) n += board.read(k).pid == 0;
+    return n;
 }
 
 std::string describeRanks(const std::vector<Arrival> &ranks) {

@@ -31,7 +31,8 @@ struct ArrivalSlot {
     std::atomic<uint64_t> entered; // collectives this rank has enqueued
     int32_t rank, pid, cudaDev;    // pid 0: the slot was never filled
     char busId[16];
-    char host[28];
+    char host[20];
+    uint64_t pidNs; // the pid namespace pid belongs to (containers sharing /dev/shm may differ)
 };
 static_assert(sizeof(ArrivalSlot) <= 64, "one cache line per rank");
 
@@ -39,6 +40,7 @@ static_assert(sizeof(ArrivalSlot) <= 64, "one cache line per rank");
 struct Arrival {
     uint64_t entered;
     int rank, pid, cudaDev;
+    uint64_t pidNs;
     std::string busId, host;
 };
 
@@ -74,7 +76,12 @@ class ArrivalBoard {
 std::vector<Arrival> absentRanks(const ArrivalBoard &board, uint64_t entered);
 
 // The ranks on `board` whose process is gone (killed, crashed, exited).
+// Only ranks in this process's pid namespace can be checked; others are
+// never called dead.
 std::vector<Arrival> deadRanks(const ArrivalBoard &board);
+
+// Slots no rank filled (its open failed): those ranks' arrival is unknown.
+int unfilledSlots(const ArrivalBoard &board);
 
 // "rank 3 (host h, pid 123, GPU 2, 0000:1b:00.0) entered 4 of 5 calls; ..."
 std::string describeAbsent(const std::vector<Arrival> &absent, uint64_t entered);

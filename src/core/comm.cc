@@ -206,10 +206,11 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.osHost = hostHash();
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    const uint64_t geometry[8] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
-                                  (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
-                                  (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
-                                  (uint64_t)params().rdMaxBytes};
+    const uint64_t geometry[10] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+                                   (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
+                                   (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
+                                   (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
+                                   (uint64_t)(int64_t)params().doubling};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
     if (r != loomSuccess) return r;
@@ -383,16 +384,27 @@ std::string deadPeers(const loomComm *comm) {
     return dead.empty() ? "" : "; dead (process gone): " + describeRanks(dead);
 }
 
-// What this host's arrival board says about the call that timed out.
+// What this host's arrival board says about the oldest unfinished call
+// (the one that timed out: calls finish in order).
 std::string whoDidNotArrive(const loomComm *comm) {
     if (!comm->arrivals) return "no arrival board to say who did not arrive";
     const std::vector<Arrival> dead = deadRanks(*comm->arrivals);
     if (!dead.empty()) return "dead (process gone): " + describeRanks(dead);
-    const std::vector<Arrival> absent = absentRanks(*comm->arrivals, comm->collsEntered);
-    if (!absent.empty()) return "did not arrive: " + describeAbsent(absent, comm->collsEntered);
+    const uint64_t call = comm->collsDone + 1;
+    const std::vector<Arrival> absent = absentRanks(*comm->arrivals, call);
+    if (!absent.empty()) return "did not arrive: " + describeAbsent(absent, call);
+    if (int unknown = unfilledSlots(*comm->arrivals))
+        return std::to_string(unknown) + " rank(s) of this host are not on its arrival board (see the warning at "
+               "set-up): whether they arrived is unknown";
     return comm->arrivals->slots() == comm->nranks
                ? "every rank arrived (one is stuck inside the call, or its GPU is)"
                : "every rank of this host arrived: the missing one is on another host";
+}
+
+// "call 5" or "calls 5..7" (in flight when the wait failed).
+std::string callsInFlight(const loomComm *comm) {
+    const unsigned long long a = comm->collsDone + 1, b = comm->collsEntered;
+    return a >= b ? "call " + std::to_string(b) : "calls " + std::to_string(a) + ".." + std::to_string(b);
 }
 
 void abandonNets(loomComm *comm) {
@@ -418,21 +430,22 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         gethostname(host, sizeof(host) - 1);
         const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
         if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
-            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (call %llu): a network connection (ring "
+            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (ring "
                         "neighbours %d, %d%s) failed (see the warning above); %s; communicator unusable", host,
-                        comm->rank, comm->cudaDev, comm->busId, comm->lastColl, (unsigned long long)comm->collsEntered,
+                        comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
                         comm->prev, comm->next, others, whoDidNotArrive(comm).c_str());
-        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (call %llu): a peer (ring neighbours %d, %d%s) "
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (ring neighbours %d, %d%s) "
                     "silent for %.0f s; %s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId,
-                    comm->lastColl, (unsigned long long)comm->collsEntered, comm->prev, comm->next, others,
+                    comm->lastColl, callsInFlight(comm).c_str(), comm->prev, comm->next, others,
                     params().timeoutSeconds, whoDidNotArrive(comm).c_str());
     }
     if (err != cudaSuccess) {
         comm->failed = true;
         abandonNets(comm);
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (call %llu): kernel failed: %s%s", comm->rank,
-                    comm->cudaDev, comm->busId, comm->lastColl, (unsigned long long)comm->collsEntered,
-                    cudaGetErrorString(err), deadPeers(comm).c_str());
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s): kernel failed: %s%s", comm->rank,
+                    comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
+                    deadPeers(comm).c_str());
     }
+    comm->collsDone = comm->collsEntered;
     return loomSuccess;
 }

@@ -105,6 +105,7 @@ struct loomComm {
     size_t vInputBytes = 0;
     const char *lastColl = "";   // the collective last enqueued (for errors)
     uint64_t collsEntered = 0;   // collectives enqueued so far
+    uint64_t collsDone = 0;      // ... of which loomCommWait saw finish
     uint64_t commTag = 0;        // from the unique id: the same on every rank
     loom::ArrivalBoard *arrivals = nullptr; // this host's ranks' collsEntered (null: none)
     int arrivalSlot = -1;        // this rank's slot on it

@@ -25,8 +25,10 @@ struct PeerInfo {
     P2pEndpoint endpoint;
     // What both ends of every connection must agree on (each rank reads its
     // own LOOM_* environment): channels, slots, slot size, LL thresholds,
-    // tree and recursive-doubling thresholds, edge slot size.
-    uint64_t fifoGeometry[8];
+    // tree and recursive-doubling thresholds, edge slot size; and what
+    // selects algorithms (one-shot threshold, doubling family): ranks that
+    // chose differently would wait for each other forever.
+    uint64_t fifoGeometry[10];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

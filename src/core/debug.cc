@@ -32,7 +32,8 @@ LogConfig g_config;
 std::once_flag g_configOnce;
 char g_host[64];
 std::atomic<bool> g_embedderReportsErrors{false}; // embed.h
-thread_local char t_lastError[512];
+thread_local char t_lastError[2048];
+thread_local bool t_background = false;
 
 const LogConfig &config() {
     std::call_once(g_configOnce, [] {
@@ -76,7 +77,7 @@ bool logEnabled(LogLevel level, unsigned subsys) {
 void logPrintf(LogLevel level, unsigned subsys, const char *fmt, ...) {
     config();
     static const char *kLevel[] = {"", "WARN", "INFO", "TRACE"};
-    char msg[1024];
+    char msg[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -90,12 +91,14 @@ loomResult_t fail(loomResult_t result, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(t_lastError, sizeof(t_lastError), fmt, ap);
     va_end(ap);
-    if (g_embedderReportsErrors.load(std::memory_order_relaxed))
+    if (g_embedderReportsErrors.load(std::memory_order_relaxed) && !t_background)
         LOOM_INFO(kAll, "%s (%s)", t_lastError, loomGetErrorString(result));
     else
         LOOM_WARN(kAll, "%s (%s)", t_lastError, loomGetErrorString(result));
     return result;
 }
+
+void markBackgroundThread() { t_background = true; }
 
 } // namespace loom
 

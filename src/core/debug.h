@@ -37,8 +37,14 @@ void logPrintf(LogLevel level, unsigned subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 // Records the message as the thread's last error (loomGetLastError), logs it at
-// WARN, and returns `result` so call sites can `return fail(...)`.
+// WARN (at INFO where an embedder reports the API's errors itself, except on
+// background threads), and returns `result` so call sites can `return fail(...)`.
 loomResult_t fail(loomResult_t result, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Called first on loom's own threads (proxies, the ib async event thread):
+// no API call returns their errors, so an embedder never reports them and
+// fail() keeps them at WARN there.
+void markBackgroundThread();
 
 } // namespace loom
 

@@ -192,6 +192,7 @@ bool Proxy::progress(Conn &c) {
 }
 
 void Proxy::run() {
+    markBackgroundThread();
     using clock = std::chrono::steady_clock;
     constexpr int kMinIdleSleepUs = 1000, kMaxIdleSleepUs = 16000;
     int idleSleepUs = kMinIdleSleepUs;

@@ -57,7 +57,9 @@ START_TEST(a_rank_behind_is_named) {
     ck_assert_int_eq(read(done[0], &c, 1), 1);
     b->unlink(); // both have it mapped: the name can go
     ck_assert(!inDevShm(name, &mode));
-    // Slot 2 was never filled (pid 0): not a rank, never reported.
+    // Slot 2 was never filled (pid 0): not a rank, never reported as
+    // absent; counted as unknown.
+    ck_assert_int_eq(unfilledSlots(*b), 1);
     std::vector<Arrival> absent = absentRanks(*b, 3);
     ck_assert_int_eq((int)absent.size(), 1);
     ck_assert_int_eq(absent[0].rank, 7);

@@ -74,6 +74,7 @@ double portGbps(const ibv_port_attr &a) {
 // One thread per opened device: reports its port and QP events as loom
 // errors naming device and port, and fails the connection of a broken QP.
 void asyncEvents(ibv_context *ctx, std::string name) {
+    markBackgroundThread();
     const Ibv *v = ibv();
     ibv_async_event ev;
     while (v->getAsyncEvent(ctx, &ev) == 0) {
