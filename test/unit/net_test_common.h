@@ -87,8 +87,9 @@ inline int childStatus(pid_t pid) {
 // and returns its exit status — listens, hands it the handle, accepts.
 // The child starts before the parent initialises the plugin: neither verbs
 // contexts nor UCX survive fork.
-template <typename ChildMain>
-pid_t startPair(const loom::net::NetPlugin *p, void **listenComm, void **recvComm, ChildMain childMain) {
+// Forks a child running childMain(read end of a pipe); returns its pid and
+// the write end, through which the parent hands it the listen handle.
+template <typename ChildMain> pid_t forkWithPipe(ChildMain childMain, int *writeFd) {
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
     pid_t pid = fork();
@@ -97,11 +98,24 @@ pid_t startPair(const loom::net::NetPlugin *p, void **listenComm, void **recvCom
         _exit(childMain(fds[0]));
     }
     close(fds[0]);
+    *writeFd = fds[1];
+    return pid;
+}
+
+// Hands the listen handle to the child at the pipe's write end (closed).
+inline void giveHandle(int writeFd, const loom::net::Handle &h) {
+    ck_assert_int_eq((int)write(writeFd, &h, sizeof(h)), (int)sizeof(h));
+    close(writeFd);
+}
+
+template <typename ChildMain>
+pid_t startPair(const loom::net::NetPlugin *p, void **listenComm, void **recvComm, ChildMain childMain) {
+    int toChild;
+    pid_t pid = forkWithPipe(childMain, &toChild);
     ck_assert_int_eq(p->init(), loomSuccess);
     loom::net::Handle h;
     ck_assert_int_eq(p->listen(0, &h, listenComm), loomSuccess);
-    ck_assert_int_eq((int)write(fds[1], &h, sizeof(h)), (int)sizeof(h));
-    close(fds[1]);
+    giveHandle(toChild, h);
     *recvComm = nullptr;
     for (double end = now() + 30; !*recvComm && now() < end;)
         ck_assert_int_eq(p->accept(*listenComm, recvComm), loomSuccess);

@@ -301,14 +301,8 @@ END_TEST
 // real sender connects and every message arrives intact; closing leaves no
 // descriptor behind.
 START_TEST(side_channel_fuzz_then_the_real_sender) {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[1]);
-        _exit(sender(fds[0], kNormal));
-    }
-    close(fds[0]);
+    int toSender;
+    pid_t pid = forkWithPipe([](int fd) { return sender(fd, kNormal); }, &toSender);
     ck_assert_int_eq(P()->init(), loomSuccess);
     const int fds0 = sidefuzz::openFds() - 1; // less the pipe's write end, closed below
     Handle h;
@@ -328,8 +322,7 @@ START_TEST(side_channel_fuzz_then_the_real_sender) {
     }
     fuzzer.join();
     ck_assert_int_eq(st.connected, 200);
-    ck_assert_int_eq((int)write(fds[1], &h, sizeof(h)), (int)sizeof(h));
-    close(fds[1]);
+    giveHandle(toSender, h);
     for (double end = now() + 30; !rc && now() < end;) ck_assert_int_eq(P()->accept(lc, &rc), loomSuccess);
     ck_assert_msg(rc, "the real sender was not accepted in 30 s");
     std::vector<Msg> m = ibMessages();

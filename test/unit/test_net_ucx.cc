@@ -80,21 +80,6 @@ void receiveMessages(void *rc) {
     checkReceived(m, got);
 }
 
-// Forks a child running childMain(read end of a pipe); returns the pid and
-// the write end, through which the parent hands it the listen handle.
-template <typename F> pid_t forkWithPipe(F childMain, int *writeFd) {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[1]);
-        _exit(childMain(fds[0]));
-    }
-    close(fds[0]);
-    *writeFd = fds[1];
-    return pid;
-}
-
 // Calls accept until `pid` has exited (its status returned); no connection
 // may come of it.
 int acceptNothingUntilExit(void *lc, pid_t pid) {
@@ -109,10 +94,17 @@ int acceptNothingUntilExit(void *lc, pid_t pid) {
     return -1;
 }
 
-void acceptFrom(void *lc, void **rc) {
-    *rc = nullptr;
-    for (double end = now() + 30; !*rc && now() < end;) ck_assert_int_eq(P()->accept(lc, rc), loomSuccess);
-    ck_assert_msg(*rc, "accept did not complete in 30 s");
+// The real sender (forked, waiting at toSender) gets the handle, connects
+// and sends every message, which arrive intact; then all is closed.
+void serveRealSender(void *lc, const Handle &h, int toSender, pid_t senderPid) {
+    giveHandle(toSender, h);
+    void *rc = nullptr;
+    for (double end = now() + 30; !rc && now() < end;) ck_assert_int_eq(P()->accept(lc, &rc), loomSuccess);
+    ck_assert_msg(rc, "accept did not complete in 30 s");
+    receiveMessages(rc);
+    P()->closeRecv(rc);
+    ck_assert_int_eq(childStatus(senderPid), 0);
+    P()->closeListen(lc);
 }
 constexpr int kRandomMsgs = 400;
 
@@ -252,18 +244,11 @@ START_TEST(a_hello_without_the_secret_is_ignored) {
     pid_t senderPid = forkWithPipe([](int fd) { return sender(fd, false); }, &toSender);
     ck_assert_int_eq(P()->init(), loomSuccess);
     Handle h;
-    void *lc = nullptr, *rc = nullptr;
+    void *lc = nullptr;
     ck_assert_int_eq(P()->listen(0, &h, &lc), loomSuccess);
-    ck_assert_int_eq((int)write(toForger, &h, sizeof(h)), (int)sizeof(h));
-    close(toForger);
+    giveHandle(toForger, h);
     ck_assert_int_eq(acceptNothingUntilExit(lc, forgerPid), 0);
-    ck_assert_int_eq((int)write(toSender, &h, sizeof(h)), (int)sizeof(h));
-    close(toSender);
-    acceptFrom(lc, &rc);
-    receiveMessages(rc);
-    P()->closeRecv(rc);
-    ck_assert_int_eq(childStatus(senderPid), 0);
-    P()->closeListen(lc);
+    serveRealSender(lc, h, toSender, senderPid);
 }
 END_TEST
 
@@ -325,13 +310,7 @@ START_TEST(ucx_listeners_survive_a_fuzzer) {
     fuzzer.join();
     printf("ucx listeners: %zu port(s), %d fuzz connections\n", ports.size(), connected);
     ck_assert_int_eq(connected, 200 * (int)ports.size());
-    ck_assert_int_eq((int)write(toSender, &h, sizeof(h)), (int)sizeof(h));
-    close(toSender);
-    acceptFrom(lc, &rc);
-    receiveMessages(rc);
-    P()->closeRecv(rc);
-    ck_assert_int_eq(childStatus(senderPid), 0);
-    P()->closeListen(lc);
+    serveRealSender(lc, h, toSender, senderPid);
 }
 END_TEST
 
