@@ -123,26 +123,29 @@ int unfilledSlots(const ArrivalBoard &board) {
     return n;
 }
 
+namespace {
+
+// "rank 3 (host h, pid 123, GPU 2, 0000:1b:00.0)"
+std::string describeRank(const Arrival &a) {
+    char line[160];
+    snprintf(line, sizeof(line), "rank %d (host %s, pid %d, GPU %d, %s)", a.rank, a.host.c_str(), a.pid, a.cudaDev,
+             a.busId.c_str());
+    return line;
+}
+
+} // namespace
+
 std::string describeRanks(const std::vector<Arrival> &ranks) {
     std::string s;
-    for (const Arrival &a : ranks) {
-        char line[160];
-        snprintf(line, sizeof(line), "%srank %d (host %s, pid %d, GPU %d, %s)", s.empty() ? "" : "; ", a.rank,
-                 a.host.c_str(), a.pid, a.cudaDev, a.busId.c_str());
-        s += line;
-    }
+    for (const Arrival &a : ranks) s += (s.empty() ? "" : "; ") + describeRank(a);
     return s;
 }
 
 std::string describeAbsent(const std::vector<Arrival> &absent, uint64_t entered) {
     std::string s;
-    for (const Arrival &a : absent) {
-        char line[200];
-        snprintf(line, sizeof(line), "%srank %d (host %s, pid %d, GPU %d, %s) entered %llu of %llu calls",
-                 s.empty() ? "" : "; ", a.rank, a.host.c_str(), a.pid, a.cudaDev, a.busId.c_str(),
-                 (unsigned long long)a.entered, (unsigned long long)entered);
-        s += line;
-    }
+    for (const Arrival &a : absent)
+        s += (s.empty() ? "" : "; ") + describeRank(a) + " entered " + std::to_string(a.entered) + " of " +
+             std::to_string(entered) + " calls";
     return s;
 }
 

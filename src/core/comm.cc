@@ -376,20 +376,20 @@ loomResult_t anyNetError(loomComm *comm) {
     return r;
 }
 
-// "; dead (process gone): rank ..." for ranks of this host whose process is
-// gone (a peer's death can fail a kernel that reads its memory), else "".
+// "dead (process gone): rank ..." for ranks of this host whose process is
+// gone (a peer's death can also fail a kernel that reads its memory), else "".
 std::string deadPeers(const loomComm *comm) {
     if (!comm->arrivals) return "";
     const std::vector<Arrival> dead = deadRanks(*comm->arrivals);
-    return dead.empty() ? "" : "; dead (process gone): " + describeRanks(dead);
+    return dead.empty() ? "" : "dead (process gone): " + describeRanks(dead);
 }
 
 // What this host's arrival board says about the oldest unfinished call
 // (the one that timed out: calls finish in order).
 std::string whoDidNotArrive(const loomComm *comm) {
     if (!comm->arrivals) return "no arrival board to say who did not arrive";
-    const std::vector<Arrival> dead = deadRanks(*comm->arrivals);
-    if (!dead.empty()) return "dead (process gone): " + describeRanks(dead);
+    std::string dead = deadPeers(comm);
+    if (!dead.empty()) return dead;
     const uint64_t call = comm->collsDone + 1;
     const std::vector<Arrival> absent = absentRanks(*comm->arrivals, call);
     if (!absent.empty()) return "did not arrive: " + describeAbsent(absent, call);
@@ -442,9 +442,10 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (err != cudaSuccess) {
         comm->failed = true;
         abandonNets(comm);
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s): kernel failed: %s%s", comm->rank,
+        const std::string dead = deadPeers(comm);
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s): kernel failed: %s%s%s", comm->rank,
                     comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
-                    deadPeers(comm).c_str());
+                    dead.empty() ? "" : "; ", dead.c_str());
     }
     comm->collsDone = comm->collsEntered;
     return loomSuccess;

@@ -1,5 +1,6 @@
 #include "btl_gpu/net/side_channel.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
@@ -204,10 +205,8 @@ loomResult_t SideListener::poll(void *payload, int *fd) {
         break;
     }
     // Hellos that failed were closed by readHello; forget them.
-    std::vector<Pending> alive;
-    for (Pending &p : pending_)
-        if (p.fd >= 0) alive.push_back(std::move(p));
-    pending_.swap(alive);
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const Pending &p) { return p.fd < 0; }),
+                   pending_.end());
     if (*fd >= 0) { // one connection per listener: the rest were not meant for it
         stopListening();
         for (Pending &p : pending_) drop(p, "the listener's connection was already made");
