@@ -3,14 +3,15 @@
  * compared with a host reference, communicators created and freed along the
  * way, memory (host RSS, GPU) reported at the start and the end.
  *
- *   soak [-s SEED] [-n CALLS] [-M MAXBYTES] [-m device|host|mixed]
+ *   soak [-s SEED] [-n CALLS] [-M MAXBYTES] [-m device|host|mixed] [-t SECONDS]
  *
  * Every rank draws the same sequence from SEED (collective, datatype, op,
  * count log-uniform in 0..MAXBYTES, root, in place or not, blocking or not,
  * communicator churn); with -m mixed each rank also picks host or device
  * memory per call from SEED and its rank. A failing call prints its index and
  * the seed, which reproduce it. Values are small integers, so every result is
- * exact in every type.
+ * exact in every type. With -t the run ends early once SECONDS have passed
+ * (rank 0's clock, checked every 100 calls; every rank stops at the same call).
  */
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -269,11 +270,13 @@ int main(int argc, char **argv)
     long calls = 1000;
     size_t maxbytes = (size_t)64 << 20;
     const char *mode = "device";
+    double seconds = 1e12;
     for (int a = 1; a + 1 < argc; a += 2) {
         if (!strcmp(argv[a], "-s")) seed = strtoull(argv[a + 1], NULL, 0);
         else if (!strcmp(argv[a], "-n")) calls = atol(argv[a + 1]);
         else if (!strcmp(argv[a], "-M")) maxbytes = strtoull(argv[a + 1], NULL, 0);
         else if (!strcmp(argv[a], "-m")) mode = argv[a + 1];
+        else if (!strcmp(argv[a], "-t")) seconds = atof(argv[a + 1]);
     }
     int wrank, wsize, ndev = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -303,8 +306,13 @@ int main(int argc, char **argv)
     uint64_t rng = seed, mine = seed ^ (0x1234567ull * (uint64_t)(wrank + 1));
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    long bad = 0, per_coll[NCOLLS] = {0}, churn = 0;
-    for (long i = 0; i < calls; ++i) {
+    long bad = 0, per_coll[NCOLLS] = {0}, churn = 0, done = 0;
+    for (long i = 0; i < calls; ++i, ++done) {
+        if (i % 100 == 0 && i > 0 && seconds < 1e12) {
+            int stop = MPI_Wtime() - t0 >= seconds;
+            MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            if (stop) break;
+        }
         /* communicator churn: now and then a dup or a split replaces comm */
         if (below(&rng, 50) == 0) {
             MPI_Comm next;
@@ -334,8 +342,8 @@ int main(int argc, char **argv)
     if (!host_only) cudaMemGetInfo(&gfree1, &gtotal);
     const long rss1 = rss_kib();
     if (wrank == 0) {
-        printf("soak: %ld calls x %d ranks, %ld communicators replaced, %ld wrong elements or errors; per collective:",
-               calls, wsize, churn, totals[0]);
+        printf("soak: %ld calls x %d ranks in %.0f s, %ld communicators replaced, %ld wrong elements or errors; per "
+               "collective:", done, wsize, MPI_Wtime() - t0, churn, totals[0]);
         for (int c = 0; c < NCOLLS; ++c) printf(" %s %ld", cnames[c], per_coll[c]);
         printf("\nsoak: rank 0 host RSS %ld -> %ld KiB, GPU memory in use %+.1f MiB (seed %llu)\n", rss0, rss1,
                ((double)gfree0 - (double)gfree1) / 1048576.0, (unsigned long long)seed);
