@@ -22,13 +22,14 @@ BEGIN_C_DECLS
  * once per collective; the previous module's pointers and the override table
  * are generated from this one list. */
 #define LOOM_BLOCKING_COLLS(X)                                                     \
-    X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(barrier)   \
-    X(bcast) X(exscan) X(gather) X(reduce) X(reduce_scatter)                      \
-    X(reduce_scatter_block) X(scan) X(scatter)
+    X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) \
+    X(barrier) X(bcast) X(exscan) X(gather) X(gatherv) X(reduce)                  \
+    X(reduce_scatter) X(reduce_scatter_block) X(scan) X(scatter) X(scatterv)
 #define LOOM_NONBLOCKING_COLLS(X)                                                  \
     X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) X(ialltoallv)         \
-    X(ibarrier) X(ibcast) X(iexscan) X(igather) X(ireduce) X(ireduce_scatter)     \
-    X(ireduce_scatter_block) X(iscan) X(iscatter)
+    X(ialltoallw) X(ibarrier) X(ibcast) X(iexscan) X(igather) X(igatherv)         \
+    X(ireduce) X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iscatter)   \
+    X(iscatterv)
 #define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X)
 
 enum {
@@ -110,6 +111,30 @@ static inline void mca_coll_loom_note(mca_coll_loom_module_t *m, int coll, mca_c
     if (OPAL_UNLIKELY(mca_coll_loom_component.verbose > 0) && !(m->paths_reported[coll] & (1u << path))) {
         mca_coll_loom_report_path(m, coll, path);
     }
+}
+
+/* Blocks of a collective's per-peer buffers: one per rank of the remote group
+ * on an intercommunicator, of the group itself otherwise (Open MPI's
+ * ompi_comm_remote_size is 0 on an intracommunicator). */
+static inline size_t mca_coll_loom_peers(ompi_communicator_t *comm)
+{
+    return (size_t)(OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm));
+}
+
+/* Whether this rank is a rooted collective's root: its own rank on an
+ * intracommunicator, MPI_ROOT on an intercommunicator. */
+static inline bool mca_coll_loom_is_root(ompi_communicator_t *comm, int root)
+{
+    return OMPI_COMM_IS_INTER(comm) ? MPI_ROOT == root : ompi_comm_rank(comm) == root;
+}
+
+/* Whether this rank's non-root buffer (what it sends to a root or receives
+ * from one) takes part: every rank's, the root's too, on an
+ * intracommunicator; on an intercommunicator only the other group's (the
+ * root's group passes MPI_ROOT or MPI_PROC_NULL). */
+static inline bool mca_coll_loom_is_leaf(ompi_communicator_t *comm, int root)
+{
+    return !OMPI_COMM_IS_INTER(comm) || (MPI_ROOT != root && MPI_PROC_NULL != root);
 }
 
 /* Call the previous module's function: blocking when req is NULL, otherwise

@@ -109,6 +109,11 @@ static int agree(mca_coll_loom_module_t *m, int mine, struct ompi_op_t *op)
 void mca_coll_loom_probe(mca_coll_loom_module_t *m)
 {
     if (m->gpu_capable >= 0) return;
+    if (OMPI_COMM_IS_INTER(m->comm)) { /* staged only: no loom communicator spans two groups */
+        m->gpu_capable = 0;
+        m->gpu_state = LOOM_GPU_UNAVAILABLE;
+        return;
+    }
     m->gpu_capable = agree(m, loomCudaDeviceCount() > 0, MPI_MIN);
     if (!m->gpu_capable) m->gpu_state = LOOM_GPU_UNAVAILABLE;
 }
@@ -237,6 +242,7 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
 {
     mca_coll_loom_probe(m);
     if (NULL != c->why_not) return stay_off(m, c, local_gpu, c->why_not);
+    if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, "an intercommunicator (loom's kernels run within one group)");
     if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
     if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");
     if (LOOM_GPU_UNKNOWN == m->gpu_state) {

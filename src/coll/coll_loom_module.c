@@ -102,10 +102,12 @@ int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threa
 
 /* No CUDA call here: the application has not chosen its GPU yet.
  * Single-rank communicators are taken too: coll/self crashes on device
- * buffers, and host buffers still go to it untouched. */
+ * buffers, and host buffers still go to it untouched. So are
+ * intercommunicators: coll/inter crashes on device buffers too; there loom
+ * stages them (its kernels run within one group). */
 mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int *priority)
 {
-    if (!mca_coll_loom_component.enable || OMPI_COMM_IS_INTER(comm)) return NULL;
+    if (!mca_coll_loom_component.enable) return NULL;
     mca_coll_loom_module_t *m = OBJ_NEW(mca_coll_loom_module_t);
     if (NULL == m) return NULL;
     *priority = mca_coll_loom_component.priority;

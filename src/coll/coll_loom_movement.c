@@ -1,5 +1,6 @@
 /*
- * Data movement: barrier, bcast, gather, scatter, allgather(v), alltoall(v).
+ * Data movement: barrier, bcast, gather(v), scatter(v), allgather(v),
+ * alltoall(v, w).
  * Same scheme as the reductions: host buffers go to the previous module
  * untouched, device buffers are staged through host memory.
  */
@@ -27,7 +28,8 @@ int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_
 static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm, loom_t *m,
                      ompi_request_t **req)
 {
-    const bool on_gpu = mca_coll_loom_on_gpu(buf), is_root = ompi_comm_rank(comm) == root;
+    const bool is_root = mca_coll_loom_is_root(comm, root);
+    const bool on_gpu = (is_root || mca_coll_loom_is_leaf(comm, root)) && mca_coll_loom_on_gpu(buf);
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
     c.coll = LOOM_COLL_bcast;
@@ -69,12 +71,13 @@ int mca_coll_loom_ibcast(void *buf, int count, ompi_datatype_t *dt, int root, om
 static int gather_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
                       ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
-    bool is_root = ompi_comm_rank(comm) == root;
-    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, gather, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
     loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
     loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
-    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * (size_t)ompi_comm_size(comm));
+    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * mca_coll_loom_peers(comm));
     LOOM_STAGED_CALL(m, req, gather, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
 }
 
@@ -94,11 +97,12 @@ int mca_coll_loom_igather(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
 static int scatter_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
                        ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
-    bool is_root = ompi_comm_rank(comm) == root;
-    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(rbuf);
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, scatter, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
     loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
-    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * (size_t)ompi_comm_size(comm));
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * mca_coll_loom_peers(comm));
     loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount);
     LOOM_STAGED_CALL(m, req, scatter, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
 }
@@ -126,7 +130,7 @@ int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, v
         int rc;                                                                                               \
         if (gpu_try(sbuf, scount, sdt, rbuf, rcount, rdt, comm, m, req, s_gpu || r_gpu, &rc)) return rc;      \
         if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, name, sbuf, scount, sdt, rbuf, rcount, rdt, comm);        \
-        size_t n = (size_t)ompi_comm_size(comm);                                                              \
+        size_t n = mca_coll_loom_peers(comm);                                                                 \
         loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);                     \
         loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * (s_blocks));                                 \
         loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * n);                                          \
@@ -233,7 +237,7 @@ static int allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allgatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
     loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
     loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
-    loom_span_t r_span = loom_span_of_v(&rsh, rcounts, displs, ompi_comm_size(comm));
+    loom_span_t r_span = loom_span_of_v(&rsh, rcounts, displs, (int)mca_coll_loom_peers(comm));
     LOOM_STAGED_CALL(m, req, allgatherv, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcounts, displs, rdt,
                      comm);
 }
@@ -259,7 +263,7 @@ static int alltoallv_any(const void *sbuf, const int *scounts, const int *sdispl
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
     if (!s_gpu && !r_gpu)
         LOOM_DELEGATE(m, req, alltoallv, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
-    int n = ompi_comm_size(comm);
+    int n = (int)mca_coll_loom_peers(comm);
     loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
     /* In place, the send counts are the receive counts (MPI ignores scounts). */
     loom_span_t s_span = MPI_IN_PLACE == sbuf ? (loom_span_t){0, 0} : loom_span_of_v(&ssh, scounts, sdispls, n);
@@ -280,4 +284,105 @@ int mca_coll_loom_ialltoallv(const void *sbuf, const int *scounts, const int *sd
                              ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
 {
     return alltoallv_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), req);
+}
+
+static int gatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                       const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
+                       ompi_request_t **req)
+{
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, gatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
+    loom_span_t r_span = r_gpu ? loom_span_of_v(&rsh, rcounts, displs, (int)mca_coll_loom_peers(comm)) : (loom_span_t){0, 0};
+    LOOM_STAGED_CALL(m, req, gatherv, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcounts, displs, rdt, root,
+                     comm);
+}
+
+int mca_coll_loom_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                          const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module)
+{
+    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                           const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                           ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), req);
+}
+
+static int scatterv_any(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
+                        int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
+                        ompi_request_t **req)
+{
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, scatterv, sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = s_gpu ? loom_span_of_v(&ssh, scounts, displs, (int)mca_coll_loom_peers(comm)) : (loom_span_t){0, 0};
+    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount);
+    LOOM_STAGED_CALL(m, req, scatterv, s_gpu, s_span, r_gpu, r_span, hs, scounts, displs, sdt, hr, rcount, rdt, root,
+                     comm);
+}
+
+int mca_coll_loom_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
+                           int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt,
+                            void *rbuf, int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                            ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
+}
+
+/* alltoallw: a datatype per peer and displacements in bytes. */
+static loom_span_t span_of_w(const int *counts, const int *byte_displs, ompi_datatype_t *const *types, int n)
+{
+    loom_span_t u = {0, 0};
+    for (int q = 0; q < n; ++q) {
+        if (counts[q] <= 0) continue;
+        loom_type_shape_t sh = mca_coll_loom_shape(types[q]);
+        loom_span_t s = loom_span_of(&sh, (size_t)counts[q]);
+        s.lo += byte_displs[q];
+        u = loom_span_union(u, s);
+    }
+    return u;
+}
+
+static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
+                         void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
+                         ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    if (!s_gpu && !r_gpu)
+        LOOM_DELEGATE(m, req, alltoallw, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
+    const int n = (int)mca_coll_loom_peers(comm);
+    /* In place (sbuf MPI_IN_PLACE: s_gpu false), MPI ignores the send arguments. */
+    loom_span_t s_span = s_gpu ? span_of_w(scounts, sdispls, sdts, n) : (loom_span_t){0, 0};
+    loom_span_t r_span = span_of_w(rcounts, rdispls, rdts, n);
+    LOOM_STAGED_CALL(m, req, alltoallw, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdts, hr, rcounts,
+                     rdispls, rdts, comm);
+}
+
+int mca_coll_loom_alltoallw(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
+                            void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
+                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
+                             void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
+                             ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module), req);
 }

@@ -105,8 +105,8 @@ static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *
                       ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
     /* rbuf means something only at the root. */
-    const bool is_root = ompi_comm_rank(comm) == root;
-    bool s_gpu = mca_coll_loom_on_gpu(sbuf);
+    const bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
     bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
     loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce, LOOM_GPU_REDUCE, dt, count, op, req);
     c.root = root;
@@ -192,6 +192,8 @@ static int reduce_scatter_block_any(const void *sbuf, void *rbuf, int rcount, om
     if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, reduce_scatter_block, sbuf, rbuf, rcount, dt, op, comm);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
+    /* rcount blocks per rank of the local group, on an intercommunicator too
+     * (there the other group's sum is scattered over this group). */
     loom_span_t s_span = loom_span_of(&sh, (size_t)rcount * (size_t)ompi_comm_size(comm));
     loom_span_t r_span = MPI_IN_PLACE == sbuf ? s_span : loom_span_of(&sh, (size_t)rcount);
     LOOM_STAGED_CALL(m, req, reduce_scatter_block, s_gpu, s_span, r_gpu, r_span, hs, hr, rcount, dt, op, comm);

@@ -13,24 +13,24 @@ loom_span_t loom_span_of(const loom_type_shape_t *shape, size_t count)
     return s;
 }
 
+loom_span_t loom_span_union(loom_span_t a, loom_span_t b)
+{
+    if (0 == a.bytes) return b;
+    if (0 == b.bytes) return a;
+    ptrdiff_t lo = a.lo < b.lo ? a.lo : b.lo;
+    ptrdiff_t hi_a = a.lo + (ptrdiff_t)a.bytes, hi_b = b.lo + (ptrdiff_t)b.bytes;
+    loom_span_t u = {lo, (size_t)((hi_a > hi_b ? hi_a : hi_b) - lo)};
+    return u;
+}
+
 loom_span_t loom_span_of_v(const loom_type_shape_t *shape, const int *counts, const int *displs, int n)
 {
     loom_span_t u = {0, 0};
-    ptrdiff_t hi = 0;
     for (int r = 0; r < n; ++r) {
         if (counts[r] <= 0) continue;
         loom_span_t s = loom_span_of(shape, (size_t)counts[r]);
-        if (0 == s.bytes) continue;
-        ptrdiff_t lo_r = (ptrdiff_t)displs[r] * shape->extent + s.lo;
-        ptrdiff_t hi_r = lo_r + (ptrdiff_t)s.bytes;
-        if (0 == u.bytes) {
-            u.lo = lo_r;
-            hi = hi_r;
-        } else {
-            if (lo_r < u.lo) u.lo = lo_r;
-            if (hi_r > hi) hi = hi_r;
-        }
-        u.bytes = (size_t)(hi - u.lo);
+        s.lo += (ptrdiff_t)displs[r] * shape->extent;
+        u = loom_span_union(u, s);
     }
     return u;
 }

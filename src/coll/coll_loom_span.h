@@ -26,6 +26,9 @@ typedef struct {
 /* count elements starting at the buffer pointer. */
 loom_span_t loom_span_of(const loom_type_shape_t *shape, size_t count);
 
+/* The smallest span covering a and b (an empty span covers nothing). */
+loom_span_t loom_span_union(loom_span_t a, loom_span_t b);
+
 /* Element i of rank r sits at displs[r] + i (in extents); n ranks. */
 loom_span_t loom_span_of_v(const loom_type_shape_t *shape, const int *counts, const int *displs, int n);
 

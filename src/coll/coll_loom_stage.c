@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "loom.h"
 #include "opal/util/output.h"
@@ -38,9 +39,24 @@ static int copy_error(const char *what, size_t bytes)
     return MPI_ERR_BUFFER;
 }
 
+/* Testing aid (stage_host_buffers): a buffer whose span came out empty is
+ * handed on as a page nobody may touch, so that a span computed too small
+ * crashes the CPU tests instead of passing the user's host buffer through. */
+static void *untouchable_page(void)
+{
+    static void *page = NULL;
+    if (NULL == page) {
+        void *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        page = MAP_FAILED == p ? NULL : p;
+    }
+    return page;
+}
+
 int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t span, bool is_recv, void **view)
 {
     *view = user;
+    if (on_gpu && 0 == span.bytes && mca_coll_loom_component.stage_host_buffers && NULL != untouchable_page())
+        *view = untouchable_page();
     if (!on_gpu || 0 == span.bytes) return MPI_SUCCESS;
     if (st->n >= LOOM_STAGE_MAX) return MPI_ERR_INTERN;
     void *host = malloc(span.bytes);

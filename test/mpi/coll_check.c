@@ -1,99 +1,8 @@
-#include "coll_check.h"
+#include "coll_check_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define SENTINEL (-77777)
-
-typedef struct {
-    MPI_Comm comm;
-    const char *cname;
-    int rank, size;
-    const check_memory_t *mem;
-    check_tally_t *tally;
-    size_t n;     /* element count of this round */
-    int nb;       /* 1: the non-blocking twin + MPI_Wait */
-    int in_place; /* 1: MPI_IN_PLACE where the collective allows it */
-    const char *what;
-} ctx_t;
-
-/* Input value of element i contributed by `who` (a rank, or a rank pair). */
-static int val(int who, size_t i, int salt)
-{
-    return (int)(((long)(who + 1) * 31 + (long)(i % 100003) * 7 + salt * 13) % 1009) - 504;
-}
-static int pair(int src, int dst) { return src * 64 + dst; }
-static int fold(MPI_Op op, int a, int b) { return op == MPI_MAX ? (a > b ? a : b) : a + b; }
-
-/* ---------------------------------------------------------------- buffers */
-typedef struct {
-    int *host; /* mirror on the host */
-    void *buf; /* what the collective sees (host or device memory) */
-    size_t n;
-} buf_t;
-
-static buf_t buf_new(ctx_t *c, size_t n)
-{
-    buf_t b = {malloc((n ? n : 1) * sizeof(int)), c->mem->alloc((n ? n : 1) * sizeof(int)), n};
-    for (size_t i = 0; i < n; ++i) b.host[i] = SENTINEL;
-    return b;
-}
-static void buf_push(ctx_t *c, buf_t *b) { c->mem->upload(b->buf, b->host, b->n * sizeof(int)); }
-static void buf_pull(ctx_t *c, buf_t *b) { c->mem->download(b->host, b->buf, b->n * sizeof(int)); }
-static void buf_free(ctx_t *c, buf_t *b)
-{
-    free(b->host);
-    c->mem->release(b->buf);
-}
-
-/* ---------------------------------------------------------------- checking */
-static void fail_line(ctx_t *c, const char *fmt, size_t i, long got, long want)
-{
-    fprintf(stderr, "FAIL %s%s comm=%s rank=%d n=%zu in_place=%d [", c->nb ? "I" : "", c->what, c->cname, c->rank,
-            c->n, c->in_place);
-    fprintf(stderr, fmt, i, got, want);
-    fprintf(stderr, "]\n");
-}
-
-static void expect(ctx_t *c, const int *got, const int *want, size_t n)
-{
-    c->tally->checks++;
-    for (size_t i = 0; i < n; ++i)
-        if (got[i] != want[i]) {
-            c->tally->failures++;
-            fail_line(c, "element %zu: got %ld, want %ld", i, got[i], want[i]);
-            return;
-        }
-}
-
-static void check_rc(ctx_t *c, int rc)
-{
-    if (rc == MPI_SUCCESS) return;
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    c->tally->failures++;
-    fprintf(stderr, "FAIL %s%s comm=%s rank=%d n=%zu: returned %s\n", c->nb ? "I" : "", c->what, c->cname, c->rank,
-            c->n, msg);
-}
-
-/* Call MPI_<NAME>, or its non-blocking twin MPI_<INAME> then MPI_Wait. */
-#define RUN(c, NAME, INAME, ...)                                                  \
-    do {                                                                     \
-        int rc_;                                                             \
-        (c)->what = #NAME;                                                   \
-        if ((c)->nb) {                                                       \
-            MPI_Request r_ = MPI_REQUEST_NULL;                               \
-            rc_ = MPI_##INAME(__VA_ARGS__, &r_);                             \
-            if (rc_ == MPI_SUCCESS) rc_ = MPI_Wait(&r_, MPI_STATUS_IGNORE); \
-        } else {                                                             \
-            rc_ = MPI_##NAME(__VA_ARGS__);                                   \
-        }                                                                    \
-        check_rc(c, rc_);                                                    \
-    } while (0)
-
-#define IN_PLACE_OR(c, b) ((c)->in_place ? MPI_IN_PLACE : (b).buf)
 
 /* ---------------------------------------------------------------- reductions */
 /* allreduce (kind 0), scan (1), exscan (2): element i of rank r's result folds
@@ -312,6 +221,110 @@ static void check_vector_collective(ctx_t *c, int alltoallv)
     buf_free(c, &r);
 }
 
+/* gatherv to root (scatter 0) or scatterv from it (scatter 1): ragged blocks
+ * (rank q's has n + q % 3 elements) at the root in reverse rank order with
+ * one-element gaps, which keep their sentinel. In place at the root: its
+ * own block stays where it is. */
+static int rooted_count(size_t n, int q) { return n ? (int)n + q % 3 : 0; }
+
+static void check_rooted_v(ctx_t *c, int root, int scatter)
+{
+    const int size = c->size, at_root = c->rank == root, in_place = c->in_place && at_root;
+    int *counts = malloc(size * sizeof(int)), *displs = malloc(size * sizeof(int));
+    size_t len = 1;
+    for (int q = size - 1; q >= 0; --q) {
+        counts[q] = rooted_count(c->n, q);
+        displs[q] = (int)len;
+        len += (size_t)counts[q] + 1;
+    }
+    const size_t mine = (size_t)counts[c->rank];
+    buf_t big = buf_new(c, len), small = buf_new(c, mine);
+    int *want = malloc(len * sizeof(int));
+    for (size_t j = 0; j < len; ++j) want[j] = SENTINEL;
+    for (int q = 0; q < size; ++q)
+        for (int i = 0; i < counts[q]; ++i) {
+            const int v = val(scatter ? pair(root, q) : q, i, 9);
+            if (!scatter) want[displs[q] + i] = v;
+            if (scatter && at_root) big.host[displs[q] + i] = v;
+            if (!scatter && q == c->rank) small.host[i] = v;
+            if (!scatter && q == c->rank && in_place) big.host[displs[q] + i] = v;
+        }
+    buf_push(c, &big);
+    buf_push(c, &small);
+    if (scatter)
+        RUN(c, Scatterv, Iscatterv, big.buf, counts, displs, MPI_INT, in_place ? MPI_IN_PLACE : small.buf,
+            (int)mine, MPI_INT, root, c->comm);
+    else
+        RUN(c, Gatherv, Igatherv, in_place ? MPI_IN_PLACE : small.buf, (int)mine, MPI_INT, big.buf, counts, displs,
+            MPI_INT, root, c->comm);
+    if (scatter && !in_place) {
+        for (size_t i = 0; i < mine; ++i) want[i] = val(pair(root, c->rank), (size_t)i, 9);
+        buf_pull(c, &small);
+        expect(c, small.host, want, mine);
+    } else if (at_root) { /* gatherv's result, or scatterv in place: the root's buffer unchanged */
+        if (scatter)
+            for (int q = 0; q < size; ++q)
+                for (int i = 0; i < counts[q]; ++i) want[displs[q] + i] = val(pair(root, q), i, 9);
+        buf_pull(c, &big);
+        expect(c, big.host, want, len);
+    }
+    free(want);
+    free(counts);
+    free(displs);
+    buf_free(c, &big);
+    buf_free(c, &small);
+}
+
+/* alltoallw: 2 x vcount(n, src, dst) ints from src to dst, described as that
+ * many MPI_INT on one side and half as many 2-int elements on the other
+ * (which side depends on the pair: signatures match, types differ); blocks
+ * at byte displacements in reverse peer order with one-int gaps. The last
+ * peer's block is at 0: Open MPI 4.1's coll/self scales alltoallw's byte
+ * displacements by the extent, so a one-rank communicator gets a wrong
+ * result from it (host buffers too) at any other displacement. */
+static void check_alltoallw(ctx_t *c)
+{
+    const int size = c->size;
+    MPI_Datatype int2;
+    MPI_Type_contiguous(2, MPI_INT, &int2);
+    MPI_Type_commit(&int2);
+    int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    MPI_Datatype *st = malloc(size * sizeof(MPI_Datatype)), *rt = malloc(size * sizeof(MPI_Datatype));
+    size_t s_len = 0, r_len = 0;
+    for (int q = size - 1; q >= 0; --q) {
+        const int out = 2 * vcount(c->n, c->rank, q), in = 2 * vcount(c->n, q, c->rank), odd = (c->rank + q) % 2;
+        st[q] = odd ? int2 : MPI_INT, sc[q] = odd ? out / 2 : out, sd[q] = (int)(s_len * sizeof(int));
+        rt[q] = odd ? MPI_INT : int2, rc[q] = odd ? in : in / 2, rd[q] = (int)(r_len * sizeof(int));
+        s_len += (size_t)out + 1;
+        r_len += (size_t)in + 1;
+    }
+    buf_t s = buf_new(c, s_len), r = buf_new(c, r_len);
+    int *want = malloc(r_len * sizeof(int));
+    for (size_t j = 0; j < r_len; ++j) want[j] = SENTINEL;
+    for (int q = 0; q < size; ++q) {
+        for (int i = 0; i < 2 * vcount(c->n, c->rank, q); ++i)
+            s.host[sd[q] / sizeof(int) + i] = val(pair(c->rank, q), i, 10);
+        for (int i = 0; i < 2 * vcount(c->n, q, c->rank); ++i)
+            want[rd[q] / sizeof(int) + i] = val(pair(q, c->rank), i, 10);
+    }
+    buf_push(c, &s);
+    buf_push(c, &r);
+    RUN(c, Alltoallw, Ialltoallw, s.buf, sc, sd, st, r.buf, rc, rd, rt, c->comm);
+    buf_pull(c, &r);
+    expect(c, r.host, want, r_len);
+    MPI_Type_free(&int2);
+    free(want);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(st);
+    free(rt);
+    buf_free(c, &s);
+    buf_free(c, &r);
+}
+
 /* A non-contiguous type: 2 blocks of 2 ints, stride 3, resized to 6 ints,
  * so each element has a hole inside (int 2) and after it (int 5). The holes
  * must keep their sentinel through bcast and allgather. (Open MPI refuses
@@ -374,6 +387,10 @@ void check_collectives(MPI_Comm comm, const char *comm_name, const check_memory_
                 check_gather(&c, -1);
                 check_gather(&c, last);
                 check_scatter(&c, 0);
+                check_rooted_v(&c, 0, 0);
+                check_rooted_v(&c, last, 0);
+                check_rooted_v(&c, 0, 1);
+                check_rooted_v(&c, last, 1);
                 check_alltoall(&c);
             }
             c.in_place = 0;
@@ -381,6 +398,7 @@ void check_collectives(MPI_Comm comm, const char *comm_name, const check_memory_
             check_bcast(&c, last);
             check_vector_collective(&c, 0);
             check_vector_collective(&c, 1);
+            check_alltoallw(&c);
             check_derived(&c);
             RUN(&c, Barrier, Ibarrier, comm);
             tally->checks++;

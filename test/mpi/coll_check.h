@@ -35,4 +35,9 @@ void check_collectives(MPI_Comm comm, const char *comm_name, const check_memory_
  * Calls check_collectives on each; returns the total failures over all ranks. */
 long check_on_all_comms(const check_memory_t *mem, const size_t *counts, int ncounts, const char *prog);
 
+/* The suite's intercommunicator part (coll_inter_check.c): the world's lower
+ * and upper halves joined; every collective MPI defines there. Returns the
+ * total failures over all ranks (0 checks with fewer than 2 ranks). */
+long check_intercomm(const check_memory_t *mem, const size_t *counts, int ncounts, const char *prog);
+
 #endif

@@ -48,6 +48,23 @@ START_TEST(v_span_with_gaps_and_empty_ranks) {
 }
 END_TEST
 
+START_TEST(union_of_spans) {
+    const loom_span_t empty = {0, 0}, a = {8, 4}, b = {-4, 4}, inside = {9, 2};
+    loom_span_t u = loom_span_union(empty, a);
+    ck_assert_int_eq(u.lo, 8);
+    ck_assert_uint_eq(u.bytes, 4);
+    u = loom_span_union(a, empty);
+    ck_assert_int_eq(u.lo, 8);
+    ck_assert_uint_eq(u.bytes, 4);
+    u = loom_span_union(a, b); // disjoint, b below a: covers the gap between them
+    ck_assert_int_eq(u.lo, -4);
+    ck_assert_uint_eq(u.bytes, 16);
+    u = loom_span_union(a, inside);
+    ck_assert_int_eq(u.lo, 8);
+    ck_assert_uint_eq(u.bytes, 4);
+}
+END_TEST
+
 Suite *span_suite(void) {
     Suite *s = suite_create("span");
     TCase *tc = tcase_create("span");
@@ -55,6 +72,7 @@ Suite *span_suite(void) {
     tcase_add_test(tc, trailing_hole_not_copied);
     tcase_add_test(tc, negative_lb_and_extent);
     tcase_add_test(tc, v_span_with_gaps_and_empty_ranks);
+    tcase_add_test(tc, union_of_spans);
     suite_add_tcase(s, tc);
     return s;
 }
