@@ -18,22 +18,34 @@
 
 BEGIN_C_DECLS
 
-/* Every collective loom overrides, blocking and non-blocking. X(name) expands
- * once per collective; the previous module's pointers and the override table
- * are generated from this one list. */
-#define LOOM_BLOCKING_COLLS(X)                                                     \
-    X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) \
-    X(barrier) X(bcast) X(exscan) X(gather) X(gatherv) X(reduce)                  \
-    X(reduce_scatter) X(reduce_scatter_block) X(scan) X(scatter) X(scatterv)
-#define LOOM_NONBLOCKING_COLLS(X)                                                  \
-    X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) X(ialltoallv)         \
-    X(ialltoallw) X(ibarrier) X(ibcast) X(iexscan) X(igather) X(igatherv)         \
-    X(ireduce) X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iscatter)   \
-    X(iscatterv)
+/* Every collective loom overrides, blocking and non-blocking. X(name, type)
+ * expands once per collective, type naming Open MPI's function type
+ * (mca_coll_base_module_<type>_fn_t: the neighbourhood collectives share the
+ * plain ones' signatures); the previous module's pointers and the override
+ * table are generated from this one list. */
+#define LOOM_BLOCKING_COLLS(X)                                                                       \
+    X(allgather, allgather) X(allgatherv, allgatherv) X(allreduce, allreduce) X(alltoall, alltoall) \
+    X(alltoallv, alltoallv) X(alltoallw, alltoallw) X(barrier, barrier) X(bcast, bcast)             \
+    X(exscan, exscan) X(gather, gather) X(gatherv, gatherv) X(reduce, reduce)                       \
+    X(reduce_scatter, reduce_scatter) X(reduce_scatter_block, reduce_scatter_block) X(scan, scan)   \
+    X(scatter, scatter) X(scatterv, scatterv)                                                       \
+    X(neighbor_allgather, allgather) X(neighbor_allgatherv, allgatherv)                             \
+    X(neighbor_alltoall, alltoall) X(neighbor_alltoallv, alltoallv)                                 \
+    X(neighbor_alltoallw, neighbor_alltoallw)
+#define LOOM_NONBLOCKING_COLLS(X)                                                                    \
+    X(iallgather, iallgather) X(iallgatherv, iallgatherv) X(iallreduce, iallreduce)                 \
+    X(ialltoall, ialltoall) X(ialltoallv, ialltoallv) X(ialltoallw, ialltoallw)                     \
+    X(ibarrier, ibarrier) X(ibcast, ibcast) X(iexscan, iexscan) X(igather, igather)                 \
+    X(igatherv, igatherv) X(ireduce, ireduce) X(ireduce_scatter, ireduce_scatter)                   \
+    X(ireduce_scatter_block, ireduce_scatter_block) X(iscan, iscan) X(iscatter, iscatter)           \
+    X(iscatterv, iscatterv)                                                                         \
+    X(ineighbor_allgather, iallgather) X(ineighbor_allgatherv, iallgatherv)                         \
+    X(ineighbor_alltoall, ialltoall) X(ineighbor_alltoallv, ialltoallv)                             \
+    X(ineighbor_alltoallw, ineighbor_alltoallw)
 #define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X)
 
 enum {
-#define LOOM_ENUM(name) LOOM_COLL_##name,
+#define LOOM_ENUM(name, type) LOOM_COLL_##name,
     LOOM_ALL_COLLS(LOOM_ENUM)
 #undef LOOM_ENUM
     LOOM_COLL_COUNT
@@ -63,8 +75,8 @@ typedef struct {
 OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;
 
 typedef struct {
-#define LOOM_PREV(name)                     \
-    mca_coll_base_module_##name##_fn_t name; \
+#define LOOM_PREV(name, type)               \
+    mca_coll_base_module_##type##_fn_t name; \
     mca_coll_base_module_t *name##_module;
     LOOM_ALL_COLLS(LOOM_PREV)
 #undef LOOM_PREV
@@ -145,7 +157,7 @@ static inline bool mca_coll_loom_is_leaf(ompi_communicator_t *comm, int root)
 
 /* The overrides, blocking and non-blocking, declared with exactly the types of
  * Open MPI's function pointers (typeof of the pointee is a function type). */
-#define LOOM_DECLARE_OVERRIDE(name) __typeof__(*(mca_coll_base_module_##name##_fn_t)0) mca_coll_loom_##name;
+#define LOOM_DECLARE_OVERRIDE(name, type) __typeof__(*(mca_coll_base_module_##type##_fn_t)0) mca_coll_loom_##name;
 LOOM_ALL_COLLS(LOOM_DECLARE_OVERRIDE)
 #undef LOOM_DECLARE_OVERRIDE
 

@@ -14,7 +14,7 @@
 #include "opal/util/output.h"
 
 const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT] = {
-#define LOOM_NAME(name) #name,
+#define LOOM_NAME(name, type) #name,
     LOOM_ALL_COLLS(LOOM_NAME)
 #undef LOOM_NAME
 };
@@ -36,7 +36,7 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
 static void loom_module_destruct(mca_coll_loom_module_t *m)
 {
     mca_coll_loom_gpu_release(m);
-#define LOOM_RELEASE(name) \
+#define LOOM_RELEASE(name, type) \
     if (NULL != m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
     LOOM_ALL_COLLS(LOOM_RELEASE)
 #undef LOOM_RELEASE
@@ -76,7 +76,7 @@ static int loom_module_enable(mca_coll_base_module_t *module, ompi_communicator_
 {
     mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)module;
     m->comm = comm;
-#define LOOM_SAVE(name)                                                \
+#define LOOM_SAVE(name, type)                                          \
     m->prev.name = comm->c_coll->coll_##name;                          \
     m->prev.name##_module = comm->c_coll->coll_##name##_module;        \
     if (NULL != m->prev.name && NULL != m->prev.name##_module) {       \
@@ -112,7 +112,7 @@ mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int 
     if (NULL == m) return NULL;
     *priority = mca_coll_loom_component.priority;
     m->super.coll_module_enable = loom_module_enable;
-#define LOOM_INSTALL(name) m->super.coll_##name = mca_coll_loom_##name;
+#define LOOM_INSTALL(name, type) m->super.coll_##name = mca_coll_loom_##name;
     LOOM_ALL_COLLS(LOOM_INSTALL)
 #undef LOOM_INSTALL
     return &m->super;

@@ -344,20 +344,6 @@ int mca_coll_loom_iscatterv(const void *sbuf, const int *scounts, const int *dis
     return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
 }
 
-/* alltoallw: a datatype per peer and displacements in bytes. */
-static loom_span_t span_of_w(const int *counts, const int *byte_displs, ompi_datatype_t *const *types, int n)
-{
-    loom_span_t u = {0, 0};
-    for (int q = 0; q < n; ++q) {
-        if (counts[q] <= 0) continue;
-        loom_type_shape_t sh = mca_coll_loom_shape(types[q]);
-        loom_span_t s = loom_span_of(&sh, (size_t)counts[q]);
-        s.lo += byte_displs[q];
-        u = loom_span_union(u, s);
-    }
-    return u;
-}
-
 static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
                          void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
@@ -367,8 +353,8 @@ static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispl
         LOOM_DELEGATE(m, req, alltoallw, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
     const int n = (int)mca_coll_loom_peers(comm);
     /* In place (sbuf MPI_IN_PLACE: s_gpu false), MPI ignores the send arguments. */
-    loom_span_t s_span = s_gpu ? span_of_w(scounts, sdispls, sdts, n) : (loom_span_t){0, 0};
-    loom_span_t r_span = span_of_w(rcounts, rdispls, rdts, n);
+    loom_span_t s_span = s_gpu ? mca_coll_loom_span_w(scounts, sdispls, NULL, sdts, n) : (loom_span_t){0, 0};
+    loom_span_t r_span = mca_coll_loom_span_w(rcounts, rdispls, NULL, rdts, n);
     LOOM_STAGED_CALL(m, req, alltoallw, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdts, hr, rcounts,
                      rdispls, rdts, comm);
 }

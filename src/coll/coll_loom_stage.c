@@ -32,6 +32,20 @@ loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype)
     return s;
 }
 
+loom_span_t mca_coll_loom_span_w(const int *counts, const int *displs, const MPI_Aint *adispls,
+                                 ompi_datatype_t *const *types, int n)
+{
+    loom_span_t u = {0, 0};
+    for (int q = 0; q < n; ++q) {
+        if (counts[q] <= 0) continue;
+        loom_type_shape_t sh = mca_coll_loom_shape(types[q]);
+        loom_span_t s = loom_span_of(&sh, (size_t)counts[q]);
+        s.lo += NULL != adispls ? (ptrdiff_t)adispls[q] : (ptrdiff_t)displs[q];
+        u = loom_span_union(u, s);
+    }
+    return u;
+}
+
 static int copy_error(const char *what, size_t bytes)
 {
     opal_output(mca_coll_loom_component.output, "coll/loom: staging %s of %zu bytes failed: %s", what, bytes,

@@ -34,6 +34,11 @@ bool mca_coll_loom_locate(const void *ptr, loomPointerInfo_t *info);
 
 loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype);
 
+/* The w-forms' span: counts[q] elements of types[q] at byte displacement
+ * displs[q] (int, alltoallw) or adispls[q] (MPI_Aint, neighbor_alltoallw). */
+loom_span_t mca_coll_loom_span_w(const int *counts, const int *displs, const MPI_Aint *adispls,
+                                 ompi_datatype_t *const *types, int n);
+
 /* Copies span of user into a host buffer when on_gpu and sets *view to the
  * pointer to pass instead of user; otherwise *view = user. A receive buffer
  * (is_recv) is copied in too, so bytes the collective does not write come back

@@ -1,8 +1,8 @@
 /*
  * The collective suite of test/mpi on CUDA device buffers: every collective
- * loom overrides, blocking and non-blocking, on four intracommunicators and an
- * intercommunicator, compared element by element with values computed on the
- * host.
+ * loom overrides, blocking and non-blocking, on four intracommunicators, an
+ * intercommunicator and a Cartesian ring (neighbourhood collectives), compared
+ * element by element with values computed on the host.
  * One process per GPU; the GPU follows the node-local rank.
  */
 #include <cuda_runtime.h>
@@ -45,6 +45,7 @@ int main(int argc, char **argv)
     const size_t counts[] = {0, 1, 7, 65539, (1u << 20) + 3};
     long failures = check_on_all_comms(&device_memory, counts, 5, "coll_device");
     failures += check_intercomm(&device_memory, counts, 5, "coll_device");
+    failures += check_neighbors(&device_memory, counts, 5, "coll_device");
     MPI_Finalize();
     return failures ? 1 : 0;
 }

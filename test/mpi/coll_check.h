@@ -40,4 +40,8 @@ long check_on_all_comms(const check_memory_t *mem, const size_t *counts, int nco
  * total failures over all ranks (0 checks with fewer than 2 ranks). */
 long check_intercomm(const check_memory_t *mem, const size_t *counts, int ncounts, const char *prog);
 
+/* The neighbourhood collectives (coll_neighbor_check.c) on the world as a
+ * periodic 1-D Cartesian ring. Returns the total failures over all ranks. */
+long check_neighbors(const check_memory_t *mem, const size_t *counts, int ncounts, const char *prog);
+
 #endif

@@ -1,5 +1,5 @@
-/* Every collective loom overrides, on host buffers, on four intracommunicators
- * and an intercommunicator. */
+/* Every collective loom overrides, on host buffers, on four intracommunicators,
+ * an intercommunicator and a Cartesian ring (neighbourhood collectives). */
 #include <stdio.h>
 
 #include "coll_check.h"
@@ -11,6 +11,7 @@ int main(int argc, char **argv)
     const size_t counts[] = {0, 1, 7, 65539};
     long failures = check_on_all_comms(&check_host_memory, counts, 4, "coll_host");
     failures += check_intercomm(&check_host_memory, counts, 4, "coll_host");
+    failures += check_neighbors(&check_host_memory, counts, 4, "coll_host");
     MPI_Finalize();
     return failures ? 1 : 0;
 }
