@@ -137,6 +137,51 @@ static void inter_scatter(inter_t *x, int g, int root)
     buf_free(c, &r);
 }
 
+/* gatherv to a root / scatterv from it: remote rank q's block has n + q % 3
+ * elements, at the root in reverse order with one-element gaps. */
+static void inter_rooted_v(inter_t *x, int g, int root, int scatter)
+{
+    ctx_t *c = &x->c;
+    const int arg = root_arg(x, g, root), root_w = (x->group == g ? x->lbase : x->rbase) + root;
+    int *counts = malloc(x->remote * sizeof(int)), *displs = malloc(x->remote * sizeof(int));
+    size_t len = 1;
+    for (int q = x->remote - 1; q >= 0; --q) {
+        counts[q] = c->n ? (int)c->n + q % 3 : 0;
+        displs[q] = (int)len;
+        len += (size_t)counts[q] + 1;
+    }
+    /* A leaf's own block: its local rank's count. */
+    const size_t mine = c->n ? c->n + (size_t)(c->rank % 3) : 0;
+    buf_t big = buf_new(c, len), small = buf_new(c, mine);
+    int *want = want_new(MPI_ROOT == arg ? len : mine, SENTINEL);
+    for (int q = 0; q < x->remote; ++q)
+        for (int i = 0; i < counts[q]; ++i) {
+            const int v = val(scatter ? pair(root_w, x->rbase + q) : x->rbase + q, i, 20);
+            if (MPI_ROOT == arg && scatter) big.host[displs[q] + i] = v;
+            if (MPI_ROOT == arg && !scatter) want[displs[q] + i] = v;
+        }
+    for (size_t i = 0; x->group != g && i < mine; ++i) {
+        if (scatter) want[i] = val(pair(root_w, me(x)), i, 20);
+        else small.host[i] = val(me(x), i, 20);
+    }
+    buf_push(c, &big);
+    buf_push(c, &small);
+    if (scatter) RUN(c, Scatterv, Iscatterv, big.buf, counts, displs, MPI_INT, small.buf, (int)mine, MPI_INT, arg, c->comm);
+    else RUN(c, Gatherv, Igatherv, small.buf, (int)mine, MPI_INT, big.buf, counts, displs, MPI_INT, arg, c->comm);
+    if (MPI_ROOT == arg && !scatter) {
+        buf_pull(c, &big);
+        expect(c, big.host, want, len);
+    } else if (MPI_ROOT != arg && scatter) { /* a leaf's block; MPI_PROC_NULL ranks' buffers untouched */
+        buf_pull(c, &small);
+        expect(c, small.host, want, mine);
+    }
+    free(want);
+    free(counts);
+    free(displs);
+    buf_free(c, &big);
+    buf_free(c, &small);
+}
+
 static void inter_alltoall(inter_t *x)
 {
     ctx_t *c = &x->c;
@@ -261,6 +306,8 @@ long check_intercomm(const check_memory_t *mem, const size_t *counts, int ncount
                     inter_reduce(&x, g, last[g]);
                     inter_gather(&x, g, 0);
                     inter_scatter(&x, g, last[g]);
+                    inter_rooted_v(&x, g, 0, 0);
+                    inter_rooted_v(&x, g, last[g], 1);
                 }
                 inter_gather(&x, -1, 0);
                 inter_alltoall(&x);
