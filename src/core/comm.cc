@@ -206,12 +206,13 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.osHost = hostHash();
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    const uint64_t geometry[10] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[11] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
-                                   (uint64_t)(int64_t)params().doubling};
+                                   (uint64_t)(int64_t)params().doubling, (uint64_t)params().algoMask};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
+    comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
     if (r != loomSuccess) return r;
     std::vector<PeerInfo> peers(n);

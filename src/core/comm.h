@@ -56,6 +56,7 @@ struct loomComm {
     loom::ShmSegment shmRecv;    // created here when the previous rank cannot reach my GPU
     loom::ShmSegment shmSend;    // the next rank's, when my GPU cannot reach it
     bool allPeersMapped = false; // one-shot LL possible
+    unsigned algoMask = ~0u; // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
     size_t llOffset = 0;         // LL slots: [2 parities][nranks senders] x llSlotBytes
     size_t llSlotBytes = 0;
     size_t llMaxBytes = 0;

@@ -55,11 +55,12 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (unsigned long long)peers[q].fifoGeometry[7], (unsigned long long)peers[0].fifoGeometry[5],
                         (unsigned long long)peers[0].fifoGeometry[6], (unsigned long long)peers[0].fifoGeometry[7]);
     for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry + 8, peers[0].fifoGeometry + 8, 2 * sizeof(uint64_t)) != 0)
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_ONESHOT_MAX_BYTES/LOOM_DOUBLING "
-                        "(%lld/%lld vs %lld/%lld): set them alike on every rank", me, q,
+        if (memcmp(peers[q].fifoGeometry + 8, peers[0].fifoGeometry + 8, 3 * sizeof(uint64_t)) != 0)
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_ONESHOT_MAX_BYTES/LOOM_DOUBLING/"
+                        "LOOM_ALGO (%lld/%lld/0x%llx vs %lld/%lld/0x%llx): set them alike on every rank", me, q,
                         (long long)peers[q].fifoGeometry[8], (long long)peers[q].fifoGeometry[9],
-                        (long long)peers[0].fifoGeometry[8], (long long)peers[0].fifoGeometry[9]);
+                        (unsigned long long)peers[q].fifoGeometry[10], (long long)peers[0].fifoGeometry[8],
+                        (long long)peers[0].fifoGeometry[9], (unsigned long long)peers[0].fifoGeometry[10]);
     const uint64_t host = peers[me].hostHash;
     const bool p2pOff = paramLong("LOOM_P2P_DISABLE") != 0;
     // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.

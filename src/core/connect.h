@@ -28,7 +28,7 @@ struct PeerInfo {
     // tree and recursive-doubling thresholds, edge slot size; and what
     // selects algorithms (one-shot threshold, doubling family): ranks that
     // chose differently would wait for each other forever.
-    uint64_t fifoGeometry[10];
+    uint64_t fifoGeometry[11];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

@@ -59,6 +59,10 @@ const loomParamDef kParams[] = {
      "Where ranks span hosts, up to rd_max_bytes: binomial bcast/reduce, recursive-doubling allgather, "
      "recursive-halving reduce_scatter; -1 where they take fewer than half the ring's hops (from 8 ranks), 1 always, "
      "0 never"},
+    {"algo", "LOOM_ALGO", LOOM_PARAM_STRING, 0, 0, 0, "all",
+     "Algorithms loom may choose, comma-separated: oneshot, rd, trees, doubling, ll_ring, ring (^ excludes the "
+     "listed ones); the selection table's other conditions still apply, the ring where nothing else fits; set it "
+     "alike on every rank"},
     {"tree_max_bytes", "LOOM_TREE_MAX_BYTES", LOOM_PARAM_INT, 64 * KiB, 0, 1L << 40, "64 KiB",
      "Where ranks span hosts: the tree allreduce up to this size, above recursive doubling's (0: off)"},
     {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",

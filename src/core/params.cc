@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "core/debug.h"
+#include "core/select.h"
 #include "device/ring_args.h"
 
 namespace loom {
@@ -34,6 +35,12 @@ const Params &params() {
         p.edgeSlotBytes = paramLong("LOOM_EDGE_SLOT_BYTES") & ~255L;
         p.netChannels = (int)paramLong("LOOM_NET_NCHANNELS");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
+        const char *algo = paramString("LOOM_ALGO");
+        if (!parseAlgoMask(algo, &p.algoMask)) {
+            LOOM_WARN(kInit, "LOOM_ALGO=%s: not a list of oneshot, rd, trees, doubling, ll_ring, ring (^ excludes) "
+                      "that leaves one: every algorithm stays allowed", algo);
+            p.algoMask = kAllAlgos;
+        }
     });
     return p;
 }

@@ -3,6 +3,9 @@
  */
 #include "core/select.h"
 
+#include <cctype>
+#include <string>
+
 #include "core/params.h"
 #include "device/doubling_schedule.h"
 #include "device/oneshot_schedule.h"
@@ -91,8 +94,40 @@ const Rule kRules[] = {
 
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
     for (const Rule &r : kRules)
-        if ((r.colls & bit(s.coll)) && r.fits(comm, s)) return Choice{r.algo, r.why};
-    return Choice{kAlgoRing, "bandwidth"}; // unreachable: the last row always fits
+        if ((comm->algoMask & (1u << r.algo)) && (r.colls & bit(s.coll)) && r.fits(comm, s))
+            return Choice{r.algo, r.why};
+    return Choice{kAlgoRing, "LOOM_ALGO leaves no other algorithm that fits this call"};
+}
+
+namespace {
+const char *const kAlgoKeys[kNumAlgos] = {"oneshot", "rd", "trees", "doubling", "ll_ring", "ring"};
+} // namespace
+
+bool parseAlgoMask(const char *text, unsigned *mask) {
+    if (!text || !*text) {
+        *mask = kAllAlgos;
+        return true;
+    }
+    const bool exclude = *text == '^';
+    unsigned listed = 0;
+    std::string rest(text + (exclude ? 1 : 0));
+    size_t at = 0;
+    while (at <= rest.size()) {
+        size_t end = rest.find(',', at);
+        if (end == std::string::npos) end = rest.size();
+        std::string name = rest.substr(at, end - at);
+        for (char &ch : name) ch = (char)tolower((unsigned char)ch);
+        int found = -1;
+        for (int a = 0; a < kNumAlgos; ++a)
+            if (name == kAlgoKeys[a]) found = a;
+        if (found < 0) return false;
+        listed |= 1u << found;
+        at = end + 1;
+    }
+    const unsigned m = exclude ? kAllAlgos & ~listed : listed;
+    if (!m) return false;
+    *mask = m;
+    return true;
 }
 
 const char *algoName(int algo) {

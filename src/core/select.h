@@ -38,7 +38,17 @@ struct Choice {
     const char *rule; // why
 };
 
+// The table's rows whose algorithm is in comm->algoMask (LOOM_ALGO) are
+// tried; when none of them fits, the ring.
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s);
+
+constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
+
+// LOOM_ALGO's syntax: algorithm names (oneshot, rd, trees, doubling, ll_ring,
+// ring) separated by commas, all of them if empty or null; a leading ^
+// excludes the listed ones instead. False (and *mask untouched) for a name it
+// does not know or a list that leaves nothing.
+bool parseAlgoMask(const char *text, unsigned *mask);
 
 const char *algoName(int algo);
 

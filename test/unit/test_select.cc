@@ -85,11 +85,48 @@ START_TEST(across_hosts_doubling_where_it_takes_fewer_hops) {
 }
 END_TEST
 
+START_TEST(loom_algo_syntax) {
+    unsigned m = 0;
+    ck_assert(parseAlgoMask(nullptr, &m) && m == kAllAlgos);
+    ck_assert(parseAlgoMask("", &m) && m == kAllAlgos);
+    ck_assert(parseAlgoMask("ring", &m) && m == 1u << kAlgoRing);
+    ck_assert(parseAlgoMask("OneShot,ring", &m) && m == ((1u << kAlgoOneShot) | (1u << kAlgoRing)));
+    ck_assert(parseAlgoMask("^oneshot,ll_ring", &m) && m == (kAllAlgos & ~((1u << kAlgoOneShot) | (1u << kAlgoRingLL))));
+    ck_assert(parseAlgoMask("trees,rd,doubling", &m) &&
+              m == ((1u << kAlgoTrees) | (1u << kAlgoRecursiveDoubling) | (1u << kAlgoDoubling)));
+    m = 7;
+    ck_assert(!parseAlgoMask("tree", &m) && m == 7);  // unknown name: refused, mask untouched
+    ck_assert(!parseAlgoMask("ring,", &m) && m == 7); // an empty name
+    ck_assert(!parseAlgoMask("^oneshot,rd,trees,doubling,ll_ring,ring", &m) && m == 7); // nothing left
+}
+END_TEST
+
+START_TEST(loom_algo_restricts_the_table) {
+    loomComm c = oneHost(4);
+    c.algoMask = 1u << kAlgoRing; // LOOM_ALGO=ring: never one-shot
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, kRingBroadcast, 8, 8, 1), kAlgoRing);
+    c.algoMask = kAllAlgos & ~(1u << kAlgoOneShot); // ^oneshot
+    ck_assert_int_eq(pick(c, kRingAllGather, 64, 16, 1), kAlgoRing);
+    c.algoMask = 1u << kAlgoOneShot; // oneshot alone: where it does not fit, the ring all the same
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
+    loomComm h = acrossHosts(4);
+    h.algoMask = (1u << kAlgoTrees) | (1u << kAlgoRing); // no recursive doubling: trees take the small sizes
+    ck_assert_int_eq(pick(h, kRingAllReduce, 1024, 1024, 4), kAlgoTrees);
+    ck_assert_int_eq(pick(h, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoRing);
+    h.algoMask = kAllAlgos;
+    ck_assert_int_eq(pick(h, kRingAllReduce, 1024, 1024, 4), kAlgoRecursiveDoubling);
+}
+END_TEST
+
 Suite *select_suite(void) {
     Suite *s = suite_create("select");
     TCase *tc = tcase_create("select");
     tcase_add_test(tc, inside_a_host_one_shot_up_to_the_crossovers);
     tcase_add_test(tc, across_hosts_doubling_where_it_takes_fewer_hops);
+    tcase_add_test(tc, loom_algo_syntax);
+    tcase_add_test(tc, loom_algo_restricts_the_table);
     suite_add_tcase(s, tc);
     return s;
 }
