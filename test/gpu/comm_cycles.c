@@ -17,16 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmRSS:", 6)) kib = atol(line + 6);
-    if (f) fclose(f);
-    return kib;
-}
+#include "../mpi/rss.h"
 
 static long gpu_used_kib(void)
 {

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mpi/rss.h"
+
 /* splitmix64: the same stream on every rank. */
 static uint64_t next(uint64_t *s)
 {
@@ -131,17 +133,6 @@ static void take(bufs_t *b, int which, size_t at, char *dst, size_t n)
     if (!n) return;
     if (b->on_host) memcpy(dst, buf(b, which) + at, n);
     else cudaMemcpy(dst, buf(b, which) + at, n, cudaMemcpyDeviceToHost);
-}
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmRSS:", 6)) kib = atol(line + 6);
-    if (f) fclose(f);
-    return kib;
 }
 
 /* One call; returns wrong elements (+1 for an error code). */
