@@ -196,8 +196,10 @@ static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, v
     c.kind = LOOM_GPU_ALLGATHERV;
     c.dt = loomUint8;
     size_t esize = 0, total = 0, end = 0;
-    for (int q = 0; q < n; ++q) total += (size_t)rcounts[q];
-    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+    /* On an intercommunicator rcounts has one entry per remote rank: not read here. */
+    for (int q = 0; q < n && !OMPI_COMM_IS_INTER(comm); ++q) total += (size_t)rcounts[q];
+    c.why_not = OMPI_COMM_IS_INTER(comm) ? "an intercommunicator (loom's kernels run within one group)"
+              : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
               : 0 == total ? "nothing to gather"
               : mca_coll_loom_map_bytes(rdt, 2, &esize); /* displacements count extents: extent == size */
     esize /= 2;
