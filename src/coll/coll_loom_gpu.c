@@ -98,6 +98,8 @@ const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, size_t count, size_t *b
     return NULL;
 }
 
+const char mca_coll_loom_why_intercomm[] = "an intercommunicator (loom's kernels run within one group)";
+
 /* MIN or MAX of a flag over the communicator, through the previous module. */
 static int agree(mca_coll_loom_module_t *m, int mine, struct ompi_op_t *op)
 {
@@ -242,7 +244,7 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
 {
     mca_coll_loom_probe(m);
     if (NULL != c->why_not) return stay_off(m, c, local_gpu, c->why_not);
-    if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, "an intercommunicator (loom's kernels run within one group)");
+    if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, mca_coll_loom_why_intercomm);
     if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
     if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");
     if (LOOM_GPU_UNKNOWN == m->gpu_state) {

@@ -63,6 +63,10 @@ const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct omp
  * (count may pass INT_MAX: an allgather's rcount x ranks). */
 const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, size_t count, size_t *bytes);
 
+/* Why a call on an intercommunicator stays off loom's kernels (a mapper that
+ * would read per-rank arrays of the wrong length sets it as its why_not). */
+extern const char mca_coll_loom_why_intercomm[];
+
 /* Runs c on loom's kernels when the call is eligible and the communicator
  * takes the GPU path (see above); local_gpu: some buffer of this rank is on a
  * GPU. Returns true and sets *rc when it took the call; false when the caller

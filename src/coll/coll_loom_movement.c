@@ -4,8 +4,7 @@
  * Same scheme as the reductions: host buffers go to the previous module
  * untouched, device buffers are staged through host memory.
  */
-#include "coll_loom_gpu.h"
-#include "coll_loom_stage.h"
+#include "coll_loom_exchange.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -120,35 +119,6 @@ int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, v
     return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
 }
 
-/* allgather and alltoall: fixed-size blocks; scount_n is scount times the
- * number of blocks read from sbuf (1 for allgather, comm size for alltoall). */
-#define LOOM_BLOCKS(name, s_blocks, gpu_try)                                                                 \
-    static int name##_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,         \
-                          ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)   \
-    {                                                                                                         \
-        bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                          \
-        int rc;                                                                                               \
-        if (gpu_try(sbuf, scount, sdt, rbuf, rcount, rdt, comm, m, req, s_gpu || r_gpu, &rc)) return rc;      \
-        if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, name, sbuf, scount, sdt, rbuf, rcount, rdt, comm);        \
-        size_t n = mca_coll_loom_peers(comm);                                                                 \
-        loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);                     \
-        loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * (s_blocks));                                 \
-        loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * n);                                          \
-        (void)n;                                                                                              \
-        LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, comm); \
-    }                                                                                                         \
-    int mca_coll_loom_##name(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,     \
-                             ompi_datatype_t *rdt, ompi_communicator_t *comm, mca_coll_base_module_t *module) \
-    {                                                                                                         \
-        return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), NULL);                    \
-    }                                                                                                         \
-    int mca_coll_loom_i##name(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,    \
-                              ompi_datatype_t *rdt, ompi_communicator_t *comm, ompi_request_t **req,          \
-                              mca_coll_base_module_t *module)                                                 \
-    {                                                                                                         \
-        return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), req);                     \
-    }
-
 /* allgather on loom's kernels: blocks of contiguous bytes, in rank order. */
 static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
                           ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
@@ -173,14 +143,8 @@ static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
     return mca_coll_loom_gpu_run(m, &c, local_gpu, rc);
 }
 
-static bool no_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount, ompi_datatype_t *rdt,
-                   ompi_communicator_t *comm, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
-{
-    return false;
-}
-
-LOOM_BLOCKS(allgather, 1, allgather_gpu)
-LOOM_BLOCKS(alltoall, n, no_gpu)
+LOOM_BLOCKS(allgather, mca_coll_loom_peer_blocks, 0, allgather_gpu)
+LOOM_BLOCKS(alltoall, mca_coll_loom_peer_blocks, 1, mca_coll_loom_no_gpu)
 
 /* allgatherv on loom's kernels: ragged blocks of contiguous bytes at any
  * displacements (counts and displacements are the same on every rank, so
@@ -198,7 +162,7 @@ static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, v
     size_t esize = 0, total = 0, end = 0;
     /* On an intercommunicator rcounts has one entry per remote rank: not read here. */
     for (int q = 0; q < n && !OMPI_COMM_IS_INTER(comm); ++q) total += (size_t)rcounts[q];
-    c.why_not = OMPI_COMM_IS_INTER(comm) ? "an intercommunicator (loom's kernels run within one group)"
+    c.why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
               : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
               : 0 == total ? "nothing to gather"
               : mca_coll_loom_map_bytes(rdt, 2, &esize); /* displacements count extents: extent == size */
@@ -258,35 +222,7 @@ int mca_coll_loom_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt
     return allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), req);
 }
 
-static int alltoallv_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,
-                         void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,
-                         ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
-{
-    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
-    if (!s_gpu && !r_gpu)
-        LOOM_DELEGATE(m, req, alltoallv, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
-    int n = (int)mca_coll_loom_peers(comm);
-    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
-    /* In place, the send counts are the receive counts (MPI ignores scounts). */
-    loom_span_t s_span = MPI_IN_PLACE == sbuf ? (loom_span_t){0, 0} : loom_span_of_v(&ssh, scounts, sdispls, n);
-    loom_span_t r_span = loom_span_of_v(&rsh, rcounts, rdispls, n);
-    LOOM_STAGED_CALL(m, req, alltoallv, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdt, hr, rcounts,
-                     rdispls, rdt, comm);
-}
-
-int mca_coll_loom_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,
-                            void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,
-                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return alltoallv_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,
-                             void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,
-                             ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    return alltoallv_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), req);
-}
+LOOM_VECTOR_EXCHANGE(alltoallv, mca_coll_loom_peer_blocks)
 
 static int gatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
                        const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
