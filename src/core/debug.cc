@@ -15,11 +15,7 @@ namespace loom {
 
 namespace {
 
-struct SubsysName {
-    const char *name;
-    unsigned bit;
-};
-const SubsysName kSubsysNames[] = {{"INIT", kInit}, {"TOPO", kTopo}, {"GRAPH", kGraph}, {"NET", kNet},
+const NamedBit kSubsysNames[] = {{"INIT", kInit}, {"TOPO", kTopo}, {"GRAPH", kGraph}, {"NET", kNet},
                                    {"PROXY", kProxy}, {"COLL", kColl}, {"TUNE", kTune}, {"ALL", kAll}};
 
 const char *subsysName(unsigned bit) {
@@ -55,16 +51,10 @@ LogConfig parseLogConfig(const char *level, const char *subsys) {
         else if (!strcasecmp(level, "TRACE")) c.level = LogLevel::Trace;
     }
     if (subsys && *subsys) {
-        // "^NET,PROXY" means all but those.
-        bool invert = subsys[0] == '^';
-        unsigned mask = 0;
-        char buf[256];
-        snprintf(buf, sizeof(buf), "%s", subsys + (invert ? 1 : 0));
-        char *save = nullptr;
-        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(nullptr, ",", &save))
-            for (const auto &s : kSubsysNames)
-                if (!strcasecmp(tok, s.name)) mask |= s.bit;
-        c.subsys = invert ? ~mask : mask;
+        // "^NET,PROXY" means all but those; names it does not know are ignored.
+        int unknown = 0;
+        c.subsys = parseNameMask(subsys, kSubsysNames, (int)(sizeof(kSubsysNames) / sizeof(kSubsysNames[0])), ~0u,
+                                 &unknown);
     }
     return c;
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <strings.h>
 
 #include "core/debug.h"
 #include "core/params.h"
@@ -138,6 +139,24 @@ long paramLong(const char *env) {
         else LOOM_WARN(kInit, "%s=%ld is outside [%ld, %ld]; using the default %ld", env, v, d->lo, d->hi, d->def);
     }
     return d->def;
+}
+
+unsigned parseNameMask(const char *text, const NamedBit *names, int n, unsigned all, int *unknown) {
+    *unknown = 0;
+    const bool invert = text[0] == '^';
+    const std::string list(text + (invert ? 1 : 0));
+    unsigned mask = 0;
+    for (size_t at = 0; at <= list.size();) {
+        size_t end = list.find(',', at);
+        if (end == std::string::npos) end = list.size();
+        const std::string name = list.substr(at, end - at);
+        int i = 0;
+        while (i < n && strcasecmp(name.c_str(), names[i].name) != 0) ++i;
+        if (i < n) mask |= names[i].bit;
+        else ++*unknown;
+        at = end + 1;
+    }
+    return invert ? all & ~mask : mask;
 }
 
 const char *paramString(const char *env) {

@@ -38,4 +38,14 @@ long paramLong(const char *env);
 // A string tunable: its value, or null when unset.
 const char *paramString(const char *env);
 
+// A list tunable (LOOM_DEBUG_SUBSYS, LOOM_ALGO): names separated by commas,
+// case-insensitive; a leading ^ means all but the listed ones. Returns the OR
+// of the listed names' bits (all & ~that after ^); *unknown counts names,
+// empty ones included, that are not in the table (they add no bit).
+struct NamedBit {
+    const char *name;
+    unsigned bit;
+};
+unsigned parseNameMask(const char *text, const NamedBit *names, int n, unsigned all, int *unknown);
+
 } // namespace loom

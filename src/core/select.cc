@@ -3,9 +3,6 @@
  */
 #include "core/select.h"
 
-#include <cctype>
-#include <string>
-
 #include "core/params.h"
 #include "device/doubling_schedule.h"
 #include "device/oneshot_schedule.h"
@@ -100,7 +97,9 @@ Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
 }
 
 namespace {
-const char *const kAlgoKeys[kNumAlgos] = {"oneshot", "rd", "trees", "doubling", "ll_ring", "ring"};
+const NamedBit kAlgoKeys[kNumAlgos] = {{"oneshot", 1u << kAlgoOneShot},   {"rd", 1u << kAlgoRecursiveDoubling},
+                                       {"trees", 1u << kAlgoTrees},       {"doubling", 1u << kAlgoDoubling},
+                                       {"ll_ring", 1u << kAlgoRingLL},    {"ring", 1u << kAlgoRing}};
 } // namespace
 
 bool parseAlgoMask(const char *text, unsigned *mask) {
@@ -108,24 +107,9 @@ bool parseAlgoMask(const char *text, unsigned *mask) {
         *mask = kAllAlgos;
         return true;
     }
-    const bool exclude = *text == '^';
-    unsigned listed = 0;
-    std::string rest(text + (exclude ? 1 : 0));
-    size_t at = 0;
-    while (at <= rest.size()) {
-        size_t end = rest.find(',', at);
-        if (end == std::string::npos) end = rest.size();
-        std::string name = rest.substr(at, end - at);
-        for (char &ch : name) ch = (char)tolower((unsigned char)ch);
-        int found = -1;
-        for (int a = 0; a < kNumAlgos; ++a)
-            if (name == kAlgoKeys[a]) found = a;
-        if (found < 0) return false;
-        listed |= 1u << found;
-        at = end + 1;
-    }
-    const unsigned m = exclude ? kAllAlgos & ~listed : listed;
-    if (!m) return false;
+    int unknown = 0;
+    const unsigned m = parseNameMask(text, kAlgoKeys, kNumAlgos, kAllAlgos, &unknown);
+    if (unknown || !m) return false;
     *mask = m;
     return true;
 }
