@@ -200,8 +200,7 @@ static void check_vector_collective(ctx_t *c, int alltoallv)
     size_t s_len = layout(sc, sd, size, count_of, c->n, c->rank, 1);
     size_t r_len = layout(rc, rd, size, count_of, c->n, c->rank, 0);
     buf_t s = buf_new(c, s_len), r = buf_new(c, r_len);
-    int *want = malloc((r_len ? r_len : 1) * sizeof(int));
-    for (size_t j = 0; j < r_len; ++j) want[j] = SENTINEL;
+    int *want = want_new(r_len, SENTINEL);
     for (int q = 0; q < size; ++q) {
         for (int i = 0; i < sc[q]; ++i) s.host[sd[q] + i] = val(alltoallv ? pair(c->rank, q) : c->rank, i, 8);
         for (int i = 0; i < rc[q]; ++i) want[rd[q] + i] = val(alltoallv ? pair(q, c->rank) : q, i, 8);
@@ -239,8 +238,7 @@ static void check_rooted_v(ctx_t *c, int root, int scatter)
     }
     const size_t mine = (size_t)counts[c->rank];
     buf_t big = buf_new(c, len), small = buf_new(c, mine);
-    int *want = malloc(len * sizeof(int));
-    for (size_t j = 0; j < len; ++j) want[j] = SENTINEL;
+    int *want = want_new(len, SENTINEL);
     for (int q = 0; q < size; ++q)
         for (int i = 0; i < counts[q]; ++i) {
             const int v = val(scatter ? pair(root, q) : q, i, 9);
@@ -300,8 +298,7 @@ static void check_alltoallw(ctx_t *c)
         r_len += (size_t)in + 1;
     }
     buf_t s = buf_new(c, s_len), r = buf_new(c, r_len);
-    int *want = malloc(r_len * sizeof(int));
-    for (size_t j = 0; j < r_len; ++j) want[j] = SENTINEL;
+    int *want = want_new(r_len, SENTINEL);
     for (int q = 0; q < size; ++q) {
         for (int i = 0; i < 2 * vcount(c->n, c->rank, q); ++i)
             s.host[sd[q] / sizeof(int) + i] = val(pair(c->rank, q), i, 10);

@@ -48,6 +48,14 @@ static inline buf_t buf_new(ctx_t *c, size_t n)
     for (size_t i = 0; i < n; ++i) b.host[i] = SENTINEL;
     return b;
 }
+/* An expected result of n elements, each fill to start with. */
+static inline int *want_new(size_t n, int fill)
+{
+    int *w = malloc((n ? n : 1) * sizeof(int));
+    for (size_t i = 0; i < n; ++i) w[i] = fill;
+    return w;
+}
+
 static inline void buf_push(ctx_t *c, buf_t *b) { c->mem->upload(b->buf, b->host, b->n * sizeof(int)); }
 static inline void buf_pull(ctx_t *c, buf_t *b) { c->mem->download(b->host, b->buf, b->n * sizeof(int)); }
 static inline void buf_free(ctx_t *c, buf_t *b)

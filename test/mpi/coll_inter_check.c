@@ -18,13 +18,6 @@ typedef struct {
 
 static int me(const inter_t *x) { return x->lbase + x->c.rank; }
 
-static int *want_new(size_t n, int fill)
-{
-    int *w = malloc((n ? n : 1) * sizeof(int));
-    for (size_t i = 0; i < n; ++i) w[i] = fill;
-    return w;
-}
-
 /* The root argument this rank passes when rank `root` of group `g` roots. */
 static int root_arg(const inter_t *x, int g, int root)
 {

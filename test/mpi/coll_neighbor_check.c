@@ -63,8 +63,7 @@ static void nb_vector(cart_t *x, int kind)
     }
     size_t s_len = kind ? two_blocks(sc, sd) : (size_t)sc[0], r_len = two_blocks(rc, rd);
     buf_t s = buf_new(c, s_len), r = buf_new(c, r_len);
-    int *want = malloc((r_len + 1) * sizeof(int));
-    for (size_t j = 0; j < r_len; ++j) want[j] = SENTINEL;
+    int *want = want_new(r_len, SENTINEL);
     for (int k = 0; k < 2; ++k) {
         for (int i = 0; kind && i < sc[k]; ++i) s.host[sd[k] + i] = val(pair(c->rank, k), i, 22);
         for (int i = 0; i < rc[k]; ++i)
