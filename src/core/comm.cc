@@ -97,21 +97,26 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     if (bs->allgather(bs->ctx, &me, ids.data(), sizeof(me)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of GPU identities failed", comm->rank);
     topo::Graphs g;
-    loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic);
+    std::vector<RingNics> nics;
+    loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic, &nics);
     if (r != loomSuccess) return r;
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
     comm->trees[0] = g.trees[0];
     comm->trees[1] = g.trees[1];
-    const std::vector<int> &ring = g.rings[0].ranks;
-    comm->ringOrder = ring;
-    comm->ringPosOf.assign(comm->nranks, 0);
-    for (size_t i = 0; i < ring.size(); ++i) comm->ringPosOf[ring[i]] = (int)i;
-    for (size_t i = 0; i < ring.size(); ++i)
-        if (ring[i] == comm->rank) {
-            comm->ringPos = (int)i;
-            comm->next = ring[(i + 1) % ring.size()];
-            comm->prev = ring[(i + ring.size() - 1) % ring.size()];
+    std::vector<std::vector<int>> orders;
+    for (const topo::Ring &ring : g.rings) orders.push_back(ring.ranks);
+    if (const char *given = paramString("LOOM_RINGS")) { // agreed across ranks with the FIFO geometry
+        std::vector<std::vector<int>> mine;
+        std::string why;
+        if (parseRingOrders(given, comm->nranks, &mine, &why)) {
+            orders = mine;
+            nics.assign(orders.size(), RingNics{});
+            if (comm->rank == 0) LOOM_INFO(kGraph, "LOOM_RINGS: %zu ring(s) instead of the topology's", orders.size());
+        } else if (comm->rank == 0) {
+            LOOM_INFO(kGraph, "LOOM_RINGS not used on this communicator of %d ranks (%s): the topology's rings",
+                      comm->nranks, why.c_str());
         }
+    }
     int ch = params().maxChannels > 0 ? params().maxChannels : g.channels;
     if (comm->spansHosts) {
         // Across hosts a channel is a network connection, each with its own
@@ -121,6 +126,25 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
         ch = ch > kMaxNetChannels ? kMaxNetChannels : ch;
     }
     comm->maxChannels = ch < 1 ? 1 : ch > kMaxChannels ? kMaxChannels : ch;
+    // Channel c runs on ring c % nrings: rings beyond the channel count go unused.
+    const int nr = (int)orders.size() < comm->maxChannels ? (int)orders.size() : comm->maxChannels;
+    comm->rings.assign((size_t)nr, RingLink{});
+    int handles = 0;
+    for (int k = 0; k < nr; ++k) {
+        RingLink &ring = comm->rings[k];
+        ring.order = orders[k];
+        const int n = (int)ring.order.size();
+        ring.posOf.assign((size_t)comm->nranks, 0);
+        for (int i = 0; i < n; ++i) ring.posOf[ring.order[i]] = i;
+        ring.pos = ring.posOf[comm->rank];
+        ring.next = ring.order[(ring.pos + 1) % n];
+        ring.prev = ring.order[(ring.pos + n - 1) % n];
+        ring.nchannels = (comm->maxChannels - k + nr - 1) / nr;
+        ring.handleBase = handles;
+        handles += ring.nchannels;
+        ring.recvNic = nics[k].recv.empty() ? comm->nic : nics[k].recv;
+        ring.sendNic = nics[k].send.empty() ? comm->nic : nics[k].send;
+    }
     return loomSuccess;
 }
 
@@ -206,11 +230,13 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.osHost = hostHash();
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    const uint64_t geometry[11] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const char *rings = paramString("LOOM_RINGS");
+    const uint64_t geometry[12] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
-                                   (uint64_t)(int64_t)params().doubling, (uint64_t)params().algoMask};
+                                   (uint64_t)(int64_t)params().doubling, (uint64_t)params().algoMask,
+                                   rings ? fnv1a(rings) : 0};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
@@ -231,14 +257,11 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     }
     r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
     if (r != loomSuccess) return r;
-    auto kind = [](bool net, bool shm) { return net ? "net" : shm ? "shm" : "p2p"; };
-    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): ring %d -(%s)-> %d -(%s)-> %d, %d channels x %d slots x %zu KiB "
-              "(LL ring up to %zu KiB: %zu KiB slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB",
-              rank, n, comm->cudaDev, comm->busId, comm->prev, kind(comm->recvNet, comm->recvShm),
-              rank, kind(comm->sendNet, comm->sendShm), comm->next,
-              comm->maxChannels, comm->nslots, comm->slotBytes >> 10, comm->llRingMaxBytes >> 10,
-              comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10, comm->allPeersMapped ? "yes" : "no",
-              comm->region.bytes / 1048576.0);
+    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): %s; %d channels x %d slots x %zu KiB (LL ring up to %zu KiB: %zu KiB "
+              "slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB", rank, n, comm->cudaDev, comm->busId,
+              describeRings(comm).c_str(), comm->maxChannels, comm->nslots, comm->slotBytes >> 10,
+              comm->llRingMaxBytes >> 10, comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10,
+              comm->allPeersMapped ? "yes" : "no", comm->region.bytes / 1048576.0);
     return loomSuccess;
 }
 
@@ -249,14 +272,20 @@ void releaseComm(loomComm *comm) {
     if (comm->stream) cudaStreamSynchronize(comm->stream);
     // One deadline for the sends of all links (a dead peer takes none).
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    netClose(&comm->net, end);
+    for (RingLink &ring : comm->rings) {
+        netClose(&ring.netSend, end);
+        netClose(&ring.netRecv, end);
+    }
     for (NetLinks &l : comm->edgeNet) netClose(&l, end);
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
-    shmClose(&comm->shmSend);
-    shmClose(&comm->shmRecv);
+    for (RingLink &ring : comm->rings) {
+        shmClose(&ring.shmSend);
+        shmClose(&ring.shmRecv);
+        cudaFree(ring.orderDev);
+        cudaFree(ring.posOfDev);
+    }
     p2pFreeRegion(&comm->region);
-    cudaFree(comm->ringRanksDev);
     for (RingChannel *t : comm->ringChansDev) cudaFree(t);
     cudaFree(comm->scratch);
     cudaFree(comm->blockTablesDev);
@@ -365,9 +394,12 @@ extern "C" loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **pt
 
 namespace {
 
-// Every net link of the communicator: the ring's and the edges'.
+// Every net link of the communicator: the rings' and the edges'.
 template <typename F> void forEachNet(loomComm *comm, F f) {
-    f(&comm->net);
+    for (RingLink &ring : comm->rings) {
+        f(&ring.netSend);
+        f(&ring.netRecv);
+    }
     for (NetLinks &l : comm->edgeNet) f(&l);
 }
 
@@ -417,7 +449,7 @@ void abandonNets(loomComm *comm) {
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
     cudaError_t err;
-    if (comm->sendNet || comm->recvNet || comm->edgesUseNet) {
+    if (comm->ringsUseNet || comm->edgesUseNet) {
         // The proxy threads move this collective's data: a rank bound to one
         // core (mpirun's default binding) must not spin them out of it.
         while ((err = cudaStreamQuery(comm->stream)) == cudaErrorNotReady) sched_yield();
@@ -430,14 +462,15 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         char host[64] = "?";
         gethostname(host, sizeof(host) - 1);
         const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
+        const std::string neighbours = ringNeighbours(comm);
         if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
             return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (ring "
-                        "neighbours %d, %d%s) failed (see the warning above); %s; communicator unusable", host,
+                        "neighbours %s%s) failed (see the warning above); %s; communicator unusable", host,
                         comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
-                        comm->prev, comm->next, others, whoDidNotArrive(comm).c_str());
-        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (ring neighbours %d, %d%s) "
+                        neighbours.c_str(), others, whoDidNotArrive(comm).c_str());
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (ring neighbours %s%s) "
                     "silent for %.0f s; %s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId,
-                    comm->lastColl, callsInFlight(comm).c_str(), comm->prev, comm->next, others,
+                    comm->lastColl, callsInFlight(comm).c_str(), neighbours.c_str(), others,
                     params().timeoutSeconds, whoDidNotArrive(comm).c_str());
     }
     if (err != cudaSuccess) {

@@ -1,6 +1,7 @@
 /*
  * A loom communicator: the ranks, the GPU, loom's stream and the ring
- * connections (FIFO region of this rank, mapped regions of its neighbours).
+ * connections (FIFO region of this rank, mapped regions of its neighbours,
+ * per ring: core/ring_link.h).
  */
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
 #include "core/arrival.h"
+#include "core/ring_link.h"
 #include "device/oneshot_args.h"
 #include "device/conn.h"
 #include "device/ring_args.h"
@@ -24,13 +26,9 @@
 
 struct loomComm {
     int rank = 0, nranks = 0, cudaDev = -1;
-    int next = 0, prev = 0;      // ring neighbours, from the topology search
-    int ringPos = 0;             // this rank's position in the ring order (not its rank)
-    std::vector<int> ringOrder;  // the rank at each ring position (channels all use rings[0])
-    std::vector<int> ringPosOf;  // the ring position of each rank
-    int *ringRanksDev = nullptr; // ringOrder in device memory (blocks of gather-type calls are in rank order)
-    // Per protocol: each channel's connections as the kernels see them
-    // (device memory), and the slots sent and received on them so far.
+    // The topology's distinct rings (at most one per channel); channel c
+    // runs on rings[c % rings.size()] (core/ring_link.h).
+    std::vector<loom::RingLink> rings;
     loom::RingChannel *ringChansDev[2] = {};
     loom::ConnSteps ringSteps[2][loom::kMaxChannels] = {};
     int maxChannels = 1, nslots = 2;
@@ -38,23 +36,9 @@ struct loomComm {
     size_t channelBytes = 0;     // FifoFlags + slots of one channel
     loom::P2pRegion region;      // this rank's FIFOs (one per channel), then its LL slots
     std::vector<char *> peerBase; // peers' regions mapped into this process (null: not mapped)
-    // Ring connections per protocol area ([kProtoSimple], [kProtoLL]); each
-    // points at an area of channels x [FifoFlags + slots]:
-    char *recvArea[2] = {};      // my receive FIFO (my region, or my shm segment)
-    char *prevCreditArea[2] = {}; // where I grant the previous rank credit
-    char *sendArea[2] = {};      // the next rank's receive FIFO (mapped region or its shm)
-    char *creditArea[2] = {};    // where my credit arrives
-    // Where the slots of recvArea/sendArea are (same layout): the areas
-    // themselves, except net FIFOs with GPUDirect RDMA (slots in GPU memory).
-    char *recvSlotBase[2] = {};
-    char *sendSlotBase[2] = {};
-    bool recvShm = false, sendShm = false; // which connections go through host memory
-    bool recvNet = false, sendNet = false; // which connections cross hosts (net transport + proxy)
+    bool ringsUseNet = false;    // some ring connection of this rank crosses hosts
     bool spansHosts = false;     // some ring connection of the communicator crosses hosts
     std::string nic;             // the topology's NIC nearest this rank's GPU ("mlx5_0:1"; "" if none)
-    loom::NetLinks net;
-    loom::ShmSegment shmRecv;    // created here when the previous rank cannot reach my GPU
-    loom::ShmSegment shmSend;    // the next rank's, when my GPU cannot reach it
     bool allPeersMapped = false; // one-shot LL possible
     unsigned algoMask = ~0u; // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
     size_t llOffset = 0;         // LL slots: [2 parities][nranks senders] x llSlotBytes

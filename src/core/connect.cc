@@ -1,7 +1,9 @@
 #include "core/connect.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/bootstrap.h"
 #include "core/debug.h"
@@ -61,6 +63,11 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (long long)peers[q].fifoGeometry[8], (long long)peers[q].fifoGeometry[9],
                         (unsigned long long)peers[q].fifoGeometry[10], (long long)peers[0].fifoGeometry[8],
                         (long long)peers[0].fifoGeometry[9], (unsigned long long)peers[0].fifoGeometry[10]);
+    for (int q = 0; q < n; ++q)
+        if (peers[q].fifoGeometry[11] != peers[0].fifoGeometry[11])
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_RINGS (%s): set it alike on every "
+                        "rank", me, q, peers[q].fifoGeometry[11] && peers[0].fifoGeometry[11] ? "values differ"
+                                       : "set on one of them only");
     const uint64_t host = peers[me].hostHash;
     const bool p2pOff = paramLong("LOOM_P2P_DISABLE") != 0;
     // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.
@@ -76,30 +83,52 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
 
 loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
                          const Reach &reach) {
-    const int n = comm->nranks, me = comm->rank;
+    const int n = comm->nranks, me = comm->rank, nr = (int)comm->rings.size();
     auto p2p = [&](int a, int b) { return reach.p2p(a, b); };
     // Across hosts: the net transport. Decided from gathered data, so every
     // rank knows whether any rank goes through the net set-up below.
     auto sameHost = [&](int a, int b) { return peers[a].hostHash == peers[b].hostHash; };
-    comm->recvNet = !sameHost(comm->prev, me);
-    comm->sendNet = !sameHost(me, comm->next);
-    comm->recvShm = !comm->recvNet && !p2p(comm->prev, me);
-    comm->sendShm = !comm->sendNet && !p2p(me, comm->next);
+    for (RingLink &ring : comm->rings) {
+        ring.recvNet = !sameHost(ring.prev, me);
+        ring.sendNet = !sameHost(me, ring.next);
+        ring.recvShm = !ring.recvNet && !p2p(ring.prev, me);
+        ring.sendShm = !ring.sendNet && !p2p(me, ring.next);
+        comm->ringsUseNet |= ring.usesNet();
+    }
     if (comm->spansHosts) { // (the LL ring is off: allocateFifos)
+        // Per ring a receive link (its handles at the ring's place in the
+        // table) and a send link (to the same place in the next rank's), each
+        // on the NIC the topology gave this ring where it enters / leaves the host.
+        std::vector<NetSetup> setups;
+        std::vector<NetLinks *> links;
+        for (RingLink &ring : comm->rings) {
+            NetSetup recv{false, ring.recvNet, -1, ring.prev, ring.nchannels, comm->nslots, comm->slotBytes,
+                          ring.handleBase, ring.handleBase, ring.handleBase, ring.recvNic.c_str()};
+            NetSetup send = recv;
+            send.send = ring.sendNet;
+            send.recv = false;
+            send.sendPeer = ring.next;
+            send.recvPeer = -1;
+            send.nicName = ring.sendNic.c_str();
+            setups.push_back(recv);
+            links.push_back(&ring.netRecv);
+            setups.push_back(send);
+            links.push_back(&ring.netSend);
+        }
         const NetCommon common{comm->nic.c_str(), me, n, params().timeoutSeconds, comm->maxChannels};
-        const NetSetup ns{comm->sendNet, comm->recvNet, comm->next, comm->prev, comm->maxChannels, comm->nslots,
-                          comm->slotBytes, 0, 0, 0};
-        loomResult_t r = netConnect(common, {ns}, bs, {&comm->net});
+        loomResult_t r = netConnect(common, setups, bs, links);
         if (r != loomSuccess) return r;
     }
 
-    // Receivers whose previous rank cannot reach them publish a shm FIFO.
-    ShmEndpoint myShm{};
-    loomResult_t made = comm->recvShm ? shmCreate(shmBytes(comm), "fifo", &comm->shmRecv, &myShm) : loomSuccess;
+    // Receivers whose previous rank cannot reach them publish a shm FIFO (per ring).
+    std::vector<ShmEndpoint> myShm((size_t)nr);
+    loomResult_t made = loomSuccess;
+    for (int k = 0; k < nr && made == loomSuccess; ++k)
+        if (comm->rings[k].recvShm) made = shmCreate(shmBytes(comm), "fifo", &comm->rings[k].shmRecv, &myShm[k]);
     made = agreeAll(bs, me, n, made, "shm FIFO creation");
     if (made != loomSuccess) return made;
-    std::vector<ShmEndpoint> shm(n);
-    if (bs->allgather(bs->ctx, &myShm, shm.data(), sizeof(myShm)) != 0)
+    std::vector<ShmEndpoint> shm((size_t)n * nr);
+    if (bs->allgather(bs->ctx, myShm.data(), shm.data(), sizeof(ShmEndpoint) * (size_t)nr) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of shm FIFOs failed", me);
 
     bool all = n <= kMaxOneShotRanks && comm->llMaxBytes > 0;
@@ -107,64 +136,93 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
         for (int b = 0; all && b < n; ++b) all = p2p(a, b);
     comm->peerBase.assign(n, nullptr);
     loomResult_t r = loomSuccess;
-    for (int q = 0; q < n && r == loomSuccess; ++q)
-        if (q != me && (all || (q == comm->next && !comm->sendShm) || (q == comm->prev && !comm->recvShm)))
-            r = mapPeerRegion(comm, peers, q);
-    if (r == loomSuccess && comm->sendShm) r = shmOpen(shm[comm->next], &comm->shmSend);
+    for (int q = 0; q < n && r == loomSuccess; ++q) {
+        bool need = all && q != me;
+        for (const RingLink &ring : comm->rings)
+            need |= q != me && ((q == ring.next && !ring.sendShm && !ring.sendNet) ||
+                                (q == ring.prev && !ring.recvShm && !ring.recvNet));
+        if (need) r = mapPeerRegion(comm, peers, q);
+    }
+    for (int k = 0; k < nr && r == loomSuccess; ++k)
+        if (comm->rings[k].sendShm) r = shmOpen(shm[(size_t)comm->rings[k].next * nr + k], &comm->rings[k].shmSend);
     // Everyone has mapped what it needs (or failed): the names can go.
     r = agreeAll(bs, me, n, r, "mapping peers");
-    shmUnlink(&comm->shmRecv);
+    for (RingLink &ring : comm->rings) shmUnlink(&ring.shmRecv);
     if (r != loomSuccess) return r;
     comm->allPeersMapped = all;
 
     char *myRegion = static_cast<char *>(comm->region.base);
-    // Net FIFOs have the Simple layout only (LL is off across hosts).
-    if (comm->recvNet) {
-        comm->recvArea[kProtoSimple] = comm->prevCreditArea[kProtoSimple] = comm->net.recvArea.device;
-    } else if (comm->recvShm) {
-        shmAreas(comm, comm->shmRecv.device, comm->recvArea);
-        shmAreas(comm, comm->shmRecv.device, comm->prevCreditArea);
-    } else {
-        regionAreas(comm, myRegion, comm->recvArea);
-        regionAreas(comm, comm->peerBase[comm->prev], comm->prevCreditArea);
+    for (RingLink &ring : comm->rings) {
+        // Net FIFOs have the Simple layout only (LL is off across hosts).
+        if (ring.recvNet) {
+            ring.recvArea[kProtoSimple] = ring.prevCreditArea[kProtoSimple] = ring.netRecv.recvArea.device;
+        } else if (ring.recvShm) {
+            shmAreas(comm, ring.shmRecv.device, ring.recvArea);
+            shmAreas(comm, ring.shmRecv.device, ring.prevCreditArea);
+        } else {
+            regionAreas(comm, myRegion, ring.recvArea);
+            regionAreas(comm, comm->peerBase[ring.prev], ring.prevCreditArea);
+        }
+        if (ring.sendNet) {
+            ring.sendArea[kProtoSimple] = ring.creditArea[kProtoSimple] = ring.netSend.sendArea.device;
+        } else if (ring.sendShm) {
+            shmAreas(comm, ring.shmSend.device, ring.sendArea);
+            shmAreas(comm, ring.shmSend.device, ring.creditArea);
+        } else {
+            regionAreas(comm, comm->peerBase[ring.next], ring.sendArea);
+            regionAreas(comm, myRegion, ring.creditArea);
+        }
+        for (int p = 0; p < 2; ++p) {
+            ring.recvSlotBase[p] = ring.recvArea[p];
+            ring.sendSlotBase[p] = ring.sendArea[p];
+        }
+        if (ring.recvNet) ring.recvSlotBase[kProtoSimple] = netRecvSlotBase(ring.netRecv);
+        if (ring.sendNet) ring.sendSlotBase[kProtoSimple] = netSendSlotBase(ring.netSend);
     }
-    if (comm->sendNet) {
-        comm->sendArea[kProtoSimple] = comm->creditArea[kProtoSimple] = comm->net.sendArea.device;
-    } else if (comm->sendShm) {
-        shmAreas(comm, comm->shmSend.device, comm->sendArea);
-        shmAreas(comm, comm->shmSend.device, comm->creditArea);
-    } else {
-        regionAreas(comm, comm->peerBase[comm->next], comm->sendArea);
-        regionAreas(comm, myRegion, comm->creditArea);
-    }
-    for (int p = 0; p < 2; ++p) {
-        comm->recvSlotBase[p] = comm->recvArea[p];
-        comm->sendSlotBase[p] = comm->sendArea[p];
-    }
-    if (comm->recvNet) comm->recvSlotBase[kProtoSimple] = netRecvSlotBase(comm->net);
-    if (comm->sendNet) comm->sendSlotBase[kProtoSimple] = netSendSlotBase(comm->net);
     return loomSuccess;
 }
 
-loomResult_t buildRingTables(loomComm *comm) {
-    const int n = comm->nranks;
-    cudaError_t e = cudaMalloc((void **)&comm->ringRanksDev, sizeof(int) * (size_t)n);
+namespace {
+
+// A ring's order and positions in device memory (the kernel reads them per channel).
+cudaError_t uploadRingOrder(RingLink *ring) {
+    const size_t bytes = sizeof(int) * ring->order.size();
+    cudaError_t e = cudaMalloc((void **)&ring->orderDev, bytes);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&ring->posOfDev, sizeof(int) * ring->posOf.size());
+    if (e == cudaSuccess) e = cudaMemcpy(ring->orderDev, ring->order.data(), bytes, cudaMemcpyHostToDevice);
     if (e == cudaSuccess)
-        e = cudaMemcpy(comm->ringRanksDev, comm->ringOrder.data(), sizeof(int) * (size_t)n, cudaMemcpyHostToDevice);
+        e = cudaMemcpy(ring->posOfDev, ring->posOf.data(), sizeof(int) * ring->posOf.size(), cudaMemcpyHostToDevice);
+    return e;
+}
+
+} // namespace
+
+loomResult_t buildRingTables(loomComm *comm) {
+    const int n = comm->nranks, nr = (int)comm->rings.size();
+    cudaError_t e = cudaSuccess;
+    for (RingLink &ring : comm->rings)
+        if (e == cudaSuccess) e = uploadRingOrder(&ring);
     for (int p = 0; p < 2 && e == cudaSuccess; ++p) {
         const size_t chBytes = p == kProtoLL ? comm->llRingChannelBytes : comm->channelBytes;
         std::vector<RingChannel> chans((size_t)comm->maxChannels);
-        for (int c = 0; c < comm->maxChannels && n > 1 && comm->recvArea[p]; ++c) {
-            const size_t at = (size_t)c * chBytes;
-            auto flags = [&](char *area) { return reinterpret_cast<FifoFlags *>(area + at); };
+        for (int c = 0; c < comm->maxChannels && n > 1; ++c) {
+            const RingLink &ring = comm->rings[c % nr];
+            if (!ring.recvArea[p] || !ring.sendArea[p]) continue;
+            // Channel c's FIFO: index c of a region or shm segment, index c / nr of the ring's net link.
+            const size_t recvAt = (size_t)(ring.recvNet ? RingLink::netIndex(c, nr) : c) * chBytes;
+            const size_t sendAt = (size_t)(ring.sendNet ? RingLink::netIndex(c, nr) : c) * chBytes;
+            auto flags = [](char *area, size_t at) { return reinterpret_cast<FifoFlags *>(area + at); };
             RingChannel &ch = chans[c];
-            ch.recv.slots = comm->recvSlotBase[p] + at + sizeof(FifoFlags);
-            ch.recv.tail = &flags(comm->recvArea[p])->recvTail;
-            ch.recv.head = &flags(comm->prevCreditArea[p])->sendHead;
-            ch.send.slots = comm->sendSlotBase[p] + at + sizeof(FifoFlags);
-            ch.send.tail = &flags(comm->sendArea[p])->recvTail;
-            ch.send.head = &flags(comm->creditArea[p])->sendHead;
-            ch.send.sizes = comm->sendNet; // the proxy needs each step's size
+            ch.conn.recv.slots = ring.recvSlotBase[p] + recvAt + sizeof(FifoFlags);
+            ch.conn.recv.tail = &flags(ring.recvArea[p], recvAt)->recvTail;
+            ch.conn.recv.head = &flags(ring.prevCreditArea[p], recvAt)->sendHead;
+            ch.conn.send.slots = ring.sendSlotBase[p] + sendAt + sizeof(FifoFlags);
+            ch.conn.send.tail = &flags(ring.sendArea[p], sendAt)->recvTail;
+            ch.conn.send.head = &flags(ring.creditArea[p], sendAt)->sendHead;
+            ch.conn.send.sizes = ring.sendNet; // the proxy needs each step's size
+            ch.pos = ring.pos;
+            ch.order = ring.orderDev;
+            ch.posOf = ring.posOfDev;
         }
         e = cudaMalloc((void **)&comm->ringChansDev[p], sizeof(RingChannel) * chans.size());
         if (e == cudaSuccess)
@@ -175,6 +233,30 @@ loomResult_t buildRingTables(loomComm *comm) {
         return fail(loomUnhandledCudaError, "rank %d GPU %d: ring connection tables: %s", comm->rank, comm->cudaDev,
                     cudaGetErrorString(e));
     return loomSuccess;
+}
+
+std::string ringNeighbours(const loomComm *comm) {
+    std::string s;
+    for (size_t k = 0; k < comm->rings.size(); ++k) {
+        const std::string pair = std::to_string(comm->rings[k].prev) + ", " + std::to_string(comm->rings[k].next);
+        if (s.find(pair) == std::string::npos) s += (s.empty() ? "" : "; ") + pair;
+    }
+    return s;
+}
+
+std::string describeRings(const loomComm *comm) {
+    auto kind = [](bool net, bool shm) { return net ? "net" : shm ? "shm" : "p2p"; };
+    std::string s;
+    for (size_t k = 0; k < comm->rings.size(); ++k) {
+        const RingLink &ring = comm->rings[k];
+        char one[160];
+        snprintf(one, sizeof(one), "%sring %zu: %d -(%s)-> %d -(%s)-> %d%s%s%s%s", k ? "; " : "", k, ring.prev,
+                 kind(ring.recvNet, ring.recvShm), comm->rank, kind(ring.sendNet, ring.sendShm), ring.next,
+                 ring.recvNet ? " in on " : "", ring.recvNet ? ring.recvNic.c_str() : "",
+                 ring.sendNet ? " out on " : "", ring.sendNet ? ring.sendNic.c_str() : "");
+        s += one;
+    }
+    return s;
 }
 
 } // namespace loom

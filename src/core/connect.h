@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/comm.h"
@@ -27,8 +28,9 @@ struct PeerInfo {
     // own LOOM_* environment): channels, slots, slot size, LL thresholds,
     // tree and recursive-doubling thresholds, edge slot size; and what
     // selects algorithms (one-shot threshold, doubling family): ranks that
-    // chose differently would wait for each other forever.
-    uint64_t fifoGeometry[11];
+    // chose differently would wait for each other forever; LOOM_RINGS (a
+    // hash of it), which sets every connection.
+    uint64_t fifoGeometry[12];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of
@@ -52,8 +54,13 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
                          const Reach &reach);
 
 // Local: the kernels' view of the ring connections (one RingChannel per
-// channel and protocol) and the ring order, copied into device memory.
+// channel and protocol) and each ring's order, copied into device memory.
 loomResult_t buildRingTables(loomComm *comm);
+
+// "prev, next" of each distinct ring ("1, 3; 2, 0"), for errors.
+std::string ringNeighbours(const loomComm *comm);
+// One line per ring: neighbours, transports, and the NICs where it crosses hosts.
+std::string describeRings(const loomComm *comm);
 
 // Whether two ranks may have an edge: on different hosts, or p2p between them.
 using SameHostP2p = std::function<bool(int, int)>;

@@ -72,14 +72,12 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.coll = c.coll;
     a.proto = c.proto;
     a.chans = comm->ringChansDev[c.proto];
-    a.ringRanks = comm->ringRanksDev;
     a.in = c.in;
     a.out = c.out;
     a.blocks = hostBlocks;
     if (c.counts) a.blocks = RingBlocks{comm->blockTablesDev, comm->blockTablesDev + comm->nranks, 0};
     a.nranks = comm->nranks;
-    a.pos = comm->ringPos; // the schedule is in ring positions
-    a.rootPos = comm->ringPosOf[c.root];
+    a.root = c.root; // each channel's schedule is in positions on its own ring
     a.nchannels = channelsFor(comm, c.totalBytes);
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
@@ -100,16 +98,30 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     const size_t align = esize >= 16 ? 1 : 16 / esize;
     const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
     uint64_t sends[kMaxChannels] = {}, recvs[kMaxChannels] = {};
-    unsigned long long perRoundSends, perRoundRecvs;
-    ringRoundSteps(c.coll, a.pos, a.rootPos, comm->nranks, &perRoundSends, &perRoundRecvs);
+    const int nr = (int)comm->rings.size();
     for (int ch = 0; ch < a.nchannels && comm->nranks > 1; ++ch) {
+        const RingLink &ring = comm->rings[ch % nr];
+        unsigned long long perRoundSends, perRoundRecvs;
+        ringRoundSteps(c.coll, ring.pos, ring.posOf[c.root], comm->nranks, &perRoundSends, &perRoundRecvs);
         const size_t rounds = ringGeom(c.coll, hostBlocks, comm->nranks, a.nchannels, ch, slotElems, align).rounds;
         sends[ch] = perRoundSends * rounds;
         recvs[ch] = perRoundRecvs * rounds;
         steps[ch].send += sends[ch];
         steps[ch].recv += recvs[ch];
     }
-    if (comm->sendNet || comm->recvNet) netPost(&comm->net, a.nchannels, sends, recvs);
+    // Each ring's net links hold its channels only: channel ch is their ch / nr.
+    for (int k = 0; k < nr && comm->ringsUseNet; ++k) {
+        RingLink &ring = comm->rings[k];
+        if (!ring.usesNet()) continue;
+        uint64_t ringSends[kMaxChannels] = {}, ringRecvs[kMaxChannels] = {};
+        int used = 0;
+        for (int ch = k; ch < a.nchannels; ch += nr, ++used) {
+            ringSends[RingLink::netIndex(ch, nr)] = sends[ch];
+            ringRecvs[RingLink::netIndex(ch, nr)] = recvs[ch];
+        }
+        netPost(&ring.netSend, used, ringSends, ringRecvs);
+        netPost(&ring.netRecv, used, ringSends, ringRecvs);
+    }
     LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, root %d, ring %s on %d channels", comm->rank, kRingNames[c.coll],
                c.count, loomTypeSize(c.dtype), c.root, c.proto == kProtoLL ? "LL" : "Simple", a.nchannels);
     return loomSuccess;

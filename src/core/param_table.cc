@@ -39,6 +39,9 @@ const loomParamDef kParams[] = {
     {"nslots", "LOOM_NSLOTS", LOOM_PARAM_INT, 4, 2, loom::kMaxSlots, "4", "FIFO depth (slots) per channel"},
     {"min_channel_bytes", "LOOM_MIN_CHANNEL_BYTES", LOOM_PARAM_INT, 64 * KiB, 256, 1L << 30, "64 KiB",
      "Smaller messages use fewer channels: one per this many bytes"},
+    {"rings", "LOOM_RINGS", LOOM_PARAM_STRING, 0, 0, 0, "from topology",
+     "Ring orders instead of the topology's, / between rings (0,1,2,3/0,3,2,1); channel c runs on ring c % rings; "
+     "applies to communicators of as many ranks as each ring lists; set it alike on every rank"},
     {"timeout", "LOOM_TIMEOUT", LOOM_PARAM_INT, 60, 1, 86400, "60",
      "Seconds a peer may stay silent (no step moves) before the call fails with an error naming the neighbours"},
     // one-shot and LL

@@ -1,6 +1,9 @@
 #include "core/params.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <sstream>
 
 #include "core/debug.h"
 #include "core/select.h"
@@ -43,6 +46,45 @@ const Params &params() {
         }
     });
     return p;
+}
+
+bool parseRingOrders(const char *text, int nranks, std::vector<std::vector<int>> *orders, std::string *why) {
+    orders->clear();
+    const std::string all = text ? text : "";
+    for (size_t at = 0; at <= all.size() && !all.empty();) { // "a/" has an empty second ring: refused
+        const size_t bar = std::min(all.find('/', at), all.size());
+        std::string ring = all.substr(at, bar - at);
+        at = bar + 1;
+        for (char &ch : ring)
+            if (ch == ',') ch = ' ';
+        std::vector<int> order;
+        std::vector<bool> seen((size_t)nranks, false);
+        std::istringstream words(ring);
+        std::string w;
+        while (words >> w) {
+            char *end = nullptr;
+            const long r = strtol(w.c_str(), &end, 10);
+            if (*end || r < 0 || r >= nranks || seen[(size_t)r]) {
+                *why = "ring " + std::to_string(orders->size()) + ": '" + w + "' is " +
+                       (*end ? "not a rank" : r < 0 || r >= nranks ? "not a rank below " + std::to_string(nranks)
+                                                                   : "listed twice");
+                return false;
+            }
+            seen[(size_t)r] = true;
+            order.push_back((int)r);
+        }
+        if ((int)order.size() != nranks) {
+            *why = "ring " + std::to_string(orders->size()) + " lists " + std::to_string(order.size()) + " of " +
+                   std::to_string(nranks) + " ranks";
+            return false;
+        }
+        orders->push_back(order);
+    }
+    if (orders->empty()) {
+        *why = "no ring given";
+        return false;
+    }
+    return true;
 }
 
 } // namespace loom

@@ -4,6 +4,9 @@
  */
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace loom {
 
 struct Params {
@@ -47,5 +50,11 @@ struct NamedBit {
     unsigned bit;
 };
 unsigned parseNameMask(const char *text, const NamedBit *names, int n, unsigned all, int *unknown);
+
+// LOOM_RINGS: ring orders separated by '/', each the ranks in ring order
+// separated by commas or spaces ("0,1,2,3/0,2,1,3"). True when every ring is
+// an order of the nranks ranks (each exactly once); else false, *why saying
+// what is wrong.
+bool parseRingOrders(const char *text, int nranks, std::vector<std::vector<int>> *orders, std::string *why);
 
 } // namespace loom

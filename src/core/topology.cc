@@ -37,7 +37,7 @@ void dumpIfAsked(const char *env, const std::string &text) {
 } // namespace
 
 loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> &ids, const loomBootstrap_t *bs,
-                          topo::Graphs *graphs, std::string *myNic) {
+                          topo::Graphs *graphs, std::string *myNic, std::vector<RingNics> *ringNics) {
     // The first rank of each host describes it.
     std::map<uint64_t, int> firstOfHost;
     for (int r = 0; r < nranks; ++r) firstOfHost.emplace(ids[r].hostHash, r);
@@ -74,8 +74,13 @@ loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> 
     sp.channelBw = params().channelGBs;
     sp.maxChannels = kMaxChannels;
     *graphs = topo::searchGraphs(sys, place, sp);
-    int nic = topo::closestNic(sys, topo::Paths(sys), place.gpuOfRank[rank]);
-    *myNic = nic < 0 ? "" : sys.nodes[nic].id + ":" + std::to_string(sys.nodes[nic].port);
+    auto nicName = [&](int node) { return node < 0 ? "" : sys.nodes[node].id + ":" + std::to_string(sys.nodes[node].port); };
+    *myNic = nicName(topo::closestNic(sys, topo::Paths(sys), place.gpuOfRank[rank]));
+    ringNics->clear();
+    for (const topo::Ring &ring : graphs->rings) {
+        const bool known = (size_t)rank < ring.recvNicOf.size() && (size_t)rank < ring.sendNicOf.size();
+        ringNics->push_back({known ? nicName(ring.recvNicOf[rank]) : "", known ? nicName(ring.sendNicOf[rank]) : ""});
+    }
 
     if (rank == 0) {
         LOOM_INFO(kTopo, "system: %zu host(s), %zu nodes, %zu links", sys.hosts.size(), sys.nodes.size(),

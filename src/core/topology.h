@@ -20,9 +20,16 @@ struct RankIdentity {
     char busId[16];
 };
 
-// Collective over the communicator; identical result on every rank. *myNic:
-// the NIC nearest this rank's GPU, "device:port" ("" when its host has none).
+// The NICs this rank uses on one ring, "device:port": where the ring enters
+// its host (recv) and where it leaves (send); "" where it does neither.
+struct RingNics {
+    std::string recv, send;
+};
+
+// Collective over the communicator; identical graphs on every rank. *myNic:
+// the NIC nearest this rank's GPU, "device:port" ("" when its host has none);
+// ringNics: this rank's per ring of graphs->rings.
 loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> &ids, const loomBootstrap_t *bs,
-                          topo::Graphs *graphs, std::string *myNic);
+                          topo::Graphs *graphs, std::string *myNic, std::vector<RingNics> *ringNics);
 
 } // namespace loom

@@ -32,15 +32,13 @@ struct ConnRecv {
 };
 
 // A receive side and a send side that a kernel uses together: a ring
-// channel (receive from the previous rank, send to the next; one table per
-// communicator and protocol in device memory, so per-call kernel arguments
-// carry only the step counters), or an edge with one peer (both directions
-// with that peer: trees, recursive doubling).
+// channel's (receive from the previous rank, send to the next: RingChannel
+// in ring_args.h), or an edge with one peer (both directions with that peer:
+// trees, recursive doubling).
 struct ConnPair {
     ConnRecv recv;
     ConnSend send;
 };
-using RingChannel = ConnPair;
 
 // Step counters of one channel before a call: slots sent and received on it
 // by earlier calls (kept by the host, which advances them per call).

@@ -35,12 +35,13 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
             ProtoSimple::move<T, Op>(0, nullptr, in + b, nullptr, out + to + b, e - b, false, 0, 0, 0);
         return;
     }
-    Prims<Proto, T, Op> prims(c, &a.steps[blockIdx.x], a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
+    Prims<Proto, T, Op> prims(&c->conn, &a.steps[blockIdx.x], a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
     const int nsteps = ringStepsPerRound(a.coll, a.nranks);
+    const int rootPos = c->posOf[a.root]; // this channel's ring
     for (size_t round = 0; round < g.rounds; ++round) {
         for (int s = 0; s < nsteps; ++s) {
-            const RingStep st = ringCollStep(a.coll, a.pos, a.rootPos, a.nranks, s);
-            const int owner = (a.coll == kRingReduceScatter || a.coll == kRingAllGather) ? a.ringRanks[st.chunk] : 0;
+            const RingStep st = ringCollStep(a.coll, c->pos, rootPos, a.nranks, s);
+            const int owner = (a.coll == kRingReduceScatter || a.coll == kRingAllGather) ? c->order[st.chunk] : 0;
             size_t inAt, outAt, len;
             ringStepOffsets(a.coll, g, a.blocks, a.nranks, a.nchannels, blockIdx.x, kAlign, round, st.chunk, owner,
                             &inAt, &outAt, &len);

@@ -89,6 +89,8 @@ Ring singleHostRing(const Paths &paths, const RankPlacement &place, const std::v
     };
     ring.ranks = bestOrder(ranks, ranks[0], -1, score, &ring.bw);
     ring.nicOfHost = {-1};
+    ring.recvNicOf.assign(place.gpuOfRank.size(), -1);
+    ring.sendNicOf.assign(place.gpuOfRank.size(), -1);
     return ring;
 }
 
@@ -98,6 +100,8 @@ Ring multiHostRing(const System &sys, const Paths &paths, const RankPlacement &p
                    const std::vector<std::vector<int>> &byHost, int k) {
     Ring ring;
     ring.bw = kInf;
+    ring.recvNicOf.assign(place.gpuOfRank.size(), -1);
+    ring.sendNicOf.assign(place.gpuOfRank.size(), -1);
     for (size_t h = 0; h < byHost.size(); ++h) {
         const std::vector<int> &ranks = byHost[h];
         if (ranks.empty()) continue;
@@ -123,6 +127,8 @@ Ring multiHostRing(const System &sys, const Paths &paths, const RankPlacement &p
         ring.bw = std::min(ring.bw, bw);
         ring.ranks.insert(ring.ranks.end(), chain.begin(), chain.end());
         ring.nicOfHost.push_back(nicIn);
+        ring.recvNicOf[chain.front()] = nicIn;
+        ring.sendNicOf[chain.back()] = nicOut;
     }
     return ring;
 }
@@ -221,7 +227,7 @@ Graphs searchGraphs(const System &sys, const RankPlacement &place, const SearchP
         if (usedHosts <= 1) {
             for (const auto &r : byHost)
                 if (!r.empty()) g.rings.push_back(singleHostRing(paths, place, r));
-            if (g.rings.empty()) g.rings.push_back(Ring{{}, kInf, {-1}});
+            if (g.rings.empty()) g.rings.push_back(Ring{{}, kInf, {-1}, {}, {}});
             break;
         }
         g.rings.push_back(multiHostRing(sys, paths, place, byHost, k));

@@ -37,6 +37,9 @@ struct Ring {
     std::vector<int> ranks; // ring order (one host: from the lowest rank; several: from host 0's entry)
     double bw = 0;          // GB/s each way this ring can move
     std::vector<int> nicOfHost; // per host: NIC node used (-1 on a single host)
+    // Per rank: the NIC node it receives on where the ring enters its host,
+    // and the one it sends on where the ring leaves it (-1: none).
+    std::vector<int> recvNicOf, sendNicOf;
 };
 
 struct Tree {

@@ -32,17 +32,26 @@ struct Case {
     std::vector<int> order; // rank at each ring position (empty: identity)
     std::vector<size_t> counts, displs; // ragged blocks (reduce_scatter, allgather); empty: equal
     std::vector<size_t> walkCounts;     // mutations: the counts the walk uses instead (the reference keeps counts)
+    // Several rings (core/ring_link.h): channel ch runs on rings[ch % size],
+    // each an order of the ranks; empty: every channel on `order`.
+    std::vector<std::vector<int>> rings = {};
+    bool walkFirstRing = false; // mutation: every channel's walk takes its positions from the first ring
 };
 
 // "" when every rank's output is right, else what went wrong first.
 inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
     const int n = k.nranks;
-    std::vector<int> order = k.order;
-    if (order.empty())
-        for (int p = 0; p < n; ++p) order.push_back(p);
-    std::vector<int> posOf(n);
-    for (int p = 0; p < n; ++p) posOf[order[p]] = p;
-    const int rootPos = posOf[k.root];
+    std::vector<std::vector<int>> rings = k.rings;
+    if (rings.empty()) rings.push_back(k.order);
+    for (std::vector<int> &order : rings)
+        if (order.empty())
+            for (int p = 0; p < n; ++p) order.push_back(p);
+    std::vector<std::vector<int>> posOfRing(rings.size(), std::vector<int>(n));
+    for (size_t r = 0; r < rings.size(); ++r)
+        for (int p = 0; p < n; ++p) posOfRing[r][rings[r][p]] = p;
+    // Channel ch's ring: its connections; walked: where its schedule takes positions.
+    auto ringOf = [&](int ch) { return (size_t)ch % rings.size(); };
+    auto walkedRing = [&](int ch) { return k.walkFirstRing ? 0 : ringOf(ch); };
     const bool ragged = !k.counts.empty();
     const RingBlocks blocks = ragged ? RingBlocks{k.counts.data(), k.displs.data(), 0} : RingBlocks{nullptr, nullptr, k.count};
     const RingBlocks walked = k.walkCounts.empty() ? blocks : RingBlocks{k.walkCounts.data(), k.displs.data(), 0};
@@ -57,15 +66,17 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
     std::vector<Rank> ranks(n);
     for (int q = 0; q < n; ++q) {
         Rank &r = ranks[q];
-        const int p = posOf[q];
         r.in.resize(k.coll == kRingReduceScatter ? whole : k.coll == kRingAllGather ? ringBlockCount(blocks, q) : k.count);
         for (size_t i = 0; i < r.in.size(); ++i) r.in[i] = input(q, i);
         r.out.assign(k.coll == kRingAllGather ? whole : k.coll == kRingReduceScatter ? ringBlockCount(blocks, q) : k.count,
                      kUntouched);
         r.lanes = k.nchannels;
-        for (int ch = 0; ch < k.nchannels; ++ch) r.sendTo[ch] = {order[(p + 1) % n], ch};
+        for (int ch = 0; ch < k.nchannels; ++ch) {
+            const std::vector<int> &order = rings[ringOf(ch)];
+            r.sendTo[ch] = {order[(posOfRing[ringOf(ch)][q] + 1) % n], ch};
+        }
         r.count = [&](int ch) -> size_t { return n == 1 ? 1 : geom[ch].rounds * (size_t)nsteps; };
-        r.op = [&, p](int ch, size_t i) {
+        r.op = [&, q](int ch, size_t i) {
             const RingGeom &g = geom[ch];
             if (n == 1) { // the kernel copies its range of the input (an allgather's to its displacement)
                 size_t b = g.begin, e = g.begin + g.n;
@@ -73,8 +84,11 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
                 if (perBlock) channelRange(ringBlockCount(walked, 0), k.nchannels, ch, k.align * 4, &b, &e);
                 return edgeOp(-1, -1, kBufIn, b, kBufOut, to + b, e - b, false, 0);
             }
+            // As the kernel: this channel's position and the root's on its ring.
+            const std::vector<int> &order = rings[walkedRing(ch)];
+            const std::vector<int> &posOf = posOfRing[walkedRing(ch)];
             const size_t round = i / nsteps;
-            const RingStep st = stepFn(k.coll, p, rootPos, n, (int)(i % nsteps));
+            const RingStep st = stepFn(k.coll, posOf[q], posOf[k.root], n, (int)(i % nsteps));
             size_t inAt, outAt, len;
             ringStepOffsets(k.coll, g, walked, n, k.nchannels, ch, k.align, round, st.chunk,
                             perBlock ? order[st.chunk] : 0, &inAt, &outAt, &len);
@@ -86,12 +100,11 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
     }
     Run run = execute(ranks, k.depth, k.slotElems, sum);
     if (!run.error.empty()) return run.error;
-    for (int ch = 0; ch < k.nchannels && n > 1; ++ch)
-        for (int p = 0; p < n; ++p) {
+    for (int ch = 0; ch < k.nchannels && n > 1; ++ch) // the host's count (enqueue_ring.cc), per channel's ring
+        for (int q = 0; q < n; ++q) {
             unsigned long long s, r;
-            ringCallSteps(k.coll, p, rootPos, n, geom[ch], &s, &r);
-            if (s != run.sent[order[p]][ch] || r != run.recvd[order[p]][ch])
-                return "the host's step count differs from the walk";
+            ringCallSteps(k.coll, posOfRing[ringOf(ch)][q], posOfRing[ringOf(ch)][k.root], n, geom[ch], &s, &r);
+            if (s != run.sent[q][ch] || r != run.recvd[q][ch]) return "the host's step count differs from the walk";
         }
     for (int q = 0; q < n; ++q)
         for (size_t i = 0; i < ranks[q].out.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/param_table.h"
 #include "core/params.h"
@@ -88,12 +89,30 @@ START_TEST(the_readme_table_is_the_generated_one) {
 }
 END_TEST
 
+START_TEST(ring_orders_parse_and_refuse) {
+    std::vector<std::vector<int>> o;
+    std::string why;
+    ck_assert(parseRingOrders("0 1 2 3/0,3,2,1", 4, &o, &why));
+    ck_assert(o.size() == 2 && o[0] == std::vector<int>({0, 1, 2, 3}) && o[1] == std::vector<int>({0, 3, 2, 1}));
+    ck_assert(parseRingOrders(" 1 0 ", 2, &o, &why) && o.size() == 1 && o[0] == std::vector<int>({1, 0}));
+    // Each refusal says why; a communicator of another size is one of them.
+    const char *bad[] = {"", "0 1 2", "0 1 2 3 4", "0 1 1 3", "0 1 x 3", "0 1 2 3/", "0 1 2 -3", "0 1 2 3/0 1 2", "0 1 2 3|0 1 2 3"};
+    for (const char *t : bad) {
+        why.clear();
+        ck_assert_msg(!parseRingOrders(t, 4, &o, &why), "'%s' accepted", t);
+        ck_assert_msg(!why.empty(), "'%s' refused without a reason", t);
+    }
+    ck_assert(!parseRingOrders(nullptr, 4, &o, &why));
+}
+END_TEST
+
 Suite *params_suite(void) {
     Suite *s = suite_create("params");
     TCase *tc = tcase_create("params");
     tcase_add_test(tc, every_entry_is_well_formed_and_unique);
     tcase_add_test(tc, bad_values_get_the_default);
     tcase_add_test(tc, the_readme_table_is_the_generated_one);
+    tcase_add_test(tc, ring_orders_parse_and_refuse);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,5 @@
 // Schedule simulation of every ring collective (ring_sim.h): 1..64 ranks,
-// ring orders other than rank order, every root, several channels, awkward
+// ring orders other than rank order, channels on several rings, every root, several channels, awkward
 // counts, FIFOs of depth 2 (LOOM_NSLOTS's least) and 4; and mutated
 // schedules that must fail. (Depth 1 deadlocks the ring by design: a step
 // that receives and sends needs room for its send before its receive frees
@@ -106,7 +106,58 @@ void runRagged(int coll) {
                 }
 }
 
+// Channels on different rings (the topology's ring c % nrings, or
+// LOOM_RINGS): every collective, equal and ragged blocks, every root.
+Case severalRingsCase(int coll, int n, int nrings, int nch, size_t count, int root, unsigned seed) {
+    Case k = coll == kRingReduceScatter || coll == kRingAllGather ? raggedCase(coll, n, nch, 12, 2, seed)
+                                                                  : Case{coll, n, nch, count, 12, 4, 2, root, {}, {}, {}, {}};
+    if (seed % 2 == 0) { // equal blocks half the time
+        k.counts.clear();
+        k.displs.clear();
+        k.count = count;
+    }
+    k.root = root;
+    for (int r = 0; r < nrings; ++r) k.rings.push_back(shuffledOrder(n, seed * 17 + (unsigned)r));
+    return k;
+}
+
+void runSeveralRings(int coll) {
+    for (int n : {2, 3, 4, 5, 8, 13, 33})
+        for (int nrings : {2, 3})
+            for (int nch : {2, 3, 5})
+                for (size_t count : {1, 7, 1000, 4099})
+                    for (int root : {0, n / 2, n - 1}) {
+                        const unsigned seed = (unsigned)(n * 1000 + nrings * 100 + nch * 10) + (unsigned)count + root;
+                        Case k = severalRingsCase(coll, n, nrings, nch, count, root, seed);
+                        std::string err = simulate(k);
+                        if (!err.empty())
+                            ck_abort_msg("%s on %d rings: nranks %d channels %d count %zu root %d seed %u: %s",
+                                         kNames[coll], nrings, n, nch, count, root, seed, err.c_str());
+                    }
+}
+
 } // namespace
+
+START_TEST(several_rings_match_reference) {
+    for (int coll = 0; coll < kRingNumColls; ++coll) runSeveralRings(coll);
+}
+END_TEST
+
+START_TEST(walking_the_first_ring_on_every_channel_fails) {
+    // A kernel or host that took ring 0's positions for every channel while
+    // the connections follow each channel's ring must be caught.
+    for (int coll = 0; coll < kRingNumColls; ++coll) {
+        bool caught = false;
+        for (int n = 3; n <= 6 && !caught; ++n)
+            for (unsigned seed = 0; seed < 8 && !caught; ++seed) {
+                Case k = severalRingsCase(coll, n, 2, 2, 100, 1, seed);
+                k.walkFirstRing = true;
+                caught = !simulate(k).empty();
+            }
+        ck_assert_msg(caught, "%s: a walk on the first ring's positions passed", kNames[coll]);
+    }
+}
+END_TEST
 
 START_TEST(ragged_reduce_scatter_matches_reference) { runRagged(kRingReduceScatter); }
 END_TEST
@@ -191,6 +242,8 @@ Suite *ring_schedule_suite(void) {
     tcase_add_test(tc, ragged_mutation_fails);
     tcase_add_test(tc, send_and_receive_counts_differ_on_chains);
     tcase_add_test(tc, depth_one_deadlocks);
+    tcase_add_test(tc, several_rings_match_reference);
+    tcase_add_test(tc, walking_the_first_ring_on_every_channel_fails);
     suite_add_tcase(s, tc);
     return s;
 }

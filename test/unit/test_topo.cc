@@ -141,6 +141,12 @@ START_TEST(two_nodes_rings_enter_and_leave_near_nics) {
             int first = r.ranks[4 * h], last = r.ranks[4 * h + 3];
             ck_assert_int_eq((int)paths.between(p.gpuOfRank[first], nics[k % 2]).type, (int)PathType::Pix);
             ck_assert_int_eq((int)paths.between(p.gpuOfRank[last], nics[(k + 1) % 2]).type, (int)PathType::Pix);
+            // The ranks where the ring crosses hosts are told which NIC to
+            // use (core connects ring k's net links on them); nobody else is.
+            ck_assert_int_eq(r.recvNicOf[first], nics[k % 2]);
+            ck_assert_int_eq(r.sendNicOf[last], nics[(k + 1) % 2]);
+            for (int i = 4 * h + 1; i < 4 * h + 4; ++i) ck_assert_int_eq(r.recvNicOf[r.ranks[i]], -1);
+            for (int i = 4 * h; i < 4 * h + 3; ++i) ck_assert_int_eq(r.sendNicOf[r.ranks[i]], -1);
         }
     }
     ck_assert(g.rings[0].ranks != g.rings[1].ranks);

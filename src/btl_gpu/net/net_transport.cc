@@ -157,7 +157,7 @@ loomResult_t prepare(const NetSetup &s, const NetCommon &common, NetLinks *l, ne
     l->recvIds.assign(nch, -1);
     l->proxies.assign(nch, nullptr);
     if (!s.send && !s.recv) return loomSuccess;
-    l->dev = deviceFor(l->plugin, common.nicName);
+    l->dev = deviceFor(l->plugin, s.nicName && *s.nicName ? s.nicName : common.nicName);
     loomResult_t r = loomSuccess;
     const size_t bytes = (size_t)nch * l->channelBytes;
     if (s.send) r = allocArea(bytes, &l->sendArea);

@@ -73,6 +73,7 @@ struct NetSetup {
     // peerHandleAt (both sides compute it from the same graphs).
     int handleAt, peerHandleAt;
     int proxyBase; // channel c runs on proxy thread proxyBase + c (mod the plugin's threads)
+    const char *nicName = nullptr; // the NIC for this link ("device:port"); null or "": NetCommon's
 };
 
 struct NetCommon {
