@@ -82,8 +82,9 @@ typedef struct {
 #undef LOOM_PREV
 } mca_coll_loom_previous_t;
 
-/* Whether the loom communicator of a module exists. */
-enum { LOOM_GPU_UNKNOWN = 0, LOOM_GPU_READY = 1, LOOM_GPU_UNAVAILABLE = 2 };
+/* Whether the loom communicator of a module exists. BROKEN: a host-side
+ * step timed out (coll_loom_setup.c); every later call on the module fails. */
+enum { LOOM_GPU_UNKNOWN = 0, LOOM_GPU_READY = 1, LOOM_GPU_UNAVAILABLE = 2, LOOM_GPU_BROKEN = 3 };
 
 typedef struct {
     mca_coll_base_module_t super;
@@ -92,6 +93,7 @@ typedef struct {
     int gpu_state;
     int gpu_device;
     int gpu_capable; /* every rank's process sees a GPU: -1 not probed yet, 0, 1 */
+    bool setup_bounded; /* this call's host-side steps wait at most LOOM_TIMEOUT (device buffers here) */
     mca_coll_loom_previous_t prev;
     unsigned char paths_reported[LOOM_COLL_COUNT]; /* bit per mca_coll_loom_path_t */
     uint64_t why_reported; /* bit per collective: the reason for staging was printed */

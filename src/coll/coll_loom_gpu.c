@@ -100,65 +100,6 @@ const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, size_t count, size_t *b
 
 const char mca_coll_loom_why_intercomm[] = "an intercommunicator (loom's kernels run within one group)";
 
-/* MIN or MAX of a flag over the communicator, through the previous module. */
-static int agree(mca_coll_loom_module_t *m, int mine, struct ompi_op_t *op)
-{
-    int all = 0;
-    if (MPI_SUCCESS != m->prev.allreduce(&mine, &all, 1, MPI_INT, op, m->comm, m->prev.allreduce_module)) return 0;
-    return all;
-}
-
-void mca_coll_loom_probe(mca_coll_loom_module_t *m)
-{
-    if (m->gpu_capable >= 0) return;
-    if (OMPI_COMM_IS_INTER(m->comm)) { /* staged only: no loom communicator spans two groups */
-        m->gpu_capable = 0;
-        m->gpu_state = LOOM_GPU_UNAVAILABLE;
-        return;
-    }
-    m->gpu_capable = agree(m, loomCudaDeviceCount() > 0, MPI_MIN);
-    if (!m->gpu_capable) m->gpu_state = LOOM_GPU_UNAVAILABLE;
-}
-
-/* Bootstrap for loom: allgather through the previous module (host buffers). */
-static int bootstrap_allgather(void *ctx, const void *send, void *recv, size_t bytes)
-{
-    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)ctx;
-    return m->prev.allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, m->comm,
-                             m->prev.allgather_module);
-}
-
-static void gpu_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r)
-{
-    char host[64] = "?";
-    gethostname(host, sizeof(host) - 1);
-    /* The one report of a failed loom call (the core only logs it at INFO). */
-    opal_output(mca_coll_loom_component.output, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s", host,
-                ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, what, loomGetErrorString(r),
-                loomGetLastError());
-}
-
-/* Collective: every rank builds its side of the loom communicator (on the
- * GPU of its buffers, else its current GPU), then all agree that every rank
- * succeeded. */
-static int create_loom_comm(mca_coll_loom_module_t *m, int device)
-{
-    loomUniqueId id;
-    int rank = ompi_comm_rank(m->comm);
-    if (0 == rank) loomGetUniqueId(&id);
-    if (MPI_SUCCESS != m->prev.bcast(&id, (int)sizeof(id), MPI_BYTE, 0, m->comm, m->prev.bcast_module)) return 0;
-    loomBootstrap_t bs = {m, bootstrap_allgather};
-    loomResult_t r = loomCommInitRank(&m->lcomm, ompi_comm_size(m->comm), id, rank, device, &bs);
-    if (loomSuccess != r && loomNotSupported != r) gpu_error(m, "creating the loom communicator", r);
-    if (loomNotSupported == r && mca_coll_loom_component.verbose > 0)
-        opal_output_verbose(1, mca_coll_loom_component.output, "coll/loom rank %d comm %s: no loom communicator: %s",
-                            rank, m->comm->c_name, loomGetLastError());
-    if (agree(m, loomSuccess == r, MPI_MIN)) return 1;
-    if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
-    m->lcomm = NULL;
-    return 0;
-}
-
 static int mpi_error(loomResult_t r)
 {
     switch (r) {
@@ -240,29 +181,44 @@ static bool stay_off(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool l
     return false;
 }
 
+/* A module whose host-side set-up timed out (said then, once): the call fails. */
+static bool broken(int *rc)
+{
+    *rc = MPI_ERR_OTHER;
+    return true;
+}
+
 bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc)
 {
+    if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
+    mca_coll_loom_setup_bound(m, local_gpu);
     mca_coll_loom_probe(m);
+    if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
     if (NULL != c->why_not) return stay_off(m, c, local_gpu, c->why_not);
     if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, mca_coll_loom_why_intercomm);
     if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
     if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");
     if (LOOM_GPU_UNKNOWN == m->gpu_state) {
         /* Does any rank have device buffers? Only then is a loom communicator made. */
-        if (!agree(m, local_gpu, MPI_MAX)) return false;
+        int any = 0;
+        if (MPI_SUCCESS != mca_coll_loom_any_device_buffers(m, local_gpu, &any) && LOOM_GPU_BROKEN == m->gpu_state)
+            return broken(rc);
+        if (!any) return false;
     }
     const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
     if (LOOM_GPU_UNKNOWN == m->gpu_state) {
         const loomPointerInfo_t info = loomMemoryHost != out_info.kind ? out_info : in_info;
         int device = loomMemoryHost != info.kind ? info.device : -1;
-        m->gpu_state = create_loom_comm(m, device) ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
+        const int made = mca_coll_loom_create_comm(m, device);
+        if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
+        m->gpu_state = made ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
         if (LOOM_GPU_READY != m->gpu_state) return false;
         m->gpu_device = device;
         if (device < 0) loomCommDevice(m->lcomm, &m->gpu_device);
     }
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
     loomResult_t r = run_here(m, c, in_info, out_info);
-    if (loomSuccess != r) gpu_error(m, mca_coll_loom_coll_names[c->coll], r);
+    if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
     *rc = mpi_error(r);
     return true;
 }

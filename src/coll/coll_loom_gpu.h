@@ -73,6 +73,18 @@ extern const char mca_coll_loom_why_intercomm[];
  * must stage (device buffers) or delegate (host buffers). */
 bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc);
 
+/* Host-side steps (coll_loom_setup.c), through the previous module. This
+ * call's steps are bounded by LOOM_TIMEOUT when device_buffers (a time-out
+ * breaks the module: gpu_state LOOM_GPU_BROKEN, said once). */
+void mca_coll_loom_setup_bound(mca_coll_loom_module_t *m, bool device_buffers);
+/* *any: whether some rank passes device buffers (MAX of mine). */
+int mca_coll_loom_any_device_buffers(mca_coll_loom_module_t *m, bool mine, int *any);
+/* Collective: creates the loom communicator on every rank (on `device`, or
+ * the current GPU when -1); 1 when every rank succeeded. */
+int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device);
+/* The one report of a failed loom call. */
+void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r);
+
 /* Releases the loom communicator of a module (module destructor). */
 void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m);
 

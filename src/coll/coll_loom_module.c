@@ -28,6 +28,7 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->gpu_state = LOOM_GPU_UNKNOWN;
     m->gpu_device = -1;
     m->gpu_capable = -1;
+    m->setup_bounded = false;
     m->why_reported = 0;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));

@@ -73,6 +73,7 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
 #define LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, ...)                      \
     do {                                                                                       \
         mca_coll_loom_probe(m);                                                                \
+        if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;                           \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_STAGED);                      \
         loom_stage_t st = {.n = 0};                                                            \
         const void *hs;                                                                        \
@@ -85,6 +86,7 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
 #define LOOM_DELEGATE(m, req, name, ...)                                       \
     do {                                                                       \
         mca_coll_loom_probe(m);                                                \
+        if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;           \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_DELEGATED);   \
         return LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                      \
     } while (0)

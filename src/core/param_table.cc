@@ -119,6 +119,7 @@ const loomParamDef *find(const char *env) {
 
 extern "C" int loomParamCount(void) { return kNumParams; }
 extern "C" const loomParamDef *loomParamAt(int i) { return i >= 0 && i < kNumParams ? &kParams[i] : nullptr; }
+extern "C" long loomParamLong(const char *env) { return loom::paramLong(env); }
 
 namespace loom {
 

@@ -26,6 +26,9 @@ typedef struct {
 
 int loomParamCount(void);
 const loomParamDef *loomParamAt(int i);
+/* An integer tunable's value as loom's core reads it (its environment value,
+ * else the default; a bad value warns once and gives the default). */
+long loomParamLong(const char *env);
 
 #ifdef __cplusplus
 }

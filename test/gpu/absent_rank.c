@@ -4,12 +4,18 @@
  * before its next allreduce of 1 MiB of floats on device buffers. Every other
  * rank's call must return an MPI error within LOOM_TIMEOUT + 5 s instead of
  * hanging, and loom's report (checked by the .mpitest's EXPECT_LOG) must
- * name the absent rank. Exit status: 0 when every waiting rank failed in
- * time; the absent rank's own late call fails too (its peers have given up). */
+ * name the absent rank. With argv[3] "first" the absent rank never calls
+ * the allreduce (it sleeps, then finalizes): the others wait in loom's
+ * host-side set-up (the probe of the communicator's first collective) and
+ * must fail in the same time. Exit status: 0 when every waiting rank failed
+ * in time; the absent rank's own late call (not in "first" mode: its
+ * set-up would meet the per-call agreement, which MPI leaves unbounded)
+ * fails too, its peers having given up. */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +34,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int absent = argc > 1 ? atoi(argv[1]) : 1;
     const double timeout = argc > 2 ? atof(argv[2]) : 3;
+    const int first = argc > 3 && 0 == strcmp(argv[3], "first");
     cudaGetDeviceCount(&ndev);
     cudaSetDevice(ndev ? rank % ndev : 0);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -35,13 +42,18 @@ int main(int argc, char **argv)
     float *d;
     cudaMalloc((void **)&d, n * sizeof(float));
     cudaMemset(d, 0, n * sizeof(float));
-    int rc = MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    int rc = first ? MPI_SUCCESS : MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) {
         fprintf(stderr, "rank %d: the first allreduce failed\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     cudaDeviceSynchronize();
     if (rank == absent) sleep((unsigned)(timeout + 4));
+    if (rank == absent && first) {
+        cudaFree(d);
+        MPI_Finalize();
+        return 0;
+    }
     const double t0 = wallSeconds();
     rc = MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     const double took = wallSeconds() - t0;

@@ -1,0 +1,190 @@
+/*
+ * loom's host-side steps, through the previous module: the probe (does every
+ * rank see a GPU?), the per-call agreement while no loom communicator exists
+ * (does any rank pass device buffers?), and the creation of the loom
+ * communicator (unique id broadcast, the core's bootstrap allgathers, the
+ * agreement that every rank succeeded).
+ *
+ * Every rank runs the one-time steps (probe, creation) as the previous
+ * module's non-blocking twins (a blocking and a non-blocking collective never
+ * match, and ranks may differ in where their buffers are). A rank that passes
+ * device buffers waits for each at most LOOM_TIMEOUT seconds (the same
+ * watchdog as loom's kernels): a peer that never arrives gives it an MPI
+ * error instead of a hang. Ranks with host buffers only wait as MPI always
+ * does. A step that timed out leaves a request in flight that may still
+ * complete (the late rank may arrive): it is never freed or waited for again,
+ * its buffers are heap memory that is leaked on purpose, and the module is
+ * broken from then on (every later call on it fails).
+ *
+ * The per-call agreement stays blocking and unbounded: every host-buffer
+ * call pays it until a loom communicator exists, and the non-blocking twin
+ * costs twice as much (4-byte MAX at 2 ranks, no loom: allreduce 0.64 us,
+ * iallreduce + wait 1.34 us). So a rank that never arrives at a
+ * communicator's first device-buffer call is caught only where that call is
+ * also the communicator's first collective (the probe).
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll_loom_gpu.h"
+#include "core/param_table.h"
+#include "loom.h"
+#include "opal/util/output.h"
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Completes *req: unbounded on host-buffer ranks; else until LOOM_TIMEOUT,
+ * after which the module is broken and the request abandoned. */
+static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const char *step)
+{
+    if (!m->setup_bounded) return ompi_request_wait(req, MPI_STATUS_IGNORE);
+    const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), end = now_seconds() + timeout;
+    for (;;) {
+        int done = 0;
+        int rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* progresses MPI */
+        if (MPI_SUCCESS != rc || done) return rc;
+        if (now_seconds() > end) break;
+        sched_yield();
+    }
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    m->gpu_state = LOOM_GPU_BROKEN;
+    opal_output(mca_coll_loom_component.output,
+                "coll/loom %s rank %d comm %s (cid %u): %s: some rank of the %d did not arrive within %.0f s "
+                "(LOOM_TIMEOUT); this rank passed device buffers and gives up: communicator unusable for collectives",
+                host, ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, step,
+                ompi_comm_size(m->comm), timeout);
+    return MPI_ERR_OTHER;
+}
+
+/* MIN or MAX of a flag over the communicator; *all is untouched on error.
+ * per_call: the agreement of every call while no loom communicator exists,
+ * blocking and unbounded on every rank (see the top). */
+static int agree(mca_coll_loom_module_t *m, int mine, struct ompi_op_t *op, const char *step, bool per_call,
+                 int *all)
+{
+    if (per_call || NULL == m->prev.iallreduce)
+        return m->prev.allreduce(&mine, all, 1, MPI_INT, op, m->comm, m->prev.allreduce_module);
+    int *buf = (int *)malloc(2 * sizeof(int)); /* leaked if the step times out */
+    if (NULL == buf) return MPI_ERR_NO_MEM;
+    buf[0] = mine;
+    ompi_request_t *req = MPI_REQUEST_NULL;
+    int rc = m->prev.iallreduce(buf, buf + 1, 1, MPI_INT, op, m->comm, &req, m->prev.iallreduce_module);
+    if (MPI_SUCCESS == rc) rc = finish_step(m, &req, step);
+    if (LOOM_GPU_BROKEN == m->gpu_state) return rc;
+    if (MPI_SUCCESS == rc) *all = buf[1];
+    free(buf);
+    return rc;
+}
+
+/* The same agreement, 0 when it failed (a rank that cannot agree stays off). */
+static int agreed(mca_coll_loom_module_t *m, int mine, struct ompi_op_t *op, const char *step)
+{
+    int all = 0;
+    return MPI_SUCCESS == agree(m, mine, op, step, false, &all) ? all : 0;
+}
+
+/* Bootstrap for loom's core: an allgather through the previous module, via
+ * heap copies (the core's buffers go away when it gives up; an abandoned
+ * request may still write). */
+static int bootstrap_allgather(void *ctx, const void *send, void *recv, size_t bytes)
+{
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)ctx;
+    if (LOOM_GPU_BROKEN == m->gpu_state) return 1;
+    if (NULL == m->prev.iallgather)
+        return m->prev.allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, m->comm,
+                                 m->prev.allgather_module);
+    const size_t n = (size_t)ompi_comm_size(m->comm);
+    char *buf = (char *)malloc(bytes * (n + 1)); /* [mine][everyone's]; leaked on a time-out */
+    if (NULL == buf) return 1;
+    memcpy(buf, send, bytes);
+    ompi_request_t *req = MPI_REQUEST_NULL;
+    int rc = m->prev.iallgather(buf, (int)bytes, MPI_BYTE, buf + bytes, (int)bytes, MPI_BYTE, m->comm, &req,
+                                m->prev.iallgather_module);
+    if (MPI_SUCCESS == rc) rc = finish_step(m, &req, "creating the loom communicator (bootstrap exchange)");
+    if (LOOM_GPU_BROKEN == m->gpu_state) return 1;
+    if (MPI_SUCCESS == rc) memcpy(recv, buf + bytes, bytes * n);
+    free(buf);
+    return MPI_SUCCESS == rc ? 0 : 1;
+}
+
+/* Rank 0's unique id to every rank (bounded like the other steps). */
+static int share_id(mca_coll_loom_module_t *m, loomUniqueId *id)
+{
+    if (NULL == m->prev.ibcast)
+        return m->prev.bcast(id, (int)sizeof(*id), MPI_BYTE, 0, m->comm, m->prev.bcast_module);
+    loomUniqueId *buf = (loomUniqueId *)malloc(sizeof(*buf)); /* leaked on a time-out */
+    if (NULL == buf) return MPI_ERR_NO_MEM;
+    *buf = *id;
+    ompi_request_t *req = MPI_REQUEST_NULL;
+    int rc = m->prev.ibcast(buf, (int)sizeof(*buf), MPI_BYTE, 0, m->comm, &req, m->prev.ibcast_module);
+    if (MPI_SUCCESS == rc) rc = finish_step(m, &req, "creating the loom communicator (unique id)");
+    if (LOOM_GPU_BROKEN == m->gpu_state) return rc;
+    if (MPI_SUCCESS == rc) *id = *buf;
+    free(buf);
+    return rc;
+}
+
+void mca_coll_loom_probe(mca_coll_loom_module_t *m)
+{
+    if (m->gpu_capable >= 0) return;
+    if (OMPI_COMM_IS_INTER(m->comm)) { /* staged only: no loom communicator spans two groups */
+        m->gpu_capable = 0;
+        m->gpu_state = LOOM_GPU_UNAVAILABLE;
+        return;
+    }
+    m->gpu_capable = agreed(m, loomCudaDeviceCount() > 0, MPI_MIN, "probing for GPUs");
+    if (!m->gpu_capable && LOOM_GPU_BROKEN != m->gpu_state) m->gpu_state = LOOM_GPU_UNAVAILABLE;
+}
+
+void mca_coll_loom_setup_bound(mca_coll_loom_module_t *m, bool device_buffers)
+{
+    m->setup_bounded = device_buffers;
+}
+
+int mca_coll_loom_any_device_buffers(mca_coll_loom_module_t *m, bool mine, int *any)
+{
+    return agree(m, mine, MPI_MAX, "agreeing whether any rank passes device buffers", true, any);
+}
+
+void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r)
+{
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    /* The one report of a failed loom call (the core only logs it at INFO). */
+    opal_output(mca_coll_loom_component.output, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s", host,
+                ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, what, loomGetErrorString(r),
+                loomGetLastError());
+}
+
+int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
+{
+    loomUniqueId id;
+    int rank = ompi_comm_rank(m->comm);
+    if (0 == rank) loomGetUniqueId(&id);
+    if (MPI_SUCCESS != share_id(m, &id)) return 0;
+    loomBootstrap_t bs = {m, bootstrap_allgather};
+    loomResult_t r = loomCommInitRank(&m->lcomm, ompi_comm_size(m->comm), id, rank, device, &bs);
+    if (LOOM_GPU_BROKEN == m->gpu_state) { /* a bootstrap step timed out: said above */
+        if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
+        m->lcomm = NULL;
+        return 0;
+    }
+    if (loomSuccess != r && loomNotSupported != r) mca_coll_loom_report_error(m, "creating the loom communicator", r);
+    if (loomNotSupported == r && mca_coll_loom_component.verbose > 0)
+        opal_output_verbose(1, mca_coll_loom_component.output, "coll/loom rank %d comm %s: no loom communicator: %s",
+                            rank, m->comm->c_name, loomGetLastError());
+    if (agreed(m, loomSuccess == r, MPI_MIN, "agreeing that every rank created the loom communicator")) return 1;
+    if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
+    m->lcomm = NULL;
+    return 0;
+}
