@@ -1,0 +1,231 @@
+// The per-peer exchange schedule (src/device/exchange_schedule.h) on the one
+// simulator (sched_sim.h): alltoall with equal and ragged blocks (zeros,
+// displacements in shuffled order with gaps), gather(v) and scatter(v) at
+// every root, 1..64 ranks, 1..5 lanes, FIFOs of depth 1 and 2; every
+// rank's output against the definition, the host's counts against the walk,
+// and mutated schedules that must fail.
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device/exchange_schedule.h"
+#include "sched_sim.h"
+#include "unit_suites.h"
+
+using namespace loom;
+using namespace loom::sim;
+
+namespace {
+
+// Every rank's tables: send[r][q] elements from r to q, at sendDispl[r][q]
+// in r's input and recvDispl[q][r] in q's output.
+struct Tables {
+    int n = 0;
+    std::vector<std::vector<size_t>> send, sendDispl, recv, recvDispl;
+};
+
+enum Kind { kAllToAll, kGather, kScatter };
+
+Tables makeTables(Kind kind, int n, int root, bool ragged, unsigned seed) {
+    std::mt19937 rng(seed);
+    Tables t;
+    t.n = n;
+    t.send.assign(n, std::vector<size_t>(n, 0));
+    const size_t base = 1 + rng() % 40;
+    for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q) {
+            const bool carries = kind == kAllToAll || (kind == kGather ? q == root : r == root);
+            const unsigned pick = rng() % 5;
+            t.send[r][q] = !carries ? 0 : !ragged ? base : pick == 0 ? 0 : pick == 1 ? rng() % 3 : rng() % 200;
+        }
+    t.recv.assign(n, std::vector<size_t>(n, 0));
+    for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q) t.recv[q][r] = t.send[r][q];
+    // Send blocks back to back in peer order; receive blocks in a shuffled order with gaps.
+    t.sendDispl.assign(n, std::vector<size_t>(n, 0));
+    t.recvDispl.assign(n, std::vector<size_t>(n, 0));
+    for (int r = 0; r < n; ++r) {
+        size_t at = 0;
+        for (int q = 0; q < n; ++q) {
+            t.sendDispl[r][q] = at;
+            at += t.send[r][q];
+        }
+        std::vector<int> order(n);
+        for (int q = 0; q < n; ++q) order[q] = q;
+        if (ragged) std::shuffle(order.begin(), order.end(), rng);
+        at = 0;
+        for (int q : order) {
+            t.recvDispl[r][q] = at;
+            at += t.recv[r][q] + (ragged ? rng() % 3 : 0);
+        }
+    }
+    return t;
+}
+
+ExchangeSched schedOf(const Tables &t, int r, int lanes, size_t chunk) {
+    return ExchangeSched{r, t.n, lanes, t.send[r].data(), t.sendDispl[r].data(), t.recv[r].data(),
+                         t.recvDispl[r].data(), chunk};
+}
+
+using OpFn = std::function<EdgeOp(const ExchangeSched &, const ExchangeCursor &)>;
+EdgeOp plainOp(const ExchangeSched &s, const ExchangeCursor &c) { return exchangeOp(s, c); }
+
+// "" when every rank's output is right, else the first thing wrong.
+std::string simulate(const Tables &t, int lanes, size_t chunk, int depth, const OpFn &opFn = plainOp,
+                     const Tables *walked = nullptr) {
+    const int n = t.n;
+    const Tables &w = walked ? *walked : t;
+    std::vector<ExchangeSched> sched;
+    for (int r = 0; r < n; ++r) sched.push_back(schedOf(w, r, lanes, chunk));
+    // Per lane a cursor advanced op by op (the simulator asks for op i after op i - 1).
+    auto cursors = std::make_shared<std::vector<std::vector<ExchangeCursor>>>(n);
+    std::vector<Rank> ranks(n);
+    for (int r = 0; r < n; ++r) {
+        Rank &k = ranks[r];
+        size_t inLen = 0, outLen = 0;
+        for (int q = 0; q < n; ++q) {
+            inLen = std::max(inLen, t.sendDispl[r][q] + t.send[r][q]);
+            outLen = std::max(outLen, t.recvDispl[r][q] + t.recv[r][q]);
+        }
+        for (size_t i = 0; i < inLen; ++i) k.in.push_back(input(r, i));
+        k.out.assign(outLen, kUntouched);
+        k.lanes = lanes;
+        for (int q = 0; q < n; ++q)
+            if (q != r) k.sendTo[q] = {q, r};
+        (*cursors)[r].resize(lanes);
+        const ExchangeSched *s = &sched[r];
+        k.count = [s, cursors, r](int lane) {
+            size_t ops = 0;
+            for (ExchangeCursor c = exchangeFirst(*s, lane); !exchangeDone(*s, c); c = exchangeNext(*s, lane, c)) ++ops;
+            (*cursors)[r][lane] = exchangeFirst(*s, lane);
+            return ops;
+        };
+        k.op = [s, cursors, r, opFn](int lane, size_t i) {
+            ExchangeCursor &c = (*cursors)[r][lane];
+            if (i > 0) c = exchangeNext(*s, lane, c);
+            return opFn(*s, c);
+        };
+    }
+    Run run = execute(ranks, depth, chunk, sum);
+    if (!run.error.empty()) return run.error;
+    for (int r = 0; r < n; ++r) {
+        std::vector<unsigned long long> sends(n), recvs(n);
+        exchangeStepCounts(sched[r], sends.data(), recvs.data());
+        for (int q = 0; q < n; ++q) {
+            auto a = run.sent[r].find(q), b = run.recvd[r].find(q);
+            if (sends[q] != (a == run.sent[r].end() ? 0 : a->second) ||
+                recvs[q] != (b == run.recvd[r].end() ? 0 : b->second))
+                return "rank " + std::to_string(r) + ": the host's step count differs from the walk";
+        }
+    }
+    for (int r = 0; r < n; ++r) {
+        std::vector<Value> want(ranks[r].out.size(), kUntouched);
+        for (int q = 0; q < n; ++q)
+            for (size_t i = 0; i < t.recv[r][q]; ++i) want[t.recvDispl[r][q] + i] = input(q, t.sendDispl[q][r] + i);
+        for (size_t i = 0; i < want.size(); ++i)
+            if (ranks[r].out[i] != want[i])
+                return "rank " + std::to_string(r) + " element " + std::to_string(i) + " wrong";
+    }
+    return "";
+}
+
+const char *const kKindNames[] = {"alltoall", "gather", "scatter"};
+
+void runMatrix(Kind kind, bool ragged) {
+    for (int n = 1; n <= 64; n += n < 9 ? 1 : 11)
+        for (int lanes : {1, 2, 5})
+            for (size_t chunk : {4, 12})
+                for (int depth : {1, 2})
+                    for (unsigned seed = 0; seed < (n <= 9 ? 3u : 1u); ++seed) {
+                        const int root = (int)(seed * 7 + (unsigned)n) % n;
+                        Tables t = makeTables(kind, n, root, ragged, seed * 977 + (unsigned)n);
+                        std::string err = simulate(t, lanes, chunk, depth);
+                        if (!err.empty())
+                            ck_abort_msg("%s%s: nranks %d lanes %d chunk %zu depth %d root %d seed %u: %s",
+                                         kKindNames[kind], ragged ? "v" : "", n, lanes, chunk, depth, root, seed,
+                                         err.c_str());
+                    }
+}
+
+// Mutations: each must make some case fail.
+bool someCaseFails(const OpFn &fn, bool ragged, bool walkOwnCounts = false) {
+    for (int n = 2; n <= 7; ++n)
+        for (unsigned seed = 0; seed < 4; ++seed) {
+            Tables t = makeTables(kAllToAll, n, 0, ragged, seed + 31 * (unsigned)n);
+            Tables w = t;
+            if (walkOwnCounts) w.recv = w.send; // the receiver takes its own send counts
+            if (!simulate(t, 2, 4, 2, fn, walkOwnCounts ? &w : nullptr).empty()) return true;
+        }
+    return false;
+}
+
+EdgeOp wrongPeer(const ExchangeSched &s, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, c);
+    if (o.recv >= 0) o.recv = exchangeTo(s, c.round); // receives from r + k instead of r - k
+    return o;
+}
+EdgeOp noLocalCopy(const ExchangeSched &s, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, c);
+    if (c.round == 0) o.dst = kBufNone;
+    return o;
+}
+EdgeOp chunkOffByOne(const ExchangeSched &s, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, c);
+    if (o.recv >= 0 && c.chunk > 0) o.dstAt -= 1;
+    return o;
+}
+
+} // namespace
+
+START_TEST(alltoall_matches_reference) { runMatrix(kAllToAll, false); }
+END_TEST
+START_TEST(alltoallv_matches_reference) { runMatrix(kAllToAll, true); }
+END_TEST
+START_TEST(gather_and_gatherv_match_reference) {
+    runMatrix(kGather, false);
+    runMatrix(kGather, true);
+}
+END_TEST
+START_TEST(scatter_and_scatterv_match_reference) {
+    runMatrix(kScatter, false);
+    runMatrix(kScatter, true);
+}
+END_TEST
+
+START_TEST(mutations_fail) {
+    ck_assert_msg(someCaseFails(wrongPeer, false), "receiving from the wrong peer was not caught");
+    ck_assert_msg(someCaseFails(noLocalCopy, false), "a dropped local block was not caught");
+    ck_assert_msg(someCaseFails(chunkOffByOne, false), "a chunk written one element early was not caught");
+    ck_assert_msg(someCaseFails(plainOp, true, true), "a receiver walking its own send counts was not caught");
+}
+END_TEST
+
+START_TEST(pairs_meet_in_one_round_on_both_ends) {
+    // Round k: r sends to r + k, and r + k receives from r in its round k.
+    for (int n = 1; n <= 17; ++n)
+        for (int r = 0; r < n; ++r)
+            for (int k = 1; k < n; ++k) {
+                std::vector<size_t> z(n, 0);
+                ExchangeSched a{r, n, 1, z.data(), z.data(), z.data(), z.data(), 1};
+                ExchangeSched b = a;
+                b.rank = exchangeTo(a, k);
+                ck_assert_int_eq(exchangeFrom(b, k), r);
+            }
+}
+END_TEST
+
+Suite *exchange_schedule_suite(void) {
+    Suite *s = suite_create("exchange_schedule");
+    TCase *tc = tcase_create("exchange_schedule");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, alltoall_matches_reference);
+    tcase_add_test(tc, alltoallv_matches_reference);
+    tcase_add_test(tc, gather_and_gatherv_match_reference);
+    tcase_add_test(tc, scatter_and_scatterv_match_reference);
+    tcase_add_test(tc, mutations_fail);
+    tcase_add_test(tc, pairs_meet_in_one_round_on_both_ends);
+    suite_add_tcase(s, tc);
+    return s;
+}
