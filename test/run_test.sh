@@ -15,7 +15,8 @@
 # The build tree's component comes first in mca_base_component_path: Open MPI loads the
 # first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
-# or test/gpu/run.sh).
+# or test/gpu/run.sh); LOOM_TEST_TIMEOUT: seconds before the run is killed
+# (600; on a lent GPU host a smaller cap keeps one hang from eating the call).
 set -u
 . "$1"
 : "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
@@ -54,7 +55,7 @@ trap 'rm -rf "$log" "$comp"' EXIT
 cp "$B/.libs/mca_coll_loom.so" "$comp/" || { echo "FAIL: no $B/.libs/mca_coll_loom.so"; exit 1; }
 echo "+ $ENV mpirun -np $NP $MCA $PROG $ARGS"
 # shellcheck disable=SC2086
-timeout 600 "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
+timeout -k 5 "${LOOM_TEST_TIMEOUT:-600}" "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
     --mca mca_base_component_path "$comp:$LOOM_OMPI_PKGLIBDIR" \
     --mca coll_loom_verbose 1 $MCA "$B/$PROG" $ARGS >"$log" 2>&1
 rc=$?

@@ -7,6 +7,8 @@ B=$(cd "${1:-$top/build}" && pwd)
 export LOOM_BUILDDIR=$B LOOM_SRCDIR=$top LOOM_MPIRUN=${LOOM_MPIRUN:-mpirun}
 export LOOM_OMPI_PKGLIBDIR=${LOOM_OMPI_PKGLIBDIR:-$(ompi_info --path pkglibdir | sed -n 's/.*Pkglibdir: *//p')}
 export NCCL_NVLS_ENABLE=0
+# Each test well under a lent host's 600 s per call: one hang must not eat the rest.
+export LOOM_TEST_TIMEOUT=${LOOM_TEST_TIMEOUT:-180}
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
 pass=0 fail=0 skip=0
 for t in "$top"/test/gpu/*.mpitest; do
