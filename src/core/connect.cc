@@ -238,8 +238,11 @@ loomResult_t buildRingTables(loomComm *comm) {
 std::string ringNeighbours(const loomComm *comm) {
     std::string s;
     for (size_t k = 0; k < comm->rings.size(); ++k) {
-        const std::string pair = std::to_string(comm->rings[k].prev) + ", " + std::to_string(comm->rings[k].next);
-        if (s.find(pair) == std::string::npos) s += (s.empty() ? "" : "; ") + pair;
+        const RingLink &ring = comm->rings[k];
+        bool seen = false; // rings with the same neighbours are named once
+        for (size_t j = 0; j < k && !seen; ++j)
+            seen = comm->rings[j].prev == ring.prev && comm->rings[j].next == ring.next;
+        if (!seen) s += (s.empty() ? "" : "; ") + std::to_string(ring.prev) + ", " + std::to_string(ring.next);
     }
     return s;
 }

@@ -74,7 +74,9 @@ loomResult_t commTopology(int rank, int nranks, const std::vector<RankIdentity> 
     sp.channelBw = params().channelGBs;
     sp.maxChannels = kMaxChannels;
     *graphs = topo::searchGraphs(sys, place, sp);
-    auto nicName = [&](int node) { return node < 0 ? "" : sys.nodes[node].id + ":" + std::to_string(sys.nodes[node].port); };
+    auto nicName = [&](int node) {
+        return node < 0 ? "" : sys.nodes[node].id + ":" + std::to_string(sys.nodes[node].port);
+    };
     *myNic = nicName(topo::closestNic(sys, topo::Paths(sys), place.gpuOfRank[rank]));
     ringNics->clear();
     for (const topo::Ring &ring : graphs->rings) {
