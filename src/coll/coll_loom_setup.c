@@ -47,13 +47,22 @@ static double now_seconds(void)
 static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const char *step)
 {
     if (!m->setup_bounded) return ompi_request_wait(req, MPI_STATUS_IGNORE);
-    const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), end = now_seconds() + timeout;
+    const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), start = now_seconds(), end = start + timeout;
     for (;;) {
         int done = 0;
         int rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* progresses MPI */
         if (MPI_SUCCESS != rc || done) return rc;
-        if (now_seconds() > end) break;
-        sched_yield();
+        const double t = now_seconds();
+        if (t > end) break;
+        /* Spin the first millisecond (peers that are there answer in
+         * microseconds), then nap: a rank waiting for a late peer must not
+         * take a core from the ones still working. */
+        if (t - start < 1e-3) {
+            sched_yield();
+        } else {
+            const struct timespec nap = {0, 100 * 1000};
+            nanosleep(&nap, NULL);
+        }
     }
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
