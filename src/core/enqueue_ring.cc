@@ -99,13 +99,15 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
     uint64_t sends[kMaxChannels] = {}, recvs[kMaxChannels] = {};
     const int nr = (int)comm->rings.size();
+    // Per ring, not per channel: each walks the round's 2n steps.
+    unsigned long long perRoundSends[kMaxChannels] = {}, perRoundRecvs[kMaxChannels] = {};
+    for (int k = 0; k < nr && k < a.nchannels && comm->nranks > 1; ++k)
+        ringRoundSteps(c.coll, comm->rings[k].pos, comm->rings[k].posOf[c.root], comm->nranks, &perRoundSends[k],
+                       &perRoundRecvs[k]);
     for (int ch = 0; ch < a.nchannels && comm->nranks > 1; ++ch) {
-        const RingLink &ring = comm->rings[ch % nr];
-        unsigned long long perRoundSends, perRoundRecvs;
-        ringRoundSteps(c.coll, ring.pos, ring.posOf[c.root], comm->nranks, &perRoundSends, &perRoundRecvs);
         const size_t rounds = ringGeom(c.coll, hostBlocks, comm->nranks, a.nchannels, ch, slotElems, align).rounds;
-        sends[ch] = perRoundSends * rounds;
-        recvs[ch] = perRoundRecvs * rounds;
+        sends[ch] = perRoundSends[ch % nr] * rounds;
+        recvs[ch] = perRoundRecvs[ch % nr] * rounds;
         steps[ch].send += sends[ch];
         steps[ch].recv += recvs[ch];
     }
