@@ -60,15 +60,29 @@ static inline bool mca_coll_loom_no_gpu(const void *sbuf, int scount, ompi_datat
         return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), req);                     \
     }
 
-/* alltoallv-like collectives: ragged blocks at displacements (in extents).
- * In place (sbuf MPI_IN_PLACE, never on the GPU) MPI ignores the send
- * arguments, so they are not read. */
-#define LOOM_VECTOR_EXCHANGE(name, blocks_of)                                                                 \
+/* The same for ragged ones. */
+static inline bool mca_coll_loom_no_gpu_v(const void *sbuf, const int *scounts, const int *sdispls,
+                                          ompi_datatype_t *sdt, void *rbuf, const int *rcounts, const int *rdispls,
+                                          ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,
+                                          ompi_request_t **req, bool local_gpu, int *rc)
+{
+    return false;
+}
+
+/* alltoallv-like collectives: ragged blocks at displacements (in extents);
+ * gpu_try may take the call onto loom's kernels first. In place (sbuf
+ * MPI_IN_PLACE, never on the GPU) MPI ignores the send arguments, so they
+ * are not read. */
+#define LOOM_VECTOR_EXCHANGE(name, blocks_of, gpu_try)                                                        \
     static int name##_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,     \
                           void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,           \
                           ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)                         \
     {                                                                                                         \
         bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                          \
+        int rc;                                                                                               \
+        if (gpu_try(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, m, req, s_gpu || r_gpu,   \
+                    &rc))                                                                                     \
+            return rc;                                                                                        \
         if (!s_gpu && !r_gpu)                                                                                 \
             LOOM_DELEGATE(m, req, name, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);      \
         const loom_blocks_t b = blocks_of(comm);                                                              \

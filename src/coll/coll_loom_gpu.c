@@ -121,6 +121,8 @@ static loomResult_t launch(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, 
     case LOOM_GPU_ALLGATHERV:
         return loomAllGatherV(in, c->count, out, c->counts, c->displs, c->dt, m->lcomm, NULL);
     case LOOM_GPU_REDUCE_SCATTERV: return loomReduceScatterV(in, out, c->counts, c->dt, c->op, m->lcomm, NULL);
+    case LOOM_GPU_ALLTOALLV:
+        return loomAllToAllV(in, c->send_counts, c->send_displs, out, c->counts, c->displs, m->lcomm, NULL);
     default: return loomReduceScatter(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
     }
 }
@@ -164,7 +166,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (loomSuccess == r) r = launch(m, c, kin, kout);
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
     if (loomSuccess == r && stage_out) {
-        if (LOOM_GPU_ALLGATHERV == c->kind) { /* the blocks only: gaps between them are the caller's */
+        if (LOOM_GPU_ALLGATHERV == c->kind || LOOM_GPU_ALLTOALLV == c->kind) { /* the blocks only: gaps are the caller's */
             const int n = ompi_comm_size(m->comm);
             for (int q = 0; q < n && loomSuccess == r; ++q)
                 if (c->counts[q]) r = loomMemcpySync(out + c->displs[q], kout + c->displs[q], c->counts[q]);

@@ -34,6 +34,7 @@ typedef enum {
     LOOM_GPU_REDUCE_SCATTER,
     LOOM_GPU_ALLGATHERV,      /* counts/displs in bytes */
     LOOM_GPU_REDUCE_SCATTERV, /* counts in elements */
+    LOOM_GPU_ALLTOALLV,       /* per peer: send_counts/send_displs, counts/displs (receive), in bytes */
 } loom_gpu_kind_t;
 
 /* One call as the GPU path sees it, filled by a collective's mapper. */
@@ -48,8 +49,10 @@ typedef struct {
     loomDataType_t dt;
     loomRedOp_t op;
     int root;
-    const size_t *counts; /* ragged calls: per rank (the same on every rank) */
+    const size_t *counts; /* ragged calls: per rank (the same on every rank; alltoallv: what this rank receives) */
     const size_t *displs;
+    const size_t *send_counts; /* alltoallv: what this rank sends each peer */
+    const size_t *send_displs;
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
 } loom_gpu_call_t;
 

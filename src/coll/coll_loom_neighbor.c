@@ -18,7 +18,7 @@ static loom_blocks_t mca_coll_loom_neighbor_blocks(ompi_communicator_t *comm)
 
 LOOM_BLOCKS(neighbor_allgather, mca_coll_loom_neighbor_blocks, 0, mca_coll_loom_no_gpu)
 LOOM_BLOCKS(neighbor_alltoall, mca_coll_loom_neighbor_blocks, 1, mca_coll_loom_no_gpu)
-LOOM_VECTOR_EXCHANGE(neighbor_alltoallv, mca_coll_loom_neighbor_blocks)
+LOOM_VECTOR_EXCHANGE(neighbor_alltoallv, mca_coll_loom_neighbor_blocks, mca_coll_loom_no_gpu_v)
 
 static int neighbor_allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf,
                                    const int *rcounts, const int *displs, ompi_datatype_t *rdt,

@@ -17,6 +17,7 @@
 
 #include "core/debug.h"
 #include "core/bootstrap.h"
+#include "core/peer_conns.h"
 #include "core/connect.h"
 #include "core/params.h"
 #include "btl_gpu/net/net_transport.h"
@@ -254,6 +255,15 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
         if (r == loomSuccess) r = connectRing(comm, bs, peers, reach);
         if (r == loomSuccess) r = connectEdges(comm, bs, peers, reach);
         if (r != loomSuccess) return r;
+        // What the all-peer connections need later (core/peer_conns.h).
+        PeerConns *pc = new PeerConns;
+        comm->peers = pc;
+        pc->bootstrap = *bs;
+        pc->p2p.assign((size_t)n * n, 0);
+        for (int a = 0; a < n; ++a) {
+            pc->hostOf.push_back(peers[a].hostHash);
+            for (int b = 0; b < n; ++b) pc->p2p[(size_t)a * n + b] = reach.p2p(a, b);
+        }
     }
     r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
     if (r != loomSuccess) return r;
@@ -277,6 +287,7 @@ void releaseComm(loomComm *comm) {
         netClose(&ring.netRecv, end);
     }
     for (NetLinks &l : comm->edgeNet) netClose(&l, end);
+    releasePeers(comm, end);
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
     for (RingLink &ring : comm->rings) {

@@ -24,6 +24,10 @@
 #include "loom.h"
 #include "topo/search.h"
 
+namespace loom {
+struct PeerConns; // core/peer_conns.h
+}
+
 struct loomComm {
     int rank = 0, nranks = 0, cudaDev = -1;
     // The topology's distinct rings (at most one per channel); channel c
@@ -88,6 +92,7 @@ struct loomComm {
     cudaEvent_t blockTablesRead = nullptr;
     void *vInput = nullptr;
     size_t vInputBytes = 0;
+    loom::PeerConns *peers = nullptr; // all-peer connections (exchanges): made on first need
     const char *lastColl = "";   // the collective last enqueued (for errors)
     uint64_t collsEntered = 0;   // collectives enqueued so far
     uint64_t collsDone = 0;      // ... of which loomCommWait saw finish

@@ -9,6 +9,7 @@
 #include "device/oneshot_args.h"
 #include "device/ring_args.h"
 #include "device/edge_args.h"
+#include "device/exchange_args.h"
 #include "loom.h"
 
 namespace loom {
@@ -23,6 +24,10 @@ cudaError_t launchRingBytes(const RingArgs &a, cudaStream_t stream);
 // (dtype, op); broadcast and allgather over bytes (count in bytes).
 cudaError_t launchEdgeColl(const EdgeArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 cudaError_t launchEdgeBytes(const EdgeArgs &a, cudaStream_t stream);
+
+// Enqueues one exchange (alltoall(v), gather(v), scatter(v) over bytes;
+// a.s.lanes CTAs) on stream.
+cudaError_t launchExchange(const ExchangeArgs &a, cudaStream_t stream);
 
 // Enqueues one one-shot LL collective (a.coll; a.nblocks CTAs) on stream:
 // reductions per (dtype, op); allgather and broadcast over bytes.

@@ -102,7 +102,9 @@ loomResult_t loomGetUniqueId(loomUniqueId *id);
 /* How the ranks of a new communicator exchange their connection data. The
  * component implements it with the MPI communicator's allgather; loom has no
  * bootstrap network of its own. allgather: every rank contributes `bytes` at
- * send, recv receives nranks * bytes in rank order. Returns 0 on success. */
+ * send, recv receives nranks * bytes in rank order. Returns 0 on success.
+ * Kept (a copy of the struct) and used again, collectively, by the first
+ * loomAllToAllV: ctx must stay valid for the communicator's life. */
 typedef struct {
     void *ctx;
     int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes);
@@ -153,6 +155,18 @@ loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, void *recvbu
                             const size_t *displs, loomDataType_t datatype, loomComm_t comm, cudaStream_t stream);
 loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size_t *recvcounts,
                                 loomDataType_t datatype, loomRedOp_t op, loomComm_t comm, cudaStream_t stream);
+
+/* Per-peer exchanges: MPI_Alltoall(v), and MPI_Gather(v) / MPI_Scatter(v)
+ * as exchanges where only the root's pairs carry data. Counts and
+ * displacements are bytes, nranks entries each: this rank sends
+ * sendcounts[q] bytes from sendbuff + sdispls[q] to rank q, and receives
+ * recvcounts[q] bytes from q at recvbuff + rdispls[q]; both ends of a pair
+ * pass the same size (as MPI requires). Receive blocks must not overlap;
+ * the input may overlap the output (in place: loom copies it first). The
+ * first call connects every pair of ranks, collectively, through the
+ * bootstrap the communicator was made with, which must still work then. */
+loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls, void *recvbuff,
+                           const size_t *recvcounts, const size_t *rdispls, loomComm_t comm, cudaStream_t stream);
 
 /* A device buffer of at least `bytes` on the communicator's GPU, owned by the
  * communicator (grown on demand, freed with it; valid until the next call

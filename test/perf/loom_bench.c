@@ -5,16 +5,17 @@
  * are timed as a blocking call: NCCL's stream is synchronized after every
  * call, as an MPI collective must (and as OSU's osu_xccl_* do).
  *
- *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv] [-T float|char]
+ *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall] [-T float|char]
  *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]
  *
  * allgatherv: ragged blocks (rank q about 2(q+1)/(n+1) of the average) vs
- * NCCL's grouped ncclBroadcast, one per rank (NCCL has no allgatherv).
+ * NCCL's grouped ncclBroadcast, one per rank (NCCL has no allgatherv);
+ * alltoall vs a grouped ncclSend and ncclRecv per peer (as nccl-tests).
  * Sizes are bytes as nccl-tests counts them: allgather's whole output,
- * reduce_scatter's whole input, the buffer of the others; -c checks every
- * size against a host reference (sums). busbw = algbw x nccl-tests' factor
- * (allreduce 2(n-1)/n, allgather and reduce_scatter (n-1)/n, bcast and
- * reduce 1). ratio = loom busbw / NCCL busbw (> 1: loom faster). Root 0.
+ * reduce_scatter's and alltoall's whole input, the buffer of the others; -c
+ * checks every size against a host reference (sums). busbw = algbw x
+ * nccl-tests' factor (allreduce 2(n-1)/n, allgather, reduce_scatter and
+ * alltoall (n-1)/n, bcast and reduce 1). ratio = loom busbw / NCCL busbw (> 1: loom faster). Root 0.
  */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -39,6 +40,8 @@ static struct {
     const char *(*error_string)(int);
     int (*group_start)(void);
     int (*group_end)(void);
+    int (*send)(const void *, size_t, int, int, nccl_comm_t, cudaStream_t);
+    int (*recv)(void *, size_t, int, int, nccl_comm_t, cudaStream_t);
 } nccl;
 
 static int load_nccl(void)
@@ -56,8 +59,11 @@ static int load_nccl(void)
     *(void **)&nccl.error_string = dlsym(lib, "ncclGetErrorString");
     *(void **)&nccl.group_start = dlsym(lib, "ncclGroupStart");
     *(void **)&nccl.group_end = dlsym(lib, "ncclGroupEnd");
+    *(void **)&nccl.send = dlsym(lib, "ncclSend");
+    *(void **)&nccl.recv = dlsym(lib, "ncclRecv");
     return nccl.get_unique_id && nccl.comm_init_rank && nccl.all_reduce && nccl.broadcast && nccl.reduce &&
-           nccl.all_gather && nccl.reduce_scatter && nccl.comm_destroy && nccl.group_start && nccl.group_end;
+           nccl.all_gather && nccl.reduce_scatter && nccl.comm_destroy && nccl.group_start && nccl.group_end &&
+           nccl.send && nccl.recv;
 }
 
 #define CUDA(call)                                                                                  \
@@ -69,8 +75,9 @@ static int load_nccl(void)
         }                                                                                           \
     } while (0)
 
-enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, NCOLLS };
-static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter", "allgatherv"};
+enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, ALLTOALL, NCOLLS };
+static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter", "allgatherv",
+                                         "alltoall"};
 static int coll = ALLREDUCE, use_char = 0, nranks = 1;
 
 /* allgatherv's ragged blocks: rank q sends about 2(q+1)/(n+1) of the
@@ -90,7 +97,7 @@ static void ragged_layout(size_t avg)
 static size_t elems(size_t bytes)
 {
     size_t e = bytes / (use_char ? 1 : sizeof(float));
-    return coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV ? e / (size_t)nranks : e;
+    return coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV || coll == ALLTOALL ? e / (size_t)nranks : e;
 }
 
 static void loom_call(const void *s, void *r, size_t count)
@@ -107,6 +114,7 @@ static void loom_call(const void *s, void *r, size_t count)
         MPI_Allgatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, MPI_COMM_WORLD);
         break;
     }
+    case ALLTOALL: MPI_Alltoall(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
     default: MPI_Reduce_scatter_block(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD); break;
     }
 }
@@ -124,6 +132,16 @@ static void nccl_call(nccl_comm_t comm, cudaStream_t st, const void *s, void *r,
         nccl.group_start();
         for (int q = 0; q < nranks; ++q)
             nccl.broadcast(s, (char *)r + (size_t)vdispls[q] * es, (size_t)vcounts[q], dt, q, comm, st);
+        nccl.group_end();
+        break;
+    }
+    case ALLTOALL: { /* NCCL has no alltoall: a send and a receive per peer, grouped (as nccl-tests does) */
+        const size_t bytes = count * (use_char ? 1 : sizeof(float));
+        nccl.group_start();
+        for (int q = 0; q < nranks; ++q) {
+            nccl.send((const char *)s + (size_t)q * bytes, count, dt, q, comm, st);
+            nccl.recv((char *)r + (size_t)q * bytes, count, dt, q, comm, st);
+        }
         nccl.group_end();
         break;
     }
@@ -174,8 +192,9 @@ static void put(void *p, size_t i, int v)
 static long check(void *s, void *r, char *host, size_t count, int rank, int size)
 {
     const size_t esize = use_char ? 1 : sizeof(float);
-    const size_t in_n = coll == REDUCE_SCATTER ? count * size : coll == ALLGATHERV ? (size_t)vcounts[rank] : count;
-    const size_t out_n = coll == ALLGATHER ? count * size
+    const size_t in_n = coll == REDUCE_SCATTER || coll == ALLTOALL ? count * size
+                      : coll == ALLGATHERV ? (size_t)vcounts[rank] : count;
+    const size_t out_n = coll == ALLGATHER || coll == ALLTOALL ? count * size
                        : coll == ALLGATHERV ? (size_t)vdispls[size - 1] + (size_t)vcounts[size - 1] : count;
     for (size_t i = 0; i < in_n; ++i) put(host, i, value(rank, i));
     CUDA(cudaMemcpy(coll == BCAST ? r : s, host, in_n * esize, cudaMemcpyHostToDevice));
@@ -187,6 +206,7 @@ static long check(void *s, void *r, char *host, size_t count, int rank, int size
         double want = 0;
         if (coll == BCAST) want = value(0, i);
         else if (coll == ALLGATHER) want = value((int)(i / count), i % count);
+        else if (coll == ALLTOALL) want = value((int)(i / count), (size_t)rank * count + i % count);
         else if (coll == ALLGATHERV) {
             int q = size - 1;
             while (q > 0 && (size_t)vdispls[q] > i) --q;
@@ -225,13 +245,13 @@ int main(int argc, char **argv)
             if (coll == NCOLLS) coll = -1;
         }
         else {
-            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
             MPI_Finalize();
             return 2;
         }
     }
     if (coll < 0) {
-        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter or allgatherv\n");
+        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter, allgatherv or alltoall\n");
         MPI_Finalize();
         return 2;
     }
@@ -295,7 +315,8 @@ int main(int argc, char **argv)
                "ratio", "check");
     }
     const double bus = coll == ALLREDUCE ? 2.0 * (size - 1) / size
-                     : coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV ? (double)(size - 1) / size
+                     : coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV || coll == ALLTOALL
+                         ? (double)(size - 1) / size
                      : 1.0;
     long total_bad = 0;
     for (size_t bytes = minb; bytes <= maxb; bytes *= factor) {

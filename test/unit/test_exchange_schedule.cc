@@ -1,15 +1,18 @@
 // The per-peer exchange schedule (src/device/exchange_schedule.h) on the one
 // simulator (sched_sim.h): alltoall with equal and ragged blocks (zeros,
 // displacements in shuffled order with gaps), gather(v) and scatter(v) at
-// every root, 1..64 ranks, 1..5 lanes, FIFOs of depth 1 and 2; every
+// every root, 1..64 ranks, 1..5 lane groups of 1 or 3 channels per pair,
+// FIFOs of depth 1 and 2; every
 // rank's output against the definition, the host's counts against the walk,
 // and mutated schedules that must fail.
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/peer_conns.h"
 #include "device/exchange_schedule.h"
 #include "sched_sim.h"
 #include "unit_suites.h"
@@ -64,21 +67,22 @@ Tables makeTables(Kind kind, int n, int root, bool ragged, unsigned seed) {
     return t;
 }
 
-ExchangeSched schedOf(const Tables &t, int r, int lanes, size_t chunk) {
-    return ExchangeSched{r, t.n, lanes, t.send[r].data(), t.sendDispl[r].data(), t.recv[r].data(),
-                         t.recvDispl[r].data(), chunk};
+ExchangeSched schedOf(const Tables &t, int r, int lanes, size_t chunk, int channels) {
+    return ExchangeSched{r,  t.n,   lanes, t.send[r].data(), t.sendDispl[r].data(), t.recv[r].data(),
+                         t.recvDispl[r].data(), chunk, channels};
 }
 
-using OpFn = std::function<EdgeOp(const ExchangeSched &, const ExchangeCursor &)>;
-EdgeOp plainOp(const ExchangeSched &s, const ExchangeCursor &c) { return exchangeOp(s, c); }
+using OpFn = std::function<EdgeOp(const ExchangeSched &, int lane, const ExchangeCursor &)>;
+EdgeOp plainOp(const ExchangeSched &s, int lane, const ExchangeCursor &c) { return exchangeOp(s, lane, c); }
 
 // "" when every rank's output is right, else the first thing wrong.
-std::string simulate(const Tables &t, int lanes, size_t chunk, int depth, const OpFn &opFn = plainOp,
+// lanes: groups x channels.
+std::string simulate(const Tables &t, int groups, int channels, size_t chunk, int depth, const OpFn &opFn = plainOp,
                      const Tables *walked = nullptr) {
-    const int n = t.n;
+    const int n = t.n, lanes = groups * channels;
     const Tables &w = walked ? *walked : t;
     std::vector<ExchangeSched> sched;
-    for (int r = 0; r < n; ++r) sched.push_back(schedOf(w, r, lanes, chunk));
+    for (int r = 0; r < n; ++r) sched.push_back(schedOf(w, r, lanes, chunk, channels));
     // Per lane a cursor advanced op by op (the simulator asks for op i after op i - 1).
     auto cursors = std::make_shared<std::vector<std::vector<ExchangeCursor>>>(n);
     std::vector<Rank> ranks(n);
@@ -93,7 +97,7 @@ std::string simulate(const Tables &t, int lanes, size_t chunk, int depth, const 
         k.out.assign(outLen, kUntouched);
         k.lanes = lanes;
         for (int q = 0; q < n; ++q)
-            if (q != r) k.sendTo[q] = {q, r};
+            for (int c = 0; q != r && c < channels; ++c) k.sendTo[q * channels + c] = {q, r * channels + c};
         (*cursors)[r].resize(lanes);
         const ExchangeSched *s = &sched[r];
         k.count = [s, cursors, r](int lane) {
@@ -105,15 +109,15 @@ std::string simulate(const Tables &t, int lanes, size_t chunk, int depth, const 
         k.op = [s, cursors, r, opFn](int lane, size_t i) {
             ExchangeCursor &c = (*cursors)[r][lane];
             if (i > 0) c = exchangeNext(*s, lane, c);
-            return opFn(*s, c);
+            return opFn(*s, lane, c);
         };
     }
     Run run = execute(ranks, depth, chunk, sum);
     if (!run.error.empty()) return run.error;
     for (int r = 0; r < n; ++r) {
-        std::vector<unsigned long long> sends(n), recvs(n);
+        std::vector<unsigned long long> sends((size_t)n * channels), recvs((size_t)n * channels);
         exchangeStepCounts(sched[r], sends.data(), recvs.data());
-        for (int q = 0; q < n; ++q) {
+        for (int q = 0; q < n * channels; ++q) {
             auto a = run.sent[r].find(q), b = run.recvd[r].find(q);
             if (sends[q] != (a == run.sent[r].end() ? 0 : a->second) ||
                 recvs[q] != (b == run.recvd[r].end() ? 0 : b->second))
@@ -135,45 +139,51 @@ const char *const kKindNames[] = {"alltoall", "gather", "scatter"};
 
 void runMatrix(Kind kind, bool ragged) {
     for (int n = 1; n <= 64; n += n < 9 ? 1 : 11)
-        for (int lanes : {1, 2, 5})
-            for (size_t chunk : {4, 12})
-                for (int depth : {1, 2})
-                    for (unsigned seed = 0; seed < (n <= 9 ? 3u : 1u); ++seed) {
-                        const int root = (int)(seed * 7 + (unsigned)n) % n;
-                        Tables t = makeTables(kind, n, root, ragged, seed * 977 + (unsigned)n);
-                        std::string err = simulate(t, lanes, chunk, depth);
-                        if (!err.empty())
-                            ck_abort_msg("%s%s: nranks %d lanes %d chunk %zu depth %d root %d seed %u: %s",
-                                         kKindNames[kind], ragged ? "v" : "", n, lanes, chunk, depth, root, seed,
-                                         err.c_str());
-                    }
+        for (int groups : {1, 2, 5})
+            for (int channels : {1, 3})
+                for (size_t chunk : {4, 12})
+                    for (int depth : {1, 2})
+                        for (unsigned seed = 0; seed < (n <= 9 ? 3u : 1u); ++seed) {
+                            const int root = (int)(seed * 7 + (unsigned)n) % n;
+                            Tables t = makeTables(kind, n, root, ragged, seed * 977 + (unsigned)n);
+                            std::string err = simulate(t, groups, channels, chunk, depth);
+                            if (!err.empty())
+                                ck_abort_msg("%s%s: nranks %d groups %d channels %d chunk %zu depth %d root %d "
+                                             "seed %u: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
+                                             channels, chunk, depth, root, seed, err.c_str());
+                        }
 }
 
 // Mutations: each must make some case fail.
-bool someCaseFails(const OpFn &fn, bool ragged, bool walkOwnCounts = false) {
+bool someCaseFails(const OpFn &fn, bool ragged, bool walkOwnCounts = false, int channels = 1) {
     for (int n = 2; n <= 7; ++n)
         for (unsigned seed = 0; seed < 4; ++seed) {
             Tables t = makeTables(kAllToAll, n, 0, ragged, seed + 31 * (unsigned)n);
             Tables w = t;
             if (walkOwnCounts) w.recv = w.send; // the receiver takes its own send counts
-            if (!simulate(t, 2, 4, 2, fn, walkOwnCounts ? &w : nullptr).empty()) return true;
+            if (!simulate(t, 2, channels, 4, 2, fn, walkOwnCounts ? &w : nullptr).empty()) return true;
         }
     return false;
 }
 
-EdgeOp wrongPeer(const ExchangeSched &s, const ExchangeCursor &c) {
-    EdgeOp o = exchangeOp(s, c);
-    if (o.recv >= 0) o.recv = exchangeTo(s, c.round); // receives from r + k instead of r - k
+EdgeOp wrongPeer(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, lane, c);
+    if (o.recv >= 0) o.recv = exchangeConn(s, exchangeTo(s, c.round), exchangeChannel(s, lane)); // r + k, not r - k
     return o;
 }
-EdgeOp noLocalCopy(const ExchangeSched &s, const ExchangeCursor &c) {
-    EdgeOp o = exchangeOp(s, c);
+EdgeOp noLocalCopy(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, lane, c);
     if (c.round == 0) o.dst = kBufNone;
     return o;
 }
-EdgeOp chunkOffByOne(const ExchangeSched &s, const ExchangeCursor &c) {
-    EdgeOp o = exchangeOp(s, c);
+EdgeOp chunkOffByOne(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, lane, c);
     if (o.recv >= 0 && c.chunk > 0) o.dstAt -= 1;
+    return o;
+}
+EdgeOp wrongChannel(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, lane, c);
+    if (o.send >= 0) o.send = exchangeConn(s, exchangeTo(s, c.round), (exchangeChannel(s, lane) + 1) % s.channels);
     return o;
 }
 
@@ -199,6 +209,8 @@ START_TEST(mutations_fail) {
     ck_assert_msg(someCaseFails(noLocalCopy, false), "a dropped local block was not caught");
     ck_assert_msg(someCaseFails(chunkOffByOne, false), "a chunk written one element early was not caught");
     ck_assert_msg(someCaseFails(plainOp, true, true), "a receiver walking its own send counts was not caught");
+    ck_assert_msg(someCaseFails(wrongChannel, false, false, 3), "a send on another channel of the pair was not caught");
+    ck_assert_msg(someCaseFails(chunkOffByOne, false, false, 3), "an off-by-one chunk on 3 channels was not caught");
 }
 END_TEST
 
@@ -208,11 +220,37 @@ START_TEST(pairs_meet_in_one_round_on_both_ends) {
         for (int r = 0; r < n; ++r)
             for (int k = 1; k < n; ++k) {
                 std::vector<size_t> z(n, 0);
-                ExchangeSched a{r, n, 1, z.data(), z.data(), z.data(), z.data(), 1};
+                ExchangeSched a{r, n, 1, z.data(), z.data(), z.data(), z.data(), 1, 1};
                 ExchangeSched b = a;
                 b.rank = exchangeTo(a, k);
                 ck_assert_int_eq(exchangeFrom(b, k), r);
             }
+}
+END_TEST
+
+START_TEST(all_peer_fifos_stay_within_budget) {
+    // core/peer_conns.h: channels and slot shapes per rank count.
+    for (int n = 2; n <= 8192; n += n < 80 ? 1 : n / 8) {
+        int slots = 0;
+        size_t slotBytes = 0;
+        exchangeFifoShape(n, 128 * 1024, 4, &slots, &slotBytes);
+        const size_t bytes = (size_t)n * (size_t)exchangeChannels(n) * (size_t)slots * slotBytes;
+        ck_assert_int_ge(exchangeChannels(n), 1);
+        ck_assert_int_le(exchangeChannels(n) * std::min(n - 1, 48 / exchangeChannels(n)), 48); // lanes
+        ck_assert_int_ge(slots, 2);
+        ck_assert_uint_ge(slotBytes, 4096);
+        if (n <= 4096) ck_assert_msg(bytes <= kExchangeFifoBudget, "%d ranks: %zu bytes of slots", n, bytes);
+        else ck_assert_uint_eq(slots * slotBytes, 8192); // the floor
+    }
+    int slots = 0;
+    size_t slotBytes = 0;
+    exchangeFifoShape(4, 128 * 1024, 4, &slots, &slotBytes); // what the measured runs used
+    ck_assert_int_eq(exchangeChannels(4), 16);
+    ck_assert_int_eq(slots, 4);
+    ck_assert_uint_eq(slotBytes, 128 * 1024);
+    exchangeFifoShape(64, 128 * 1024, 8, &slots, &slotBytes); // deeper FIFOs give way first
+    ck_assert_int_eq(slots, 4);
+    ck_assert_uint_eq(slotBytes, 128 * 1024);
 }
 END_TEST
 
@@ -226,6 +264,7 @@ Suite *exchange_schedule_suite(void) {
     tcase_add_test(tc, scatter_and_scatterv_match_reference);
     tcase_add_test(tc, mutations_fail);
     tcase_add_test(tc, pairs_meet_in_one_round_on_both_ends);
+    tcase_add_test(tc, all_peer_fifos_stay_within_budget);
     suite_add_tcase(s, tc);
     return s;
 }

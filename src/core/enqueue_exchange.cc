@@ -1,0 +1,162 @@
+/*
+ * Exchanges (alltoall(v); gather(v) and scatter(v) as exchanges where only
+ * the root's pairs carry data), host side: connect every pair on first need
+ * (core/peer_conns.h), upload the call's tables, launch the exchange kernel
+ * (device/exchange_schedule.h), commit each peer's step counters.
+ */
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/debug.h"
+#include "core/params.h"
+#include "core/peer_conns.h"
+#include "device/collectives.h"
+#include "device/exchange_schedule.h"
+
+namespace loom {
+
+namespace {
+
+constexpr int kMaxExchangeLanes = 48; // CTAs: rounds beyond this share lane groups
+
+loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
+    return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): alltoallv: %s: %s", comm->rank, comm->cudaDev,
+                comm->busId, what, cudaGetErrorString(e));
+}
+
+// The call's tables to device memory on `stream`, after the last kernel that
+// read the previous ones (from pageable memory: staged before the call returns).
+loomResult_t uploadTables(loomComm *comm, const std::vector<size_t> &tables, cudaStream_t stream) {
+    PeerConns &p = *comm->peers;
+    cudaError_t e = cudaStreamWaitEvent(stream, p.tablesRead, 0);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(p.tablesDev, tables.data(), tables.size() * sizeof(size_t), cudaMemcpyHostToDevice, stream);
+    return e == cudaSuccess ? loomSuccess : cudaFail(comm, "tables", e);
+}
+
+// n == 1: the rank's own block.
+loomResult_t selfCopy(loomComm *comm, const char *in, char *out, size_t bytes, cudaStream_t stream) {
+    if (!bytes || in == out) return loomSuccess;
+    cudaError_t e = cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream);
+    return e == cudaSuccess ? loomSuccess : cudaFail(comm, "own block", e);
+}
+
+} // namespace
+
+} // namespace loom
+
+using namespace loom;
+
+extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
+                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls, loomComm_t comm,
+                                      cudaStream_t stream) {
+    if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
+    if (comm->failed) return fail(loomRemoteError, "loomAllToAllV: rank %d: communicator failed earlier", comm->rank);
+    if (!sendcounts || !sdispls || !recvcounts || !rdispls)
+        return fail(loomInvalidArgument, "loomAllToAllV: NULL counts or displacements");
+    const int n = comm->nranks, me = comm->rank;
+    if (sendcounts[me] != recvcounts[me])
+        return fail(loomInvalidArgument, "loomAllToAllV: rank %d sends itself %zu bytes but receives %zu", me,
+                    sendcounts[me], recvcounts[me]);
+    size_t inSpan = 0, outSpan = 0;
+    for (int q = 0; q < n; ++q) {
+        if (sendcounts[q]) inSpan = std::max(inSpan, sdispls[q] + sendcounts[q]);
+        if (recvcounts[q]) outSpan = std::max(outSpan, rdispls[q] + recvcounts[q]);
+    }
+    if ((inSpan && !sendbuff) || (outSpan && !recvbuff)) return fail(loomInvalidArgument, "loomAllToAllV: NULL buffer");
+    if (!stream) stream = comm->stream;
+    const char *in = static_cast<const char *>(sendbuff);
+    char *out = static_cast<char *>(recvbuff);
+    if (n == 1) {
+        enterCollective(comm, "alltoallv");
+        return selfCopy(comm, in + sdispls[0], out + rdispls[0], sendcounts[0], stream);
+    }
+    PeerConns &p = *comm->peers;
+    if (!p.ready) { // collective: every rank's first exchange
+        loomResult_t r = connectPeers(comm);
+        if (r != loomSuccess) return r;
+    }
+    enterCollective(comm, "alltoallv");
+    if (!inSpan && !outSpan) return loomSuccess; // nothing moves on any of this rank's pairs
+    // Sources are always the input (exchange_schedule.h): an input the
+    // receives could overwrite is copied first.
+    if (inSpan && outSpan && in < out + outSpan && out < in + inSpan) {
+        loomResult_t r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, inSpan, "in-place alltoallv input");
+        if (r != loomSuccess) return r;
+        cudaError_t e = cudaMemcpyAsync(p.inputCopy, in, inSpan, cudaMemcpyDeviceToDevice, stream);
+        if (e != cudaSuccess) return cudaFail(comm, "copy of an in-place input", e);
+        in = static_cast<const char *>(p.inputCopy);
+    }
+    // Tables: send counts, send displacements, receive counts, receive
+    // displacements, then each connection's steps before this call.
+    const size_t N = (size_t)n, C = (size_t)p.channels;
+    std::vector<size_t> tables(4 * N + 2 * N * C);
+    std::copy(sendcounts, sendcounts + n, tables.begin());
+    std::copy(sdispls, sdispls + n, tables.begin() + N);
+    std::copy(recvcounts, recvcounts + n, tables.begin() + 2 * N);
+    std::copy(rdispls, rdispls + n, tables.begin() + 3 * N);
+    static_assert(sizeof(ConnSteps) == 2 * sizeof(size_t), "steps as two words");
+    memcpy(tables.data() + 4 * N, p.steps.data(), N * C * sizeof(ConnSteps));
+
+    ExchangeSched s;
+    s.rank = me;
+    s.nranks = n;
+    s.channels = p.channels;
+    s.lanes = std::max(1, std::min(n - 1, kMaxExchangeLanes / p.channels)) * p.channels;
+    s.chunkElems = p.slotBytes;
+    ExchangeArgs a;
+    memset(&a, 0, offsetof(ExchangeArgs, inlined));
+    a.s = s;
+    a.s.sendCount = a.s.sendDispl = a.s.recvCount = a.s.recvDispl = nullptr; // inlined
+    if (tables.size() <= (size_t)kExchangeInlineWords) {
+        std::copy(tables.begin(), tables.end(), a.inlined);
+    } else {
+        loomResult_t r = uploadTables(comm, tables, stream);
+        if (r != loomSuccess) return r;
+        const size_t *t = static_cast<const size_t *>(p.tablesDev);
+        a.s.sendCount = t;
+        a.s.sendDispl = t + N;
+        a.s.recvCount = t + 2 * N;
+        a.s.recvDispl = t + 3 * N;
+        a.steps = reinterpret_cast<const ConnSteps *>(t + 4 * N);
+    }
+    a.in = in;
+    a.out = out;
+    a.conns = p.connsDev;
+    a.nthreads = params().ringThreads;
+    a.nslots = p.nslots;
+    a.slotBytes = p.slotBytes;
+    a.timeoutCycles = comm->timeoutCycles;
+    a.abortFlag = comm->abortFlagDev;
+    cudaError_t e = launchExchange(a, stream);
+    if (e == cudaSuccess && a.steps) e = cudaEventRecord(p.tablesRead, stream);
+    if (e != cudaSuccess) return cudaFail(comm, "launch", e);
+
+    // Commit: the host's copy of the schedule says what each peer's
+    // connection moved (and the proxy is promised it on net links).
+    s.sendCount = sendcounts;
+    s.sendDispl = sdispls;
+    s.recvCount = recvcounts;
+    s.recvDispl = rdispls;
+    std::vector<unsigned long long> sends(N * C), recvs(N * C);
+    exchangeStepCounts(s, sends.data(), recvs.data());
+    std::vector<uint64_t> so(C), ro(C);
+    for (int q = 0; q < n; ++q) {
+        bool any = false;
+        for (size_t c = 0; c < C; ++c) {
+            const size_t k = (size_t)q * C + c;
+            p.steps[k].send += sends[k];
+            p.steps[k].recv += recvs[k];
+            so[c] = sends[k];
+            ro[c] = recvs[k];
+            any |= sends[k] || recvs[k];
+        }
+        if (any && p.net[q].send) netPost(&p.net[q], (int)C, so.data(), ro.data());
+    }
+    LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels", comm->rank, inSpan, outSpan,
+               s.lanes, s.channels);
+    return loomSuccess;
+}

@@ -1,0 +1,163 @@
+/*
+ * GPU correctness of the exchanges through loom: MPI_Alltoall and
+ * MPI_Alltoallv (ragged counts with zeros, receive blocks in reversed order
+ * with gaps that must stay untouched) x types {char, int, double, a
+ * contiguous type of 3 shorts} x counts {0, 1, 7, 1023, 2^20+3} x in place
+ * / not x communicators {world, dup, reversed, an odd-sized split}. Every
+ * byte is compared with what its sender put there.
+ *
+ *   coll_exchange [-m device|host|mixed]
+ * -m mixed: even ranks pass host buffers, odd ranks device buffers.
+ */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { GAP = 5, SENTINEL = 0xA5 };
+
+/* Byte j of the block world rank s sends world rank r. */
+static uint8_t pattern(int s, int r, size_t j) { return (uint8_t)(s * 31 + r * 17 + j * 7 + 1); }
+
+static int on_host;
+static void *alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (on_host) return malloc(bytes ? bytes : 1);
+    return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
+}
+static void release(void *p)
+{
+    if (on_host) free(p);
+    else cudaFree(p);
+}
+static void put(void *dst, const void *src, size_t n)
+{
+    if (on_host) memcpy(dst, src, n);
+    else cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
+}
+static void take(void *dst, const void *src, size_t n)
+{
+    if (on_host) memcpy(dst, src, n);
+    else cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost);
+}
+
+/* Elements rank a sends rank b in the ragged case (symmetric when sym: an
+ * in-place alltoallv sends what it receives). */
+static size_t ragged(size_t base, int a, int b, int sym)
+{
+    if (sym && a > b) { int t = a; a = b; b = t; }
+    const int k = (a * 7 + b * 3) % 4; /* 0: nothing */
+    return base * (size_t)k / 2;
+}
+
+/* One call; returns wrong bytes (+1 per error code). */
+static long one(MPI_Comm comm, MPI_Datatype dt, size_t esize, size_t base, int vector, int in_place, const int *world_of)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    int *sc = malloc(sizeof(int) * n), *sd = malloc(sizeof(int) * n), *rc = malloc(sizeof(int) * n),
+        *rd = malloc(sizeof(int) * n);
+    size_t sall = 0, rall = 0;
+    for (int q = 0; q < n; ++q) { /* send blocks in rank order, receive blocks reversed with gaps */
+        sc[q] = (int)(vector ? ragged(base, r, q, in_place) : base);
+        rc[q] = (int)(vector ? ragged(base, q, r, in_place) : base);
+    }
+    for (int q = 0; q < n; ++q) sd[q] = (int)sall, sall += (size_t)sc[q];
+    for (int q = n - 1; q >= 0; --q) rd[q] = (int)rall, rall += (size_t)rc[q] + (vector ? GAP : 0);
+    if (!vector) /* alltoall: the receive blocks in rank order, back to back */
+        for (int q = 0; q < n; ++q) rd[q] = q * (int)base;
+    const size_t rbytes = rall * esize, sbytes = sall * esize;
+    uint8_t *host = malloc(rbytes + sbytes + 1), *want = malloc(rbytes + 1);
+    memset(want, SENTINEL, rbytes);
+    for (int q = 0; q < n; ++q)
+        for (size_t j = 0; j < (size_t)rc[q] * esize; ++j) want[(size_t)rd[q] * esize + j] = pattern(world_of[q], world_of[r], j);
+    void *sbuf = alloc(sbytes), *rbuf = alloc(rbytes);
+    if (in_place) { /* the send blocks where the receive blocks are */
+        memset(host, SENTINEL, rbytes);
+        for (int q = 0; q < n; ++q)
+            for (size_t j = 0; j < (size_t)rc[q] * esize; ++j) host[(size_t)rd[q] * esize + j] = pattern(world_of[r], world_of[q], j);
+        put(rbuf, host, rbytes);
+    } else {
+        for (int q = 0; q < n; ++q)
+            for (size_t j = 0; j < (size_t)sc[q] * esize; ++j) host[(size_t)sd[q] * esize + j] = pattern(world_of[r], world_of[q], j);
+        put(sbuf, host, sbytes);
+        memset(host, SENTINEL, rbytes);
+        put(rbuf, host, rbytes);
+    }
+    const void *s = in_place ? MPI_IN_PLACE : sbuf;
+    int err = vector ? MPI_Alltoallv(s, sc, sd, dt, rbuf, rc, rd, dt, comm)
+                     : MPI_Alltoall(s, (int)base, dt, rbuf, (int)base, dt, comm);
+    long bad = err != MPI_SUCCESS;
+    take(host, rbuf, rbytes);
+    for (size_t i = 0; i < rbytes && !bad; ++i)
+        if (host[i] != want[i]) {
+            fprintf(stderr, "coll_exchange: %s base %zu x %zu B in_place %d: rank %d byte %zu = %u, want %u\n",
+                    vector ? "alltoallv" : "alltoall", base, esize, in_place, r, i, host[i], want[i]);
+            ++bad;
+        }
+    if (err != MPI_SUCCESS) fprintf(stderr, "coll_exchange: rank %d: error %d\n", r, err);
+    release(sbuf);
+    release(rbuf);
+    free(host);
+    free(want);
+    free(sc); free(sd); free(rc); free(rd);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const char *mode = "device";
+    for (int a = 1; a + 1 < argc; a += 2)
+        if (!strcmp(argv[a], "-m")) mode = argv[a + 1];
+    int wr, wn, ndev = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    MPI_Comm_size(MPI_COMM_WORLD, &wn);
+    on_host = !strcmp(mode, "host") || (!strcmp(mode, "mixed") && wr % 2 == 0);
+    if (strcmp(mode, "host")) {
+        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        if (cudaGetDeviceCount(&ndev) != cudaSuccess || !ndev) {
+            if (!wr) fprintf(stderr, "coll_exchange: no GPU here (-m host runs without)\n");
+            MPI_Finalize();
+            return 77;
+        }
+        cudaSetDevice((lr ? atoi(lr) : wr) % ndev);
+    }
+    MPI_Datatype three_shorts;
+    MPI_Type_contiguous(3, MPI_SHORT, &three_shorts);
+    MPI_Type_commit(&three_shorts);
+    const struct { MPI_Datatype t; size_t size; } types[] = {{MPI_CHAR, 1}, {MPI_INT, 4}, {MPI_DOUBLE, 8}, {three_shorts, 6}};
+    const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
+    MPI_Comm comms[4];
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, wn - wr, &comms[2]);            /* reversed */
+    MPI_Comm_split(MPI_COMM_WORLD, wr < wn - 1 || wn == 1 ? 0 : 1, wr, &comms[3]); /* odd-sized where wn is even */
+    long bad = 0, calls = 0;
+    for (int c = 0; c < 4; ++c) {
+        int n;
+        MPI_Comm_size(comms[c], &n);
+        int *world_of = malloc(sizeof(int) * n);
+        MPI_Allgather(&wr, 1, MPI_INT, world_of, 1, MPI_INT, comms[c]);
+        for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); ++t)
+            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
+                if (counts[k] > 1024 && (t % 2 || c % 2)) continue; /* the large count on half the cases */
+                for (int vector = 0; vector < 2; ++vector)
+                    for (int ip = 0; ip < 2; ++ip, ++calls)
+                        bad += one(comms[c], types[t].t, types[t].size, counts[k], vector, ip, world_of);
+            }
+        free(world_of);
+    }
+    long tot[2] = {bad, calls};
+    MPI_Allreduce(MPI_IN_PLACE, tot, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (!wr) printf("coll_exchange: %d ranks, memory %s: %ld calls (summed over ranks), %ld wrong bytes or errors\n", wn,
+                    mode, tot[1], tot[0]);
+    for (int c = 0; c < 4; ++c) MPI_Comm_free(&comms[c]);
+    MPI_Type_free(&three_shorts);
+    MPI_Finalize();
+    return tot[0] ? 1 : 0;
+}
