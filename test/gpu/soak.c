@@ -5,6 +5,8 @@
  *
  *   soak [-s SEED] [-n CALLS] [-M MAXBYTES] [-m device|host|mixed] [-t SECONDS]
  *
+ * Collectives: allreduce, reduce, bcast, allgather(v), reduce_scatter(_block),
+ * alltoall(v) (ragged pair counts for alltoallv).
  * Every rank draws the same sequence from SEED (collective, datatype, op,
  * count log-uniform in 0..MAXBYTES, root, in place or not, blocking or not,
  * communicator churn); with -m mixed each rank also picks host or device
@@ -51,9 +53,9 @@ static MPI_Op mpi_op(int o)
     MPI_Op ops[NOPS] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_BOR};
     return ops[o];
 }
-enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_ALLGATHER, C_ALLGATHERV, C_RSB, C_RS, NCOLLS };
+enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_ALLGATHER, C_ALLGATHERV, C_RSB, C_RS, C_ALLTOALL, C_ALLTOALLV, NCOLLS };
 static const char *const cnames[NCOLLS] = {"allreduce", "reduce", "bcast", "allgather", "allgatherv",
-                                           "reduce_scatter_block", "reduce_scatter"};
+                                           "reduce_scatter_block", "reduce_scatter", "alltoall", "alltoallv"};
 
 /* Rank's element i: small, negative too where the type is signed and the op
  * arithmetic (|sum| <= 4 x ranks: exact in char for up to 31 ranks). */
@@ -178,6 +180,18 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         displs[q] = (int)all;
         all += (size_t)counts[q];
     }
+    /* alltoallv: pair[s * n + d] elements from rank s to rank d (every rank
+     * draws the whole matrix); this rank's send and receive layouts, blocks
+     * back to back in rank order. */
+    int *pair = malloc(sizeof(int) * (size_t)n * (size_t)n), *scnt = malloc(sizeof(int) * (size_t)n),
+        *sdsp = malloc(sizeof(int) * (size_t)n), *rcnt = malloc(sizeof(int) * (size_t)n), *rdsp = malloc(sizeof(int) * (size_t)n);
+    size_t sall = 0, rall = 0;
+    for (int k = 0; k < n * n; ++k) pair[k] = coll == C_ALLTOALLV ? (int)below(rng, 2 * count + 1) : (int)count;
+    for (int q = 0; q < n; ++q) {
+        scnt[q] = pair[rank * n + q], rcnt[q] = pair[q * n + rank];
+        sdsp[q] = (int)sall, rdsp[q] = (int)rall;
+        sall += (size_t)scnt[q], rall += (size_t)rcnt[q];
+    }
     *coll_out = coll;
     MPI_Datatype dt = t->mpi;
     MPI_Op op = mpi_op(o);
@@ -202,6 +216,10 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         put(b, ip ? 1 : 0, ip ? (size_t)displs[rank] * es : 0, r, mine * es);
         break;
     }
+    case C_ALLTOALL: case C_ALLTOALLV: /* block q: elements [rank x count, ..) of this rank's sequence for q */
+        for (int q = 0; q < n; ++q) tile(t, r + (size_t)sdsp[q] * es, (size_t)scnt[q], of_rank, o, rank + 16 * q, 0);
+        put(b, ip && coll == C_ALLTOALL ? 1 : 0, 0, r, sall * es);
+        break;
     default: /* reduce_scatter(_block): the whole input, back to back */
         tile(t, r, all, of_rank, o, rank, 0);
         put(b, ip ? 1 : 0, 0, r, all * es);
@@ -241,6 +259,16 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         check_n = count;
         check_at = (size_t)rank * count;
         break;
+    case C_ALLTOALL: /* in place: the send blocks are where the receive blocks go */
+        rc = nb ? MPI_Ialltoall(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm, &req)
+                : MPI_Alltoall(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm);
+        check_n = rall;
+        break;
+    case C_ALLTOALLV: /* not in place: that needs symmetric counts */
+        rc = nb ? MPI_Ialltoallv(s, scnt, sdsp, dt, d, rcnt, rdsp, dt, comm, &req)
+                : MPI_Alltoallv(s, scnt, sdsp, dt, d, rcnt, rdsp, dt, comm);
+        check_n = rall;
+        break;
     default:
         rc = nb ? MPI_Ireduce_scatter(ip ? MPI_IN_PLACE : s, d, counts, dt, op, comm, &req)
                 : MPI_Reduce_scatter(ip ? MPI_IN_PLACE : s, d, counts, dt, op, comm);
@@ -255,6 +283,8 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
     if (coll == C_BCAST) tile(t, w, check_n, of_rank, o, root, 0);
     else if (coll == C_ALLGATHER || coll == C_ALLGATHERV)
         for (int q = 0; q < n; ++q) tile(t, w + (size_t)displs[q] * es, (size_t)counts[q], of_rank, o, q, 0);
+    else if (coll == C_ALLTOALL || coll == C_ALLTOALLV)
+        for (int q = 0; q < n; ++q) tile(t, w + (size_t)rdsp[q] * es, (size_t)rcnt[q], of_rank, o, q + 16 * rank, 0);
     else tile(t, w, check_n, of_reduction, o, n, check_at);
     if (!bad && 0 != memcmp(r, w, check_n * es)) /* exact in every type: say where */
         for (size_t i = 0; i < check_n; ++i)
@@ -268,6 +298,11 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
     if (rc != MPI_SUCCESS) fprintf(stderr, "soak: call %ld: %s: rank %d: error %d\n", index, cnames[coll], rank, rc);
     free(counts);
     free(displs);
+    free(pair);
+    free(scnt);
+    free(sdsp);
+    free(rcnt);
+    free(rdsp);
     return bad;
 }
 
