@@ -59,9 +59,33 @@ struct Published {
     ShmEndpoint shm;
 };
 
-} // namespace
+// Frees what a connection attempt made, keeping what the communicator's
+// creation left (bootstrap, hosts, reach) for the next attempt.
+void dropConnections(PeerConns &p, std::chrono::steady_clock::time_point netDeadline) {
+    for (NetLinks &l : p.net) netClose(&l, netDeadline);
+    p.net.clear();
+    for (char *b : p.peerRegion)
+        if (b) p2pClose(b);
+    p.peerRegion.clear();
+    for (ShmSegment &s : p.shmSend) shmClose(&s);
+    p.shmSend.clear();
+    shmClose(&p.shmRecv);
+    p.shmRecv = ShmSegment{};
+    p2pFreeRegion(&p.region);
+    cudaFree(p.connsDev);
+    cudaFree(p.tablesDev);
+    cudaFree(p.inputCopy);
+    if (p.tablesRead) cudaEventDestroy(p.tablesRead);
+    p.connsDev = nullptr;
+    p.tablesDev = p.inputCopy = nullptr;
+    p.inputCopyBytes = 0;
+    p.tablesRead = nullptr;
+    p.conns.clear();
+    p.steps.clear();
+    p.ready = p.useNet = false;
+}
 
-loomResult_t connectPeers(loomComm *comm) {
+loomResult_t connectAll(loomComm *comm) {
     PeerConns &p = *comm->peers;
     const loomBootstrap_t *bs = &p.bootstrap;
     const int n = comm->nranks, me = comm->rank, C = exchangeChannels(n);
@@ -154,20 +178,20 @@ loomResult_t connectPeers(loomComm *comm) {
     return loomSuccess;
 }
 
+} // namespace
+
+loomResult_t connectPeers(loomComm *comm) {
+    loomResult_t r = connectAll(comm);
+    // A failed attempt leaves nothing behind (all ranks failed it alike: each
+    // phase is agreed); a later exchange tries again.
+    if (r != loomSuccess) dropConnections(*comm->peers, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    return r;
+}
+
 void releasePeers(loomComm *comm, std::chrono::steady_clock::time_point netDeadline) {
-    PeerConns *p = comm->peers;
-    if (!p) return;
-    for (NetLinks &l : p->net) netClose(&l, netDeadline);
-    for (char *b : p->peerRegion)
-        if (b) p2pClose(b);
-    for (ShmSegment &s : p->shmSend) shmClose(&s);
-    shmClose(&p->shmRecv);
-    p2pFreeRegion(&p->region);
-    cudaFree(p->connsDev);
-    cudaFree(p->tablesDev);
-    cudaFree(p->inputCopy);
-    if (p->tablesRead) cudaEventDestroy(p->tablesRead);
-    delete p;
+    if (!comm->peers) return;
+    dropConnections(*comm->peers, netDeadline);
+    delete comm->peers;
     comm->peers = nullptr;
 }
 
