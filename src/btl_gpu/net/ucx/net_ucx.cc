@@ -50,6 +50,7 @@ struct Comm {
     ucp_worker_h worker = nullptr;
     ucp_ep_h ep = nullptr; // sender: to the receiver; receiver: back to the sender
     bool failed = false;
+    bool sent = false;        // some data went out on ep: flushed before it closes
     Request *hello = nullptr; // handshake message in flight (an ordinary request)
     std::vector<char> helloBuf;
     uint8_t secret[kSideSecretBytes] = {}; // listen comm: what the hello must start with
@@ -164,15 +165,17 @@ loomResult_t connectEp(Comm *c, const void *address) {
     return s == UCS_OK ? loomSuccess : ucsFail("endpoint", s);
 }
 
-// Waits, bounded in time, for a UCX request of a closing connection.
-void drain(ucp_worker_h w, void *req, double seconds) {
-    if (!UCS_PTR_IS_PTR(req)) return;
+// Waits, bounded in time, for a UCX request of a closing connection;
+// whether it finished.
+bool drain(ucp_worker_h w, void *req, double seconds, const char *what) {
+    if (!UCS_PTR_IS_PTR(req)) return true;
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (U()->requestCheckStatus(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < end)
         for (int i = 0; i < 100; ++i) U()->workerProgress(w);
-    if (U()->requestCheckStatus(req) == UCS_INPROGRESS)
-        LOOM_WARN(kNet, "ucx: a closing connection did not finish within %.0f s", seconds);
+    const bool done = U()->requestCheckStatus(req) != UCS_INPROGRESS;
+    if (!done && what) LOOM_WARN(kNet, "ucx: %s did not finish within %.0f s", what, seconds);
     U()->requestFree(req);
+    return done;
 }
 
 void destroy(Comm *c) {
@@ -180,20 +183,28 @@ void destroy(Comm *c) {
     if (c->ep) {
         ucp_request_param_t p;
         memset(&p, 0, sizeof(p));
+        // A sender's flush first, bounded: a synchronous send completes once
+        // the receiver matched it, but a rendezvous message's data may still
+        // be queued here (TCP: in UCX's send queue behind a full socket), and
+        // a forced close would drop it; the receiver, steps behind, would
+        // wait for steps that never come. The receiver's worker must be
+        // progressed meanwhile (loom's proxy does it while the link is
+        // open; loom closes send links before receive links). A connection
+        // that failed or only received has nothing to flush.
+        if (c->sent && !c->failed && !drain(c->worker, U()->epFlushNbx(c->ep, &p), 1.0, nullptr))
+            LOOM_INFO(kNet, "ucx: flushing a closing send connection did not finish within 1 s (peer gone?)");
         p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        // Forced: nothing is left to flush (a send completes only once the
-        // receiver has matched it, and loom quiesces a connection before it
-        // closes it), and a graceful close waits for a peer that may have
-        // closed first — up to UCX's keepalive timeout, 30 s per connection
-        // in the two-way test.
+        // Then forced: a graceful close waits for a peer that may have closed
+        // first — up to UCX's keepalive timeout, 30 s per connection in the
+        // two-way test.
         p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-        drain(c->worker, U()->epCloseNbx(c->ep, &p), 1.0);
+        drain(c->worker, U()->epCloseNbx(c->ep, &p), 1.0, "a closing connection");
     }
     // Requests nobody will test any more (the hello, receives the proxy had
     // posted ahead): cancelled, completed, freed.
     for (Request *r : c->live) {
         U()->requestCancel(c->worker, r->ucx);
-        drain(c->worker, r->ucx, 1.0);
+        drain(c->worker, r->ucx, 1.0, "a cancelled request");
         delete r;
     }
     c->live.clear();
@@ -381,10 +392,11 @@ loomResult_t postData(Comm *c, bool recv, void *data, size_t size, int tag, cons
     // if nothing is there.
     if (c->failed && !recv) return fail(loomRemoteError, "ucx: isend on a failed connection");
     if (tag < 0) return fail(loomInvalidArgument, "ucx: negative tag %d", tag);
+    c->sent |= !recv;
     // Sends are synchronous: one completes when the receiver has matched it
-    // (not when UCX has copied it), so a completed send is in the receiver's
-    // buffer, and a sender that closes after it cannot lose it. The proxy
-    // keeps several in flight, which hides the acknowledgement's round trip.
+    // (not when UCX has copied it); a rendezvous message's data may follow
+    // later, which destroy() flushes before it closes. The proxy keeps
+    // several in flight, which hides the acknowledgement's round trip.
     Request *r = nullptr;
     loomResult_t res = post(c, recv, data, size, kDataBit | (uint32_t)tag, &r, !recv, mr);
     *request = r;
@@ -409,8 +421,14 @@ loomResult_t ucxTest(void *request, int *done, size_t *size) {
     *done = 0;
     U()->workerProgress(r->comm->worker);
     if (!r->done && r->comm->failed) {
-        // A receive is not tied to the dead endpoint: cancel it ourselves.
-        U()->requestCancel(r->comm->worker, r->ucx);
+        // What the peer sent before it went may still be in this worker's
+        // sockets: progress until the worker is idle (bounded) before giving
+        // up on the receive. A receive is not tied to the dead endpoint:
+        // then cancel it ourselves.
+        const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        for (int idle = 0; !r->done && idle < 100 && std::chrono::steady_clock::now() < end;)
+            idle = U()->workerProgress(r->comm->worker) ? 0 : idle + 1;
+        if (!r->done) U()->requestCancel(r->comm->worker, r->ucx);
         for (int i = 0; i < 1000 && !r->done; ++i) U()->workerProgress(r->comm->worker);
     }
     if (!r->done) return loomSuccess;

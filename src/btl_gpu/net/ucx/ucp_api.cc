@@ -39,6 +39,7 @@ void load() {
               bind(ucpLib, p, "ucp_worker_release_address", u.workerReleaseAddress) &&
               bind(ucpLib, p, "ucp_worker_progress", u.workerProgress) &&
               bind(ucpLib, p, "ucp_ep_create", u.epCreate) && bind(ucpLib, p, "ucp_ep_close_nbx", u.epCloseNbx) &&
+              bind(ucpLib, p, "ucp_ep_flush_nbx", u.epFlushNbx) &&
               bind(ucpLib, p, "ucp_tag_send_nbx", u.tagSendNbx) &&
               bind(ucpLib, p, "ucp_tag_send_sync_nbx", u.tagSendSyncNbx) && bind(ucpLib, p, "ucp_tag_recv_nbx", u.tagRecvNbx) &&
               bind(ucpLib, p, "ucp_request_check_status", u.requestCheckStatus) &&

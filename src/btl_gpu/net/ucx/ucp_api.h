@@ -23,6 +23,7 @@ struct Ucp {
     unsigned (*workerProgress)(ucp_worker_h);
     ucs_status_t (*epCreate)(ucp_worker_h, const ucp_ep_params_t *, ucp_ep_h *);
     ucs_status_ptr_t (*epCloseNbx)(ucp_ep_h, const ucp_request_param_t *);
+    ucs_status_ptr_t (*epFlushNbx)(ucp_ep_h, const ucp_request_param_t *);
     ucs_status_ptr_t (*tagSendNbx)(ucp_ep_h, const void *, size_t, ucp_tag_t, const ucp_request_param_t *);
     ucs_status_ptr_t (*tagSendSyncNbx)(ucp_ep_h, const void *, size_t, ucp_tag_t, const ucp_request_param_t *);
     ucs_status_ptr_t (*tagRecvNbx)(ucp_worker_h, void *, size_t, ucp_tag_t, ucp_tag_t, const ucp_request_param_t *);
