@@ -5,7 +5,7 @@
  * (test/unit/sched_sim.h) executes it over host buffers with bounded FIFOs.
  *
  *   value = recv ? (reduce ? op(slot, src) : slot) : src   (inFirst: op(src, slot))
- *   dst[dstAt ..] = value   (when dst names a buffer)
+ *   dst[dstAt ..] = value   (when dst names a buffer; rawDst: the slot as received)
  *   the next slot of `send` = value   (when send names a connection)
  *
  * Connections are indices into the kernel's connection table (a ring
@@ -30,6 +30,10 @@ struct EdgeOp {
     int src, dst;    // EdgeBuf
     size_t srcAt, dstAt, len; // elements
     bool reduce, inFirst;
+    // dst gets the received slot, send the reduced value (an exclusive scan's
+    // interior rank). Only scan_schedule.h sets it; the simulator runs it,
+    // Prims does not yet (no kernel walks that schedule).
+    bool rawDst;
     unsigned long long key;
 };
 
@@ -45,6 +49,7 @@ LOOM_HD EdgeOp edgeOp(int recv, int send, int src, size_t srcAt, int dst, size_t
     o.len = len;
     o.reduce = reduce;
     o.inFirst = inFirst;
+    o.rawDst = false;
     o.key = key;
     return o;
 }

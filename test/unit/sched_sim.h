@@ -103,7 +103,9 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
                     return fail(r, lane, i, "reads outside its buffers");
                 if (o.len && o.dst != kBufNone && (!dst || o.dstAt + o.len > dst->size()))
                     return fail(r, lane, i, "writes outside its buffers");
-                std::vector<Value> v;
+                std::vector<Value> v, raw;
+                if (o.rawDst && (!from || o.send < 0 || !o.reduce))
+                    return fail(r, lane, i, "a raw destination without a receive, a send and a reduction");
                 if (from) {
                     Slot &got = from->front();
                     if (got.key != o.key || got.data.size() != o.len)
@@ -111,6 +113,7 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
                     v.swap(got.data);
                     from->pop_front();
                     ++run.recvd[r][o.recv];
+                    if (o.rawDst) raw = v;
                     if (o.reduce)
                         for (size_t e = 0; e < o.len; ++e) {
                             const Value x = (*src)[srcAt + e];
@@ -119,7 +122,10 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
                 } else {
                     v.assign(src ? src->begin() + srcAt : v.begin(), src ? src->begin() + srcAt + o.len : v.begin());
                 }
-                if (dst) std::copy(v.begin(), v.end(), dst->begin() + o.dstAt);
+                if (dst) {
+                    const std::vector<Value> &w = o.rawDst ? raw : v;
+                    std::copy(w.begin(), w.end(), dst->begin() + o.dstAt);
+                }
                 if (to >= 0) {
                     fifo[to].push_back(Slot{o.key, std::move(v)});
                     ++run.sent[r][o.send];

@@ -13,6 +13,7 @@ Suite *rd_schedule_suite(void);
 Suite *oneshot_schedule_suite(void);
 Suite *doubling_schedule_suite(void);
 Suite *exchange_schedule_suite(void);
+Suite *scan_schedule_suite(void);
 Suite *select_suite(void);
 Suite *params_suite(void);
 Suite *side_channel_suite(void);
