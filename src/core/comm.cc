@@ -259,10 +259,9 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
         PeerConns *pc = new PeerConns;
         comm->peers = pc;
         pc->bootstrap = *bs;
-        pc->p2p.assign((size_t)n * n, 0);
-        for (int a = 0; a < n; ++a) {
-            pc->hostOf.push_back(peers[a].hostHash);
-            for (int b = 0; b < n; ++b) pc->p2p[(size_t)a * n + b] = reach.p2p(a, b);
+        for (int q = 0; q < n; ++q) {
+            pc->hostOf.push_back(peers[q].hostHash);
+            pc->p2pWith.push_back(reach.p2p(rank, q));
         }
     }
     r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");

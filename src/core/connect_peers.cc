@@ -21,10 +21,10 @@ FifoFlags *flagsAt(char *area) { return reinterpret_cast<FifoFlags *>(area); }
 
 enum PairKind { kPairSelf, kPairP2p, kPairShm, kPairNet };
 
-PairKind kindOf(const PeerConns &p, int n, int me, int q) {
+PairKind kindOf(const PeerConns &p, int me, int q) {
     if (q == me) return kPairSelf;
     if (p.hostOf[me] != p.hostOf[q]) return kPairNet;
-    return p.p2p[(size_t)me * n + q] ? kPairP2p : kPairShm;
+    return p.p2pWith[q] ? kPairP2p : kPairShm;
 }
 
 // The pair's two FIFOs inside a host: mine (q sends into it; the credit for
@@ -99,7 +99,7 @@ loomResult_t connectAll(loomComm *comm) {
     p.steps.assign((size_t)n * C, ConnSteps{0, 0});
     bool anyP2p = false, anyShm = false;
     for (int q = 0; q < n; ++q) {
-        const PairKind k = kindOf(p, n, me, q);
+        const PairKind k = kindOf(p, me, q);
         anyP2p |= k == kPairP2p;
         anyShm |= k == kPairShm;
     }
@@ -116,7 +116,7 @@ loomResult_t connectAll(loomComm *comm) {
     if (bs->allgather(bs->ctx, &mine, all.data(), sizeof(Published)) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of all-peer FIFOs failed", me);
     for (int q = 0; q < n && r == loomSuccess; ++q) {
-        const PairKind k = kindOf(p, n, me, q);
+        const PairKind k = kindOf(p, me, q);
         if (k == kPairP2p) {
             void *base = nullptr;
             r = p2pOpen(all[q].p2p, &base);
@@ -134,7 +134,7 @@ loomResult_t connectAll(loomComm *comm) {
     std::vector<NetSetup> setups;
     std::vector<NetLinks *> links;
     for (int q = 0; q < n; ++q) {
-        if (kindOf(p, n, me, q) != kPairNet) continue;
+        if (kindOf(p, me, q) != kPairNet) continue;
         setups.push_back(NetSetup{true, true, q, q, C, p.nslots, p.slotBytes, q * C, me * C, q * C});
         links.push_back(&p.net[q]);
         p.useNet = true;
@@ -148,7 +148,7 @@ loomResult_t connectAll(loomComm *comm) {
             // FIFO of connection k = q x C + c in my area, that of me x C + c in the peer's.
             const size_t mine = (size_t)(q * C + c) * p.fifoBytes, theirs = (size_t)(me * C + c) * p.fifoBytes;
             ConnPair &d = p.conns[(size_t)q * C + c];
-            switch (kindOf(p, n, me, q)) {
+            switch (kindOf(p, me, q)) {
             case kPairP2p: d = hostPair(static_cast<char *>(p.region.base) + mine, p.peerRegion[q] + theirs); break;
             case kPairShm:
                 d = hostPair(static_cast<char *>(p.shmRecv.device) + mine,

@@ -93,7 +93,8 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     // Tables: send counts, send displacements, receive counts, receive
     // displacements, then each connection's steps before this call.
     const size_t N = (size_t)n, C = (size_t)p.channels;
-    std::vector<size_t> tables(4 * N + 2 * N * C);
+    std::vector<size_t> &tables = p.callTables;
+    tables.resize(4 * N + 2 * N * C);
     std::copy(sendcounts, sendcounts + n, tables.begin());
     std::copy(sdispls, sdispls + n, tables.begin() + N);
     std::copy(recvcounts, recvcounts + n, tables.begin() + 2 * N);
@@ -141,9 +142,11 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     s.sendDispl = sdispls;
     s.recvCount = recvcounts;
     s.recvDispl = rdispls;
-    std::vector<unsigned long long> sends(N * C), recvs(N * C);
+    std::vector<unsigned long long> &sends = p.callSends, &recvs = p.callRecvs;
+    sends.resize(N * C);
+    recvs.resize(N * C);
     exchangeStepCounts(s, sends.data(), recvs.data());
-    std::vector<uint64_t> so(C), ro(C);
+    uint64_t so[kMaxExchangeChannels], ro[kMaxExchangeChannels];
     for (int q = 0; q < n; ++q) {
         bool any = false;
         for (size_t c = 0; c < C; ++c) {
@@ -154,7 +157,7 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
             ro[c] = recvs[k];
             any |= sends[k] || recvs[k];
         }
-        if (any && p.net[q].send) netPost(&p.net[q], (int)C, so.data(), ro.data());
+        if (any && p.net[q].send) netPost(&p.net[q], (int)C, so, ro);
     }
     LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels", comm->rank, inSpan, outSpan,
                s.lanes, s.channels);

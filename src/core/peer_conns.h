@@ -44,7 +44,7 @@ struct PeerConns {
     // From the communicator's creation (the same on every rank).
     loomBootstrap_t bootstrap{};
     std::vector<uint64_t> hostOf;           // per rank: its host as counted (LOOM_FAKE_NODES may split one)
-    std::vector<uint8_t> p2p;               // n x n: both GPUs of a pair reach each other
+    std::vector<uint8_t> p2pWith;           // per rank: this rank's GPU and its reach each other
     // Made on first need.
     bool ready = false;
     bool useNet = false;       // some peer is across hosts
@@ -66,12 +66,18 @@ struct PeerConns {
     cudaEvent_t tablesRead = nullptr;
     void *inputCopy = nullptr; // an in-place call's input
     size_t inputCopyBytes = 0;
+    // Per call, host side, sized once: the tables above, and each
+    // connection's slots sent and received by the call.
+    std::vector<size_t> callTables;
+    std::vector<unsigned long long> callSends, callRecvs;
 };
+
+constexpr int kMaxExchangeChannels = 16;
 
 // Channels per pair at n ranks (the same on every rank).
 inline int exchangeChannels(int n) {
     const int c = n > 1 ? 48 / (n - 1) : 1;
-    return c < 1 ? 1 : c > 16 ? 16 : c;
+    return c < 1 ? 1 : c > kMaxExchangeChannels ? kMaxExchangeChannels : c;
 }
 
 constexpr size_t kExchangeFifoBudget = size_t(32) << 20; // slots of the receive FIFOs per rank

@@ -54,6 +54,21 @@ LOOM_HD EdgeOp edgeOp(int recv, int send, int src, size_t srcAt, int dst, size_t
     return o;
 }
 
+// Slots a call sends on and receives from each of `ports` connections, by
+// walking every op of every lane (count(lane) ops, op(lane, i)): for
+// schedules of a few ops per chunk (host side: step counters, the proxy).
+template <typename Count, typename Op>
+inline void walkStepCounts(int lanes, Count count, Op op, int ports, unsigned long long *sends,
+                           unsigned long long *recvs) {
+    for (int k = 0; k < ports; ++k) sends[k] = recvs[k] = 0;
+    for (int lane = 0; lane < lanes; ++lane)
+        for (size_t i = 0, n = count(lane); i < n; ++i) {
+            const EdgeOp o = op(lane, i);
+            if (o.send >= 0) ++sends[o.send];
+            if (o.recv >= 0) ++recvs[o.recv];
+        }
+}
+
 // A key from a phase and a chunk number.
 LOOM_HD unsigned long long edgeKey(unsigned phase, size_t chunk) {
     return ((unsigned long long)phase << 40) | (unsigned long long)chunk;

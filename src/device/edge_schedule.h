@@ -67,13 +67,9 @@ LOOM_HD EdgeOp edgeSchedOp(const EdgeSched &s, int lane, size_t i) {
 // small messages, a few ops per chunk.
 inline void edgeStepCounts(const EdgeSched &s, unsigned long long sends[kEdgeSlots],
                            unsigned long long recvs[kEdgeSlots]) {
-    for (int k = 0; k < kEdgeSlots; ++k) sends[k] = recvs[k] = 0;
-    for (int lane = 0; lane < edgeLanes(s); ++lane)
-        for (size_t i = 0, n = edgeOpCount(s, lane); i < n; ++i) {
-            const EdgeOp o = edgeSchedOp(s, lane, i);
-            if (o.send >= 0) ++sends[o.send];
-            if (o.recv >= 0) ++recvs[o.recv];
-        }
+    walkStepCounts(
+        edgeLanes(s), [&](int lane) { return edgeOpCount(s, lane); },
+        [&](int lane, size_t i) { return edgeSchedOp(s, lane, i); }, kEdgeSlots, sends, recvs);
 }
 
 } // namespace loom

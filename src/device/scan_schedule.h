@@ -63,14 +63,11 @@ LOOM_HD EdgeOp scanOp(const ScanSched &s, int lane, size_t j) {
 }
 
 // Slots a call sends on and receives from each connection (n x channels
-// entries, zeroed by the caller): the host's step counters follow them.
+// entries): the host's step counters follow them.
 inline void scanStepCounts(const ScanSched &s, unsigned long long *sends, unsigned long long *recvs) {
-    for (int lane = 0; lane < s.channels; ++lane)
-        for (size_t j = 0, n = scanOpCount(s, lane); j < n; ++j) {
-            const EdgeOp o = scanOp(s, lane, j);
-            if (o.send >= 0) ++sends[o.send];
-            if (o.recv >= 0) ++recvs[o.recv];
-        }
+    walkStepCounts(
+        s.channels, [&](int lane) { return scanOpCount(s, lane); },
+        [&](int lane, size_t j) { return scanOp(s, lane, j); }, s.nranks * s.channels, sends, recvs);
 }
 
 } // namespace loom
