@@ -190,8 +190,9 @@ static bool broken(int *rc)
     return true;
 }
 
-bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc)
+bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc)
 {
+    *rc = MPI_SUCCESS;
     if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
     mca_coll_loom_setup_bound(m, local_gpu);
     mca_coll_loom_probe(m);
@@ -206,9 +207,8 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
         if (MPI_SUCCESS != mca_coll_loom_any_device_buffers(m, local_gpu, &any) && LOOM_GPU_BROKEN == m->gpu_state)
             return broken(rc);
         if (!any) return false;
-    }
-    const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
-    if (LOOM_GPU_UNKNOWN == m->gpu_state) {
+        /* On the GPU of this rank's buffers (the current one when both are in host memory). */
+        const loomPointerInfo_t out_info = where(c->out), in_info = where(c->in);
         const loomPointerInfo_t info = loomMemoryHost != out_info.kind ? out_info : in_info;
         int device = loomMemoryHost != info.kind ? info.device : -1;
         const int made = mca_coll_loom_create_comm(m, device);
@@ -218,10 +218,21 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
         m->gpu_device = device;
         if (device < 0) loomCommDevice(m->lcomm, &m->gpu_device);
     }
+    return true;
+}
+
+int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
+{
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
-    loomResult_t r = run_here(m, c, in_info, out_info);
+    loomResult_t r = run_here(m, c, where(c->in), where(c->out));
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
-    *rc = mpi_error(r);
+    return mpi_error(r);
+}
+
+bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc)
+{
+    if (!mca_coll_loom_gpu_takes(m, c, local_gpu, rc)) return false;
+    if (MPI_SUCCESS == *rc) *rc = mca_coll_loom_gpu_exec(m, c);
     return true;
 }
 

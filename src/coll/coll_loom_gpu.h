@@ -75,6 +75,14 @@ extern const char mca_coll_loom_why_intercomm[];
  * GPU. Returns true and sets *rc when it took the call; false when the caller
  * must stage (device buffers) or delegate (host buffers). */
 bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc);
+/* Its two halves, for mappers that prepare buffers only once the call is
+ * loom's (packed copies of non-contiguous types). takes: false when the
+ * caller must stage or delegate; true when the call is loom's, *rc then is
+ * MPI_SUCCESS (run it: exec) or the error to return. takes reads c's buffers
+ * only to choose the GPU of a communicator it creates; exec runs c as it is
+ * then and returns the MPI error code. */
+bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc);
+int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c);
 
 /* Host-side steps (coll_loom_setup.c), through the previous module. This
  * call's steps are bounded by LOOM_TIMEOUT when device_buffers (a time-out

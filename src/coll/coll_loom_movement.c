@@ -1,10 +1,10 @@
 /*
- * Data movement: barrier, bcast, gather(v), scatter(v), allgather(v),
- * alltoall(v, w).
+ * Data movement: barrier, bcast, allgather(v), alltoall(v, w) (gather(v) and
+ * scatter(v): coll_loom_rooted.c).
  * Same scheme as the reductions: bcast, allgather(v) and alltoall(v) run on
  * loom's kernels where the GPU path takes them (coll_loom_gpu.h); otherwise
  * host buffers go to the previous module untouched and device buffers are
- * staged through host memory (gather(v), scatter(v), alltoallw for now).
+ * staged through host memory (alltoallw for now).
  */
 #include "coll_loom_exchange.h"
 
@@ -67,58 +67,6 @@ int mca_coll_loom_ibcast(void *buf, int count, ompi_datatype_t *dt, int root, om
                          ompi_request_t **req, mca_coll_base_module_t *module)
 {
     return bcast_any(buf, count, dt, root, comm, LOOM(module), req);
-}
-
-static int gather_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                      ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
-{
-    bool is_root = mca_coll_loom_is_root(comm, root);
-    bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
-    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
-    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, gather, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
-    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
-    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * mca_coll_loom_peers(comm));
-    LOOM_STAGED_CALL(m, req, gather, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
-}
-
-int mca_coll_loom_gather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                         ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_igather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
-                          mca_coll_base_module_t *module)
-{
-    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
-}
-
-static int scatter_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                       ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
-{
-    bool is_root = mca_coll_loom_is_root(comm, root);
-    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf);
-    bool r_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(rbuf);
-    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, scatter, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
-    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * mca_coll_loom_peers(comm));
-    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount);
-    LOOM_STAGED_CALL(m, req, scatter, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
-}
-
-int mca_coll_loom_scatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                           ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
-                           mca_coll_base_module_t *module)
-{
-    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
 }
 
 /* allgather on loom's kernels: blocks of contiguous bytes, in rank order. */
@@ -318,64 +266,6 @@ int mca_coll_loom_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt
 }
 
 LOOM_VECTOR_EXCHANGE(alltoallv, mca_coll_loom_peer_blocks, alltoallv_gpu)
-
-static int gatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
-                       const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
-                       ompi_request_t **req)
-{
-    bool is_root = mca_coll_loom_is_root(comm, root);
-    bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
-    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
-    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, gatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
-    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
-    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
-    loom_span_t r_span = r_gpu ? loom_span_of_v(&rsh, rcounts, displs, (int)mca_coll_loom_peers(comm)) : (loom_span_t){0, 0};
-    LOOM_STAGED_CALL(m, req, gatherv, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcounts, displs, rdt, root,
-                     comm);
-}
-
-int mca_coll_loom_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
-                          const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module)
-{
-    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
-                           const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                           ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), req);
-}
-
-static int scatterv_any(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
-                        int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
-                        ompi_request_t **req)
-{
-    bool is_root = mca_coll_loom_is_root(comm, root);
-    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf);
-    bool r_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(rbuf);
-    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, scatterv, sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
-    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
-    loom_span_t s_span = s_gpu ? loom_span_of_v(&ssh, scounts, displs, (int)mca_coll_loom_peers(comm)) : (loom_span_t){0, 0};
-    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount);
-    LOOM_STAGED_CALL(m, req, scatterv, s_gpu, s_span, r_gpu, r_span, hs, scounts, displs, sdt, hr, rcount, rdt, root,
-                     comm);
-}
-
-int mca_coll_loom_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
-                           int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                           mca_coll_base_module_t *module)
-{
-    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt,
-                            void *rbuf, int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                            ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
-}
 
 static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
                          void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,

@@ -5,17 +5,20 @@
  * are timed as a blocking call: NCCL's stream is synchronized after every
  * call, as an MPI collective must (and as OSU's osu_xccl_* do).
  *
- *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall] [-T float|char]
+ *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter]
+ *              [-T float|char]
  *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]
  *
  * allgatherv: ragged blocks (rank q about 2(q+1)/(n+1) of the average) vs
  * NCCL's grouped ncclBroadcast, one per rank (NCCL has no allgatherv);
- * alltoall vs a grouped ncclSend and ncclRecv per peer (as nccl-tests).
+ * alltoall, gather and scatter vs a grouped ncclSend and ncclRecv per pair
+ * that moves bytes (as nccl-tests).
  * Sizes are bytes as nccl-tests counts them: allgather's whole output,
- * reduce_scatter's and alltoall's whole input, the buffer of the others; -c
+ * reduce_scatter's and alltoall's whole input, gather's and scatter's root
+ * buffer, the buffer of the others; -c
  * checks every size against a host reference (sums). busbw = algbw x
  * nccl-tests' factor (allreduce 2(n-1)/n, allgather, reduce_scatter and
- * alltoall (n-1)/n, bcast and reduce 1). ratio = loom busbw / NCCL busbw (> 1: loom faster). Root 0.
+ * alltoall, gather, scatter (n-1)/n, bcast and reduce 1). ratio = loom busbw / NCCL busbw (> 1: loom faster). Root 0.
  */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -75,9 +78,9 @@ static int load_nccl(void)
         }                                                                                           \
     } while (0)
 
-enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, ALLTOALL, NCOLLS };
+enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, ALLTOALL, GATHER, SCATTER, NCOLLS };
 static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter", "allgatherv",
-                                         "alltoall"};
+                                         "alltoall",  "gather", "scatter"};
 static int coll = ALLREDUCE, use_char = 0, nranks = 1;
 
 /* allgatherv's ragged blocks: rank q sends about 2(q+1)/(n+1) of the
@@ -97,7 +100,7 @@ static void ragged_layout(size_t avg)
 static size_t elems(size_t bytes)
 {
     size_t e = bytes / (use_char ? 1 : sizeof(float));
-    return coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV || coll == ALLTOALL ? e / (size_t)nranks : e;
+    return coll == ALLREDUCE || coll == BCAST || coll == REDUCE ? e : e / (size_t)nranks;
 }
 
 static void loom_call(const void *s, void *r, size_t count)
@@ -115,6 +118,8 @@ static void loom_call(const void *s, void *r, size_t count)
         break;
     }
     case ALLTOALL: MPI_Alltoall(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
+    case GATHER: MPI_Gather(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD); break;
+    case SCATTER: MPI_Scatter(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD); break;
     default: MPI_Reduce_scatter_block(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD); break;
     }
 }
@@ -141,6 +146,21 @@ static void nccl_call(nccl_comm_t comm, cudaStream_t st, const void *s, void *r,
         for (int q = 0; q < nranks; ++q) {
             nccl.send((const char *)s + (size_t)q * bytes, count, dt, q, comm, st);
             nccl.recv((char *)r + (size_t)q * bytes, count, dt, q, comm, st);
+        }
+        nccl.group_end();
+        break;
+    }
+    case GATHER: case SCATTER: { /* the root's pairs: one block each way (its own included, as nccl-tests) */
+        const size_t bytes = count * (use_char ? 1 : sizeof(float));
+        int me;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        nccl.group_start();
+        if (coll == GATHER) {
+            nccl.send(s, count, dt, 0, comm, st);
+            for (int q = 0; q < nranks && me == 0; ++q) nccl.recv((char *)r + (size_t)q * bytes, count, dt, q, comm, st);
+        } else {
+            for (int q = 0; q < nranks && me == 0; ++q) nccl.send((const char *)s + (size_t)q * bytes, count, dt, q, comm, st);
+            nccl.recv(r, count, dt, 0, comm, st);
         }
         nccl.group_end();
         break;
@@ -192,9 +212,9 @@ static void put(void *p, size_t i, int v)
 static long check(void *s, void *r, char *host, size_t count, int rank, int size)
 {
     const size_t esize = use_char ? 1 : sizeof(float);
-    const size_t in_n = coll == REDUCE_SCATTER || coll == ALLTOALL ? count * size
+    const size_t in_n = coll == REDUCE_SCATTER || coll == ALLTOALL || (coll == SCATTER && rank == 0) ? count * size
                       : coll == ALLGATHERV ? (size_t)vcounts[rank] : count;
-    const size_t out_n = coll == ALLGATHER || coll == ALLTOALL ? count * size
+    const size_t out_n = coll == ALLGATHER || coll == ALLTOALL || (coll == GATHER && rank == 0) ? count * size
                        : coll == ALLGATHERV ? (size_t)vdispls[size - 1] + (size_t)vcounts[size - 1] : count;
     for (size_t i = 0; i < in_n; ++i) put(host, i, value(rank, i));
     CUDA(cudaMemcpy(coll == BCAST ? r : s, host, in_n * esize, cudaMemcpyHostToDevice));
@@ -202,11 +222,13 @@ static long check(void *s, void *r, char *host, size_t count, int rank, int size
     loom_call(s, r, count);
     CUDA(cudaMemcpy(host, r, out_n * esize, cudaMemcpyDeviceToHost));
     long bad = 0;
-    for (size_t i = 0; i < out_n && (coll != REDUCE || rank == 0); ++i) {
+    for (size_t i = 0; i < out_n && ((coll != REDUCE && coll != GATHER) || rank == 0); ++i) {
         double want = 0;
         if (coll == BCAST) want = value(0, i);
         else if (coll == ALLGATHER) want = value((int)(i / count), i % count);
         else if (coll == ALLTOALL) want = value((int)(i / count), (size_t)rank * count + i % count);
+        else if (coll == GATHER) want = value((int)(i / count), i % count);
+        else if (coll == SCATTER) want = value(0, (size_t)rank * count + i);
         else if (coll == ALLGATHERV) {
             int q = size - 1;
             while (q > 0 && (size_t)vdispls[q] > i) --q;
@@ -245,13 +267,13 @@ int main(int argc, char **argv)
             if (coll == NCOLLS) coll = -1;
         }
         else {
-            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
             MPI_Finalize();
             return 2;
         }
     }
     if (coll < 0) {
-        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter, allgatherv or alltoall\n");
+        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter, allgatherv, alltoall, gather or scatter\n");
         MPI_Finalize();
         return 2;
     }
@@ -315,9 +337,8 @@ int main(int argc, char **argv)
                "ratio", "check");
     }
     const double bus = coll == ALLREDUCE ? 2.0 * (size - 1) / size
-                     : coll == ALLGATHER || coll == REDUCE_SCATTER || coll == ALLGATHERV || coll == ALLTOALL
-                         ? (double)(size - 1) / size
-                     : 1.0;
+                     : coll == BCAST || coll == REDUCE ? 1.0
+                     : (double)(size - 1) / size;
     long total_bad = 0;
     for (size_t bytes = minb; bytes <= maxb; bytes *= factor) {
         size_t count = elems(bytes);

@@ -1,0 +1,101 @@
+#include "coll_loom_pack.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "coll_loom_stage.h"
+#include "ompi/datatype/ompi_datatype.h"
+
+static bool contiguous_bytes(ompi_datatype_t *dt)
+{
+    ptrdiff_t true_lb, true_extent;
+    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+    return 0 == true_lb && opal_datatype_is_contiguous_memory_layout(&dt->super, 2);
+}
+
+size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, size_t *at, void **base, bool *packed)
+{
+    size_t size = 0;
+    if (NULL != b->dt) ompi_datatype_type_size(b->dt, &size);
+    *packed = NULL != b->dt && size > 0 && !contiguous_bytes(b->dt);
+    *base = *packed ? NULL : b->user;
+    ptrdiff_t lo = 0, hi = 0;
+    bool any = false;
+    size_t next = 0;
+    for (int q = 0; q < b->n; ++q) {
+        bytes[q] = b->counts[q] > 0 ? (size_t)b->counts[q] * size : 0;
+        if (*packed) {
+            at[q] = next;
+            next += bytes[q];
+            continue;
+        }
+        const ptrdiff_t first = (ptrdiff_t)b->displs[q] * (ptrdiff_t)size; /* contiguous: extent == size */
+        if (!bytes[q]) continue;
+        if (!any || first < lo) lo = first;
+        if (!any || first + (ptrdiff_t)bytes[q] > hi) hi = first + (ptrdiff_t)bytes[q];
+        any = true;
+    }
+    if (*packed) return next;
+    for (int q = 0; q < b->n; ++q) at[q] = bytes[q] ? (size_t)((ptrdiff_t)b->displs[q] * (ptrdiff_t)size - lo) : 0;
+    if (any && NULL != b->user) *base = (char *)b->user + lo;
+    return any ? (size_t)(hi - lo) : 0;
+}
+
+/* The span of the blocks in the user's buffer. */
+static loom_span_t blocks_span(const loom_typed_blocks_t *b)
+{
+    loom_type_shape_t sh = mca_coll_loom_shape(b->dt);
+    return loom_span_of_v(&sh, b->counts, b->displs, b->n);
+}
+
+/* Copies count elements between a typed buffer and packed bytes, in pieces
+ * that keep the engine's int32 byte counts in range. */
+static int convert(char *typed, ompi_datatype_t *dt, size_t count, char *bytes, bool to_bytes)
+{
+    size_t size;
+    ptrdiff_t lb, extent;
+    ompi_datatype_type_size(dt, &size);
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    const size_t step = size ? (size_t)INT_MAX / size : count;
+    for (size_t done = 0; done < count;) {
+        const size_t k = count - done < step ? count - done : step;
+        char *t = typed + (ptrdiff_t)done * extent, *p = bytes + done * size;
+        int rc = to_bytes ? ompi_datatype_sndrcv(t, (int32_t)k, dt, p, (int32_t)(k * size), MPI_BYTE)
+                          : ompi_datatype_sndrcv(p, (int32_t)(k * size), MPI_BYTE, t, (int32_t)k, dt);
+        if (MPI_SUCCESS != rc) return rc;
+        done += k;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Runs every block through convert, on a host view of the user's buffer. */
+static int each_block(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, char *packed, bool to_bytes)
+{
+    loom_stage_t st = {.n = 0};
+    void *view;
+    int rc = mca_coll_loom_stage(&st, on_gpu, b->user, blocks_span(b), !to_bytes, &view);
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(b->dt, &lb, &extent);
+    for (int q = 0; q < b->n && MPI_SUCCESS == rc; ++q)
+        if (b->counts[q] > 0)
+            rc = convert((char *)view + (ptrdiff_t)b->displs[q] * extent, b->dt, (size_t)b->counts[q], packed + at[q],
+                         to_bytes);
+    return mca_coll_loom_unstage(&st, rc, NULL);
+}
+
+int mca_coll_loom_pack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, size_t total, char **packed)
+{
+    *packed = malloc(total ? total : 1);
+    if (NULL == *packed) return MPI_ERR_NO_MEM;
+    int rc = each_block(b, on_gpu, at, *packed, true);
+    if (MPI_SUCCESS != rc) {
+        free(*packed);
+        *packed = NULL;
+    }
+    return rc;
+}
+
+int mca_coll_loom_unpack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, const char *packed)
+{
+    return each_block(b, on_gpu, at, (char *)packed, false);
+}

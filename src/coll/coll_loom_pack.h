@@ -1,0 +1,41 @@
+/*
+ * Typed blocks as contiguous bytes, for loom's kernels (which move bytes).
+ * A rank of a rooted collective knows only its own datatypes, so whether a
+ * call runs on loom's kernels cannot depend on them (every rank must take the
+ * same path). A rank whose blocks are not contiguous bytes therefore moves
+ * them through a packed host copy: block q becomes bytes [at[q], at[q] +
+ * bytes[q]) of the packed buffer, blocks back to back in rank order; the GPU
+ * path stages that host buffer like any other. Slow but correct for every
+ * datatype; contiguous types (the common case) keep the user's buffer.
+ */
+#ifndef COLL_LOOM_PACK_H
+#define COLL_LOOM_PACK_H
+
+#include "coll_loom.h"
+
+/* n blocks of one datatype in a user buffer: block q is counts[q] elements
+ * at displs[q] extents from user (counts[q] == 0: no block). */
+typedef struct {
+    void *user;
+    ompi_datatype_t *dt;
+    int n;
+    const int *counts;
+    const int *displs;
+} loom_typed_blocks_t;
+
+/* The blocks as bytes for the kernels, relative to *base: bytes[q] and at[q]
+ * (n entries each). Contiguous types: *base is the user's buffer moved to
+ * the lowest block (displacements may be negative), *packed false. Others:
+ * consecutive offsets in a packed buffer (*base NULL until packed), *packed
+ * true. Returns the bytes spanned from *base. */
+size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, size_t *at, void **base, bool *packed);
+
+/* A new host buffer of `total` bytes with the blocks packed at `at` (user on
+ * a GPU: read through a host copy of the blocks' span). */
+int mca_coll_loom_pack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, size_t total, char **packed);
+
+/* Writes the packed blocks back into the user's buffer; bytes between the
+ * blocks and inside the type's holes stay as they were. */
+int mca_coll_loom_unpack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, const char *packed);
+
+#endif

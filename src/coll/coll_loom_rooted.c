@@ -1,0 +1,249 @@
+/*
+ * Rooted data movement: gather(v) and scatter(v).
+ *
+ * On loom's kernels a rooted call is an exchange (the alltoallv kernel over
+ * the all-peer connections) in which only the root's pairs carry bytes: each
+ * rank sends the root one block (gather), or the root sends each rank one
+ * (scatter). Whether a call goes there depends only on what every rank knows
+ * alike (blocking, intracommunicator), never on counts, datatypes or buffers:
+ * MPI lets datatypes differ between ranks, and the receive arguments of a
+ * gather (send arguments of a scatter) exist only at the root. So a rank
+ * whose datatype is not contiguous bytes packs its blocks through host memory
+ * (coll_loom_pack.h) instead of taking another path. Calls off the GPU path
+ * are staged (device buffers) or delegated (host buffers) as before.
+ */
+#include "coll_loom_pack.h"
+#include "coll_loom_stage.h"
+#include "coll_loom_gpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A rooted call's MPI arguments; NULL scounts/rcounts: the fixed-count form. */
+typedef struct {
+    bool gather; /* else scatter */
+    const void *sbuf;
+    int scount;
+    const int *scounts, *sdispls;
+    ompi_datatype_t *sdt;
+    void *rbuf;
+    int rcount;
+    const int *rcounts, *rdispls;
+    ompi_datatype_t *rdt;
+    int root;
+} rooted_args_t;
+
+/* The root's n blocks of one side (its receive side for a gather, its send
+ * side for a scatter) into counts/displs; in place the root's own block is
+ * not moved. */
+static void root_blocks(const rooted_args_t *a, int n, bool in_place, int *counts, int *displs)
+{
+    const int count = a->gather ? a->rcount : a->scount;
+    const int *vc = a->gather ? a->rcounts : a->scounts, *vd = a->gather ? a->rdispls : a->sdispls;
+    for (int q = 0; q < n; ++q) {
+        counts[q] = NULL != vc ? vc[q] : count;
+        displs[q] = NULL != vc ? vd[q] : q * count;
+    }
+    if (in_place) counts[a->root] = 0;
+}
+
+/* This rank's send and receive blocks, one entry per peer (ints: 4n). */
+static void rank_blocks(const rooted_args_t *a, int n, int me, int *ints, loom_typed_blocks_t *snd,
+                        loom_typed_blocks_t *rcv)
+{
+    const bool is_root = me == a->root;
+    const bool in_place = is_root && (a->gather ? MPI_IN_PLACE == a->sbuf : MPI_IN_PLACE == a->rbuf);
+    memset(ints, 0, 4 * sizeof(int) * (size_t)n);
+    *snd = (loom_typed_blocks_t){NULL, NULL, n, ints, ints + n};
+    *rcv = (loom_typed_blocks_t){NULL, NULL, n, ints + 2 * n, ints + 3 * n};
+    loom_typed_blocks_t *many = a->gather ? rcv : snd, *one = a->gather ? snd : rcv;
+    if (is_root) {
+        many->user = a->gather ? a->rbuf : (void *)a->sbuf;
+        many->dt = a->gather ? a->rdt : a->sdt;
+        root_blocks(a, n, in_place, (int *)many->counts, (int *)many->displs);
+    }
+    if (!in_place) { /* this rank's own block, to or from the root */
+        one->user = a->gather ? (void *)a->sbuf : a->rbuf;
+        one->dt = a->gather ? a->sdt : a->rdt;
+        ((int *)one->counts)[a->root] = a->gather ? a->scount : a->rcount;
+    }
+}
+
+/* After the call is loom's: the byte tables, packed copies where a type is
+ * not contiguous, the run, the unpacking. */
+static int rooted_exec(const rooted_args_t *a, loom_gpu_call_t *c, bool s_gpu, bool r_gpu, loom_t *m)
+{
+    const int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    int *ints = malloc(4 * sizeof(int) * (size_t)n);
+    size_t *table = malloc(4 * sizeof(size_t) * (size_t)n);
+    char *spacked = NULL, *rpacked = NULL;
+    int rc = NULL == ints || NULL == table ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    loom_typed_blocks_t snd, rcv;
+    bool s_packed = false, r_packed = false;
+    if (MPI_SUCCESS == rc) {
+        rank_blocks(a, n, me, ints, &snd, &rcv);
+        void *in, *out;
+        c->send_counts = table;
+        c->send_displs = table + n;
+        c->counts = table + 2 * n;
+        c->displs = table + 3 * n;
+        c->in_bytes = mca_coll_loom_byte_blocks(&snd, table, table + n, &in, &s_packed);
+        c->out_bytes = mca_coll_loom_byte_blocks(&rcv, table + 2 * n, table + 3 * n, &out, &r_packed);
+        c->in = in;
+        c->out = out;
+        if (s_packed) rc = mca_coll_loom_pack(&snd, s_gpu, table + n, c->in_bytes, &spacked);
+        if (s_packed) c->in = spacked;
+        if (r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
+        if (r_packed) c->out = rpacked;
+    }
+    /* A rank that failed here still leaves the others waiting for its
+     * blocks: their calls end in loom's time-out error, not a hang. */
+    if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
+    if (MPI_SUCCESS == rc && r_packed) rc = mca_coll_loom_unpack(&rcv, r_gpu, table + 3 * n, rpacked);
+    free(spacked);
+    free(rpacked);
+    free(table);
+    free(ints);
+    return rc;
+}
+
+static bool rooted_gpu(const rooted_args_t *a, int coll, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
+                       bool s_gpu, bool r_gpu, int *rc)
+{
+    loom_gpu_call_t c;
+    memset(&c, 0, sizeof(c));
+    c.coll = coll;
+    c.kind = LOOM_GPU_ALLTOALLV;
+    c.dt = loomUint8;
+    c.why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
+              : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+              : NULL;
+    /* For the choice of GPU only (see mca_coll_loom_gpu_takes). */
+    c.in = s_gpu ? a->sbuf : NULL;
+    c.out = r_gpu ? a->rbuf : NULL;
+    if (!mca_coll_loom_gpu_takes(m, &c, s_gpu || r_gpu, rc)) return false;
+    if (MPI_SUCCESS == *rc) *rc = rooted_exec(a, &c, s_gpu, r_gpu, m);
+    return true;
+}
+
+static int gather_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                      ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
+    const rooted_args_t a = {true, sbuf, scount, NULL, NULL, sdt, rbuf, rcount, NULL, NULL, rdt, root};
+    int rc;
+    if (rooted_gpu(&a, LOOM_COLL_gather, comm, m, req, s_gpu, r_gpu, &rc)) return rc;
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, gather, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
+    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * mca_coll_loom_peers(comm));
+    LOOM_STAGED_CALL(m, req, gather, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
+}
+
+int mca_coll_loom_gather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                         ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_igather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
+                          mca_coll_base_module_t *module)
+{
+    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
+}
+
+static int scatter_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                       ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
+{
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(rbuf);
+    const rooted_args_t a = {false, sbuf, scount, NULL, NULL, sdt, rbuf, rcount, NULL, NULL, rdt, root};
+    int rc;
+    if (rooted_gpu(&a, LOOM_COLL_scatter, comm, m, req, s_gpu, r_gpu, &rc)) return rc;
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, scatter, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount * mca_coll_loom_peers(comm));
+    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount);
+    LOOM_STAGED_CALL(m, req, scatter, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
+}
+
+int mca_coll_loom_scatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
+                           ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
+                           mca_coll_base_module_t *module)
+{
+    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
+}
+
+static int gatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                       const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
+                       ompi_request_t **req)
+{
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
+    const rooted_args_t a = {true, sbuf, scount, NULL, NULL, sdt, rbuf, 0, rcounts, displs, rdt, root};
+    int rc;
+    if (rooted_gpu(&a, LOOM_COLL_gatherv, comm, m, req, s_gpu, r_gpu, &rc)) return rc;
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, gatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
+    loom_span_t r_span = r_gpu ? loom_span_of_v(&rsh, rcounts, displs, (int)mca_coll_loom_peers(comm)) : (loom_span_t){0, 0};
+    LOOM_STAGED_CALL(m, req, gatherv, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcounts, displs, rdt, root,
+                     comm);
+}
+
+int mca_coll_loom_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                          const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module)
+{
+    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                           const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                           ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), req);
+}
+
+static int scatterv_any(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
+                        int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
+                        ompi_request_t **req)
+{
+    bool is_root = mca_coll_loom_is_root(comm, root);
+    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(rbuf);
+    const rooted_args_t a = {false, sbuf, 0, scounts, displs, sdt, rbuf, rcount, NULL, NULL, rdt, root};
+    int rc;
+    if (rooted_gpu(&a, LOOM_COLL_scatterv, comm, m, req, s_gpu, r_gpu, &rc)) return rc;
+    if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, scatterv, sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
+    loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);
+    loom_span_t s_span = s_gpu ? loom_span_of_v(&ssh, scounts, displs, (int)mca_coll_loom_peers(comm)) : (loom_span_t){0, 0};
+    loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount);
+    LOOM_STAGED_CALL(m, req, scatterv, s_gpu, s_span, r_gpu, r_span, hs, scounts, displs, sdt, hr, rcount, rdt, root,
+                     comm);
+}
+
+int mca_coll_loom_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
+                           int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
+}
+
+int mca_coll_loom_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt,
+                            void *rbuf, int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
+                            ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
+}
