@@ -64,6 +64,11 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (unsigned long long)peers[q].fifoGeometry[10], (long long)peers[0].fifoGeometry[8],
                         (long long)peers[0].fifoGeometry[9], (unsigned long long)peers[0].fifoGeometry[10]);
     for (int q = 0; q < n; ++q)
+        if (peers[q].fifoGeometry[12] != peers[0].fifoGeometry[12])
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_EXCHANGE_CHANNELS (%llu vs %llu): "
+                        "set it alike on every rank", me, q, (unsigned long long)peers[q].fifoGeometry[12],
+                        (unsigned long long)peers[0].fifoGeometry[12]);
+    for (int q = 0; q < n; ++q)
         if (peers[q].fifoGeometry[11] != peers[0].fifoGeometry[11])
             return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_RINGS (%s): set it alike on every "
                         "rank", me, q, peers[q].fifoGeometry[11] && peers[0].fifoGeometry[11] ? "values differ"

@@ -88,9 +88,9 @@ void dropConnections(PeerConns &p, std::chrono::steady_clock::time_point netDead
 loomResult_t connectAll(loomComm *comm) {
     PeerConns &p = *comm->peers;
     const loomBootstrap_t *bs = &p.bootstrap;
-    const int n = comm->nranks, me = comm->rank, C = exchangeChannels(n);
+    const int n = comm->nranks, me = comm->rank, C = exchangeChannels(n, params().exchangeChannels);
     p.channels = C;
-    exchangeFifoShape(n, comm->edgeSlotBytes, comm->nslots, &p.nslots, &p.slotBytes);
+    exchangeFifoShape(n, C, comm->edgeSlotBytes, comm->nslots, &p.nslots, &p.slotBytes);
     p.fifoBytes = sizeof(FifoFlags) + (size_t)p.nslots * p.slotBytes;
     p.peerRegion.assign(n, nullptr);
     p.shmSend.assign(n, ShmSegment{});

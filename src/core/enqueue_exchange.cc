@@ -20,8 +20,6 @@ namespace loom {
 
 namespace {
 
-constexpr int kMaxExchangeLanes = 48; // CTAs: rounds beyond this share lane groups
-
 loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
     return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): alltoallv: %s: %s", comm->rank, comm->cudaDev,
                 comm->busId, what, cudaGetErrorString(e));

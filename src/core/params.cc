@@ -37,6 +37,7 @@ const Params &params() {
         p.doubling = (int)paramLong("LOOM_DOUBLING");
         p.edgeSlotBytes = paramLong("LOOM_EDGE_SLOT_BYTES") & ~255L;
         p.netChannels = (int)paramLong("LOOM_NET_NCHANNELS");
+        p.exchangeChannels = (int)paramLong("LOOM_EXCHANGE_CHANNELS");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         const char *algo = paramString("LOOM_ALGO");
         if (!parseAlgoMask(algo, &p.algoMask)) {

@@ -10,7 +10,7 @@
  * mapped by the sender), shm inside a host otherwise (a segment per
  * receiver holding its FIFOs from every such peer), net across hosts (one
  * channel per peer, host FIFOs moved by the proxy). Each pair has C(n) =
- * clamp(48 / (n - 1), 1, 16) connections (channels: one CTA each, so that a
+ * clamp(48 / (n - 1), 1, LOOM_EXCHANGE_CHANNELS (16)) connections (channels: one CTA each, so that a
  * pair moves at more than one CTA's copy rate; exchangeChannels). A FIFO is
  * FifoFlags + nslots x slotBytes: per rank n x C(n) x (768 B + nslots x
  * slotBytes) of receive FIFOs in GPU memory or shared host memory, plus two
@@ -34,6 +34,7 @@
 #include "btl_gpu/p2p/p2p.h"
 #include "btl_gpu/shm/shm.h"
 #include "device/conn.h"
+#include "device/exchange_schedule.h"
 #include "loom.h"
 
 struct loomComm;
@@ -72,12 +73,11 @@ struct PeerConns {
     std::vector<unsigned long long> callSends, callRecvs;
 };
 
-constexpr int kMaxExchangeChannels = 16;
-
-// Channels per pair at n ranks (the same on every rank).
-inline int exchangeChannels(int n) {
-    const int c = n > 1 ? 48 / (n - 1) : 1;
-    return c < 1 ? 1 : c > kMaxExchangeChannels ? kMaxExchangeChannels : c;
+// Channels per pair at n ranks, at most `cap` (LOOM_EXCHANGE_CHANNELS,
+// agreed at the communicator's creation: the same on every rank).
+inline int exchangeChannels(int n, int cap) {
+    const int c = n > 1 ? kMaxExchangeLanes / (n - 1) : 1;
+    return c < 1 ? 1 : c > cap ? cap : c;
 }
 
 constexpr size_t kExchangeFifoBudget = size_t(32) << 20; // slots of the receive FIFOs per rank
@@ -86,8 +86,9 @@ constexpr size_t kExchangeFifoBudget = size_t(32) << 20; // slots of the receive
 // slots first (down to 4), then their size (down to 4 KiB), then slots
 // (down to 2), until the slots of n x C(n) FIFOs fit the budget. The same
 // on every rank: the inputs are agreed.
-inline void exchangeFifoShape(int n, size_t edgeSlotBytes, int edgeSlots, int *nslots, size_t *slotBytes) {
-    const size_t fifos = (size_t)n * (size_t)exchangeChannels(n);
+inline void exchangeFifoShape(int n, int channels, size_t edgeSlotBytes, int edgeSlots, int *nslots,
+                              size_t *slotBytes) {
+    const size_t fifos = (size_t)n * (size_t)channels;
     *nslots = edgeSlots;
     *slotBytes = edgeSlotBytes;
     while (fifos * (size_t)*nslots * *slotBytes > kExchangeFifoBudget) {

@@ -37,6 +37,11 @@
 
 namespace loom {
 
+// CTAs of one exchange: rounds beyond this share lane groups; also the most
+// channels per pair (at 2 ranks every lane can serve the one pair).
+constexpr int kMaxExchangeLanes = 48;
+constexpr int kMaxExchangeChannels = kMaxExchangeLanes;
+
 struct ExchangeSched {
     int rank, nranks;
     int lanes;                 // CTAs: a multiple of channels, >= channels

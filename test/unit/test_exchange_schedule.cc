@@ -229,26 +229,31 @@ START_TEST(pairs_meet_in_one_round_on_both_ends) {
 END_TEST
 
 START_TEST(all_peer_fifos_stay_within_budget) {
-    // core/peer_conns.h: channels and slot shapes per rank count.
-    for (int n = 2; n <= 8192; n += n < 80 ? 1 : n / 8) {
-        int slots = 0;
-        size_t slotBytes = 0;
-        exchangeFifoShape(n, 128 * 1024, 4, &slots, &slotBytes);
-        const size_t bytes = (size_t)n * (size_t)exchangeChannels(n) * (size_t)slots * slotBytes;
-        ck_assert_int_ge(exchangeChannels(n), 1);
-        ck_assert_int_le(exchangeChannels(n) * std::min(n - 1, 48 / exchangeChannels(n)), 48); // lanes
-        ck_assert_int_ge(slots, 2);
-        ck_assert_uint_ge(slotBytes, 4096);
-        if (n <= 4096) ck_assert_msg(bytes <= kExchangeFifoBudget, "%d ranks: %zu bytes of slots", n, bytes);
-        else ck_assert_uint_eq(slots * slotBytes, 8192); // the floor
-    }
+    // core/peer_conns.h: channels and slot shapes per rank count, for every
+    // channel cap LOOM_EXCHANGE_CHANNELS allows.
+    for (int cap = 1; cap <= kMaxExchangeChannels; cap += cap < 16 ? 15 : 16)
+        for (int n = 2; n <= 8192; n += n < 80 ? 1 : n / 8) {
+            int slots = 0;
+            size_t slotBytes = 0;
+            const int C = exchangeChannels(n, cap);
+            exchangeFifoShape(n, C, 128 * 1024, 4, &slots, &slotBytes);
+            const size_t bytes = (size_t)n * (size_t)C * (size_t)slots * slotBytes;
+            ck_assert_int_ge(C, 1);
+            ck_assert_int_le(C, cap);
+            ck_assert_int_le(C * std::min(n - 1, kMaxExchangeChannels / C), kMaxExchangeChannels); // lanes
+            ck_assert_int_ge(slots, 2);
+            ck_assert_uint_ge(slotBytes, 4096);
+            if (n <= 4096) ck_assert_msg(bytes <= kExchangeFifoBudget, "%d ranks: %zu bytes of slots", n, bytes);
+            else if (C == 1) ck_assert_uint_eq(slots * slotBytes, 8192); // the floor
+        }
     int slots = 0;
     size_t slotBytes = 0;
-    exchangeFifoShape(4, 128 * 1024, 4, &slots, &slotBytes); // what the measured runs used
-    ck_assert_int_eq(exchangeChannels(4), 16);
+    exchangeFifoShape(4, exchangeChannels(4, 16), 128 * 1024, 4, &slots, &slotBytes); // the default cap at 4 ranks
+    ck_assert_int_eq(exchangeChannels(4, 16), 16);
     ck_assert_int_eq(slots, 4);
     ck_assert_uint_eq(slotBytes, 128 * 1024);
-    exchangeFifoShape(64, 128 * 1024, 8, &slots, &slotBytes); // deeper FIFOs give way first
+    ck_assert_int_eq(exchangeChannels(2, 48), 48);
+    exchangeFifoShape(64, exchangeChannels(64, 16), 128 * 1024, 8, &slots, &slotBytes); // deeper FIFOs give way first
     ck_assert_int_eq(slots, 4);
     ck_assert_uint_eq(slotBytes, 128 * 1024);
 }
