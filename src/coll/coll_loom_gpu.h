@@ -35,6 +35,8 @@ typedef enum {
     LOOM_GPU_ALLGATHERV,      /* counts/displs in bytes */
     LOOM_GPU_REDUCE_SCATTERV, /* counts in elements */
     LOOM_GPU_ALLTOALLV,       /* per peer: send_counts/send_displs, counts/displs (receive), in bytes */
+    LOOM_GPU_SCAN,
+    LOOM_GPU_EXSCAN,
 } loom_gpu_kind_t;
 
 /* One call as the GPU path sees it, filled by a collective's mapper. */

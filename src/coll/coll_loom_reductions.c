@@ -1,8 +1,9 @@
 /*
  * Reductions: allreduce, reduce, reduce_scatter(_block), scan, exscan.
- * Each is written once with req == NULL meaning blocking; host buffers go to
- * the previous module untouched, device buffers are staged through host memory
- * (loom's GPU path takes over the calls it covers).
+ * Each is written once with req == NULL meaning blocking; loom's GPU path
+ * takes the calls it covers (coll_loom_gpu.h), otherwise host buffers go to
+ * the previous module untouched and device buffers are staged through host
+ * memory.
  */
 #include "coll_loom_gpu.h"
 #include "coll_loom_stage.h"
@@ -76,12 +77,29 @@ int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datat
     return allreduce_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);
 }
 
+/* scan and exscan on loom's kernels: a prefix along the ranks; exscan
+ * leaves rank 0's output alone (MPI: undefined there). */
+static bool prefix_gpu(int coll, loom_gpu_kind_t kind, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt,
+                       struct ompi_op_t *op, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
+                       bool local_gpu, int *rc)
+{
+    loom_gpu_call_t c = reduction_call(coll, kind, dt, count, op, req);
+    c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
+    c.out = rbuf;
+    c.in_bytes = c.out_bytes = type_bytes(dt, c.count);
+    if (LOOM_GPU_EXSCAN == kind && 0 == ompi_comm_rank(comm)) c.out_bytes = 0;
+    return mca_coll_loom_gpu_run(m, &c, local_gpu, rc);
+}
+
 /* scan and exscan share a signature and the span of both buffers. */
-#define LOOM_ELEMENTWISE(name)                                                                             \
+#define LOOM_ELEMENTWISE(name, kind)                                                                       \
     static int name##_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,      \
                           ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)                       \
     {                                                                                                       \
         bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                        \
+        int rc;                                                                                             \
+        if (prefix_gpu(LOOM_COLL_##name, kind, sbuf, rbuf, count, dt, op, comm, m, req, s_gpu || r_gpu, &rc)) \
+            return rc;                                                                                      \
         if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, name, sbuf, rbuf, count, dt, op, comm);                  \
         loom_type_shape_t sh = mca_coll_loom_shape(dt);                                                     \
         loom_span_t span = loom_span_of(&sh, (size_t)count);                                                \
@@ -98,8 +116,8 @@ int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datat
         return name##_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);                              \
     }
 
-LOOM_ELEMENTWISE(scan)
-LOOM_ELEMENTWISE(exscan)
+LOOM_ELEMENTWISE(scan, LOOM_GPU_SCAN)
+LOOM_ELEMENTWISE(exscan, LOOM_GPU_EXSCAN)
 
 static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
                       ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)

@@ -10,6 +10,7 @@
 #include "device/ring_args.h"
 #include "device/edge_args.h"
 #include "device/exchange_args.h"
+#include "device/scan_args.h"
 #include "loom.h"
 
 namespace loom {
@@ -28,6 +29,10 @@ cudaError_t launchEdgeBytes(const EdgeArgs &a, cudaStream_t stream);
 // Enqueues one exchange (alltoall(v), gather(v), scatter(v) over bytes;
 // a.s.lanes CTAs) on stream.
 cudaError_t launchExchange(const ExchangeArgs &a, cudaStream_t stream);
+
+// Enqueues one scan or exclusive scan (a.s; a.s.channels CTAs) on stream,
+// per (dtype, op).
+cudaError_t launchScan(const ScanArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
 // Enqueues one one-shot LL collective (a.coll; a.nblocks CTAs) on stream:
 // reductions per (dtype, op); allgather and broadcast over bytes.

@@ -31,8 +31,7 @@ struct EdgeOp {
     size_t srcAt, dstAt, len; // elements
     bool reduce, inFirst;
     // dst gets the received slot, send the reduced value (an exclusive scan's
-    // interior rank). Only scan_schedule.h sets it; the simulator runs it,
-    // Prims does not yet (no kernel walks that schedule).
+    // interior rank; scan_schedule.h). The Simple protocol only.
     bool rawDst;
     unsigned long long key;
 };

@@ -70,7 +70,8 @@ class Prims {
             __syncthreads();
             return true;
         }
-        return step(o.recv, o.reduce || o.recv < 0 ? src : nullptr, o.reduce, o.send, dst, o.len, o.inFirst);
+        return step(o.recv, o.reduce || o.recv < 0 ? src : nullptr, o.reduce, o.send, dst, o.len, o.inFirst,
+                    o.rawDst);
     }
 
   private:
@@ -86,7 +87,9 @@ class Prims {
     // The one step every op is: wait (thread 0), move (all threads), fence,
     // publish and return credit (thread 0). Counters are kept by every
     // thread: they pick the slots. from/to: -1 for none.
-    __device__ bool step(int from, const T *in, bool reduce, int to, T *out, size_t len, bool inFirst = false) {
+    // rawDst: out gets the slot as received, `to` the reduced value (Simple).
+    __device__ bool step(int from, const T *in, bool reduce, int to, T *out, size_t len, bool inFirst = false,
+                         bool rawDst = false) {
         // waitFailed is written by thread 0 only between the barriers where it
         // is read; moveFailed only ever goes from false to true (a failure
         // ends the call), so every thread sees the same values.
@@ -107,7 +110,12 @@ class Prims {
         const void *src = rc ? rc->slots + (rstep % nslots_) * slotBytes_ : nullptr;
         void *dst = sc ? sc->slots + (sstep % nslots_) * slotBytes_ : nullptr;
         bool ok;
-        if constexpr (N > 1) { // only edge schedules reduce in the sender's order
+        if (rawDst) { // an exclusive scan's interior rank
+            if constexpr (Proto::kRawOut)
+                ok = Proto::template move<T, Op, false, true>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0);
+            else
+                ok = false; // no schedule asks it of this protocol
+        } else if constexpr (N > 1) { // only edge schedules reduce in the sender's order
             ok = inFirst ? Proto::template move<T, Op, true>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0)
                          : Proto::template move<T, Op>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0);
         } else {

@@ -20,6 +20,7 @@ template <> struct VectorWord<4> { using type = unsigned int; };
 
 struct ProtoSimple {
     static constexpr int kId = kProtoSimple;
+    static constexpr bool kRawOut = true; // move<..., RawOut>: out gets the slot as received
 
     // op(received, input), or op(input, received) with InFirst.
     template <typename T, typename Op, bool InFirst>
@@ -49,7 +50,7 @@ struct ProtoSimple {
     // The vector moves of W bytes (16, 8 or 4): every pointer is W-aligned.
     // U independent vectors per thread in flight per iteration. Returns the
     // elements moved (whole vectors); the caller moves the rest one by one.
-    template <int W, typename T, typename Op, bool InFirst>
+    template <int W, typename T, typename Op, bool InFirst, bool RawOut>
     __device__ static size_t moveVectors(const T *src, const T *in, T *dst0, T *dst1, size_t len, bool reduceIn) {
         using Word = typename VectorWord<W>::type;
         constexpr int V = W / sizeof(T);
@@ -64,6 +65,9 @@ struct ProtoSimple {
             Vec x[U];
 #pragma unroll
             for (int u = 0; u < U; ++u) x[u].u = s4 ? __ldcg(s4 + v + u * nthr) : i4[v + u * nthr];
+            Vec raw[U]; // the slot as received (RawOut; dead otherwise)
+#pragma unroll
+            for (int u = 0; u < U; ++u) raw[u] = x[u];
             if (reduceIn) {
                 Vec y[U];
 #pragma unroll
@@ -76,12 +80,13 @@ struct ProtoSimple {
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 if (d0) d0[v + u * nthr] = x[u].u;
-                if (d1) d1[v + u * nthr] = x[u].u;
+                if (d1) d1[v + u * nthr] = RawOut ? raw[u].u : x[u].u;
             }
         }
         for (; v < nvec; v += nthr) {
             Vec x;
             x.u = s4 ? __ldcg(s4 + v) : i4[v];
+            const Vec raw = x;
             if (reduceIn) {
                 Vec y;
                 y.u = i4[v];
@@ -89,7 +94,7 @@ struct ProtoSimple {
                 for (int k = 0; k < V; ++k) x.t[k] = combine<T, Op, InFirst>(x.t[k], y.t[k]);
             }
             if (d0) d0[v] = x.u;
-            if (d1) d1[v] = x.u;
+            if (d1) d1[v] = RawOut ? raw.u : x.u;
         }
         return nvec * V;
     }
@@ -100,8 +105,9 @@ struct ProtoSimple {
     // reduce in the same order (op need not commute bitwise: min of -0, +0).
     // The widest vectors every pointer's alignment allows: user blocks at
     // ragged displacements (allgatherv, reduce_scatter with counts) may be
-    // only 8- or 4-byte aligned.
-    template <typename T, typename Op, bool InFirst = false>
+    // only 8- or 4-byte aligned. RawOut: out[i] = slot[i] (an exclusive
+    // scan's prefix) while the next slot still gets the reduced value.
+    template <typename T, typename Op, bool InFirst = false, bool RawOut = false>
     __device__ static bool move(unsigned long long, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t, uint32_t, unsigned long long) {
         const T *src = (const T *)slotIn;
@@ -110,19 +116,20 @@ struct ProtoSimple {
         uintptr_t bits = (uintptr_t)src | (uintptr_t)in | (uintptr_t)dst0 | (uintptr_t)dst1;
         size_t done = 0;
         if ((bits & 15) == 0) {
-            done = moveVectors<16, T, Op, InFirst>(src, in, dst0, dst1, len, reduceIn);
+            done = moveVectors<16, T, Op, InFirst, RawOut>(src, in, dst0, dst1, len, reduceIn);
         } else if constexpr (sizeof(T) <= 8) {
             if ((bits & 7) == 0) {
-                done = moveVectors<8, T, Op, InFirst>(src, in, dst0, dst1, len, reduceIn);
+                done = moveVectors<8, T, Op, InFirst, RawOut>(src, in, dst0, dst1, len, reduceIn);
             } else if constexpr (sizeof(T) <= 4) {
-                if ((bits & 3) == 0) done = moveVectors<4, T, Op, InFirst>(src, in, dst0, dst1, len, reduceIn);
+                if ((bits & 3) == 0) done = moveVectors<4, T, Op, InFirst, RawOut>(src, in, dst0, dst1, len, reduceIn);
             }
         }
         for (size_t i = done + tid; i < len; i += nthr) {
             T x = src ? loadCg(src + i) : in[i];
+            const T raw = x;
             if (reduceIn) x = combine<T, Op, InFirst>(x, in[i]);
             if (dst0) dst0[i] = x;
-            if (dst1) dst1[i] = x;
+            if (dst1) dst1[i] = RawOut ? raw : x;
         }
         return true;
     }

@@ -168,6 +168,16 @@ loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size
 loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls, void *recvbuff,
                            const size_t *recvcounts, const size_t *rdispls, loomComm_t comm, cudaStream_t stream);
 
+/* Prefix reductions in rank order (MPI_Scan, MPI_Exscan): rank r gets op
+ * over the inputs of ranks 0..r (Scan) or 0..r-1 (ExScan; rank 0's recvbuff
+ * is left as it is and may be NULL), folded left to right. recvbuff may be
+ * sendbuff (in place). Like the exchanges, the first call connects every
+ * pair of ranks, collectively. */
+loomResult_t loomScan(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype, loomRedOp_t op,
+                      loomComm_t comm, cudaStream_t stream);
+loomResult_t loomExScan(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype, loomRedOp_t op,
+                        loomComm_t comm, cudaStream_t stream);
+
 /* A device buffer of at least `bytes` on the communicator's GPU, owned by the
  * communicator (grown on demand, freed with it; valid until the next call
  * that asks for more). Used to run ranks whose buffers are elsewhere (host

@@ -2,8 +2,8 @@
  * GPU correctness matrix of the reduction and gather collectives through loom:
  * MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Allgatherv (ragged counts, some
  * 0, blocks in reversed order with gaps that must stay untouched),
- * MPI_Reduce_scatter_block, MPI_Reduce_scatter (equal and ragged counts) and
- * MPI_Allreduce, x every predefined
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter (equal and ragged counts),
+ * MPI_Allreduce, MPI_Scan and MPI_Exscan, x every predefined
  * type loom maps x every op MPI defines on it x counts {0, 1, 7, 1023,
  * 2^20+3} x in place / not x roots {0, last, middle} x communicators {world,
  * split, dup, reversed, odd-sized split}. Every element is compared with a
@@ -196,6 +196,21 @@ static void reductions(ctx_t *x, const type_t *t, int o, size_t count, int ip, i
         CHECK(count, 0, want_reduced(t, o, x->size, i));
     }
     report(x, "reduce", t, o, count, ip, root, rc, bad, first);
+    /* scan and exscan: rank r gets the fold over ranks 0..r (exscan 0..r-1;
+     * rank 0's output is undefined there, so not checked) */
+    for (int ex = 0; ex < 2; ++ex) {
+        fill(x, ip ? x->dr : x->ds, bytes, t, o, count, 0);
+        if (!ip) poison(x, x->dr, bytes);
+        rc = ex ? MPI_Exscan(ip ? MPI_IN_PLACE : x->ds, x->dr, (int)count, t->mpi, op, x->comm)
+                : MPI_Scan(ip ? MPI_IN_PLACE : x->ds, x->dr, (int)count, t->mpi, op, x->comm);
+        bad = 0, first = 0;
+        const int upto = x->rank + 1 - ex;
+        if (upto > 0) {
+            fetch(x, x->dr, bytes);
+            CHECK(count, 0, want_reduced(t, o, upto, i));
+        }
+        report(x, ex ? "exscan" : "scan", t, o, count, ip, -1, rc, bad, first);
+    }
     /* reduce_scatter_block and reduce_scatter: n blocks of count in, block `rank` out */
     for (int v = 0; v < 2; ++v) {
         fill(x, ip ? x->dr : x->ds, bytes * n, t, o, count * n, 0);
