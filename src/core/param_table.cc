@@ -72,7 +72,7 @@ const loomParamDef kParams[] = {
      "Where ranks span hosts: the tree allreduce up to this size, above recursive doubling's (0: off)"},
     {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",
      "FIFO slot (one chunk) of the tree and recursive-doubling connections"},
-    {"exchange_channels", "LOOM_EXCHANGE_CHANNELS", LOOM_PARAM_INT, 16, 1, loom::kMaxExchangeChannels, "16",
+    {"exchange_channels", "LOOM_EXCHANGE_CHANNELS", LOOM_PARAM_INT, 32, 1, loom::kMaxExchangeChannels, "32",
      "Most channels (CTAs, FIFOs) per pair of ranks for alltoall(v), gather(v), scatter(v): 48 / (ranks - 1) "
      "capped by this; set it alike on every rank"},
     {"net_nchannels", "LOOM_NET_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxNetChannels, "from NIC bandwidth",

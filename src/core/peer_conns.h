@@ -10,17 +10,19 @@
  * mapped by the sender), shm inside a host otherwise (a segment per
  * receiver holding its FIFOs from every such peer), net across hosts (one
  * channel per peer, host FIFOs moved by the proxy). Each pair has C(n) =
- * clamp(48 / (n - 1), 1, LOOM_EXCHANGE_CHANNELS (16)) connections (channels: one CTA each, so that a
- * pair moves at more than one CTA's copy rate; exchangeChannels). A FIFO is
- * FifoFlags + nslots x slotBytes: per rank n x C(n) x (768 B + nslots x
- * slotBytes) of receive FIFOs in GPU memory or shared host memory, plus two
- * such FIFOs of pinned host memory per connection across hosts. The slots
- * are the edge slots (LOOM_NSLOTS x LOOM_EDGE_SLOT_BYTES, 4 x 128 KiB by
- * default) while their slots stay within kExchangeFifoBudget (32 MiB),
- * else smaller (exchangeFifoShape, down to 2 x 4 KiB): 16 MiB at 2 ranks
- * (16 channels), 32 MiB at 4 (16), 24 MiB at 8 (6), 32 MiB at 64 (1),
- * 32 MiB at 1024 (4 x 8 KiB slots), 33 MiB at 4096 (2 x 4 KiB); past 4096
- * ranks it grows with n (8 KiB per peer).
+ * clamp(48 / (n - 1), 1, LOOM_EXCHANGE_CHANNELS) connections (channels: one
+ * CTA each, so that a pair moves at more than one CTA's copy rate;
+ * exchangeChannels; the cap is 32 by default: 2 ranks moved 0.39x NCCL's
+ * bandwidth at 16, 0.65x at 32, no more at 48). A FIFO is FifoFlags +
+ * nslots x slotBytes: per rank n x C(n) x (768 B + nslots x slotBytes) of
+ * receive FIFOs in GPU memory or shared host memory, plus two such FIFOs of
+ * pinned host memory per connection across hosts. The slots are the edge
+ * slots (LOOM_NSLOTS x LOOM_EDGE_SLOT_BYTES, 4 x 128 KiB by default) while
+ * their slots stay within kExchangeFifoBudget (32 MiB), else smaller
+ * (exchangeFifoShape, down to 2 x 4 KiB): 32 MiB at 2 ranks (32 channels),
+ * 18 MiB at 3 (24 channels, 64 KiB slots), 32 MiB at 4 (16), 24 MiB at 8 (6),
+ * 32 MiB at 64 (1), 32 MiB at 1024 (4 x 8 KiB slots), 33 MiB at 4096 (2 x
+ * 4 KiB); past 4096 ranks it grows with n (8 KiB per peer).
  */
 #pragma once
 
