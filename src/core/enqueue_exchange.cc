@@ -59,10 +59,11 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     if (sendcounts[me] != recvcounts[me])
         return fail(loomInvalidArgument, "loomAllToAllV: rank %d sends itself %zu bytes but receives %zu", me,
                     sendcounts[me], recvcounts[me]);
-    size_t inSpan = 0, outSpan = 0;
+    size_t inSpan = 0, outSpan = 0, largest = 0;
     for (int q = 0; q < n; ++q) {
         if (sendcounts[q]) inSpan = std::max(inSpan, sdispls[q] + sendcounts[q]);
         if (recvcounts[q]) outSpan = std::max(outSpan, rdispls[q] + recvcounts[q]);
+        largest = std::max(largest, std::max(sendcounts[q], recvcounts[q]));
     }
     if ((inSpan && !sendbuff) || (outSpan && !recvbuff)) return fail(loomInvalidArgument, "loomAllToAllV: NULL buffer");
     if (!stream) stream = comm->stream;
@@ -125,7 +126,7 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     a.in = in;
     a.out = out;
     a.conns = p.connsDev;
-    a.nthreads = params().ringThreads;
+    a.nthreads = exchangeThreads(largest, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
     a.timeoutCycles = comm->timeoutCycles;

@@ -70,7 +70,7 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
     a.in = sendbuff;
     a.out = recvbuff;
     a.conns = p.connsDev;
-    a.nthreads = params().ringThreads;
+    a.nthreads = exchangeThreads(bytes, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
     a.timeoutCycles = comm->timeoutCycles;
