@@ -82,8 +82,9 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
     // DMA may still run when the call returns), as CUDA-aware MPI users expect.
     CUDA_TRY(cudaStreamCreateWithFlags(&comm->stream, cudaStreamDefault), "cudaStreamCreate");
-    CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
-    *comm->abortFlag = 0;
+    CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, kAbortWords * sizeof(int), cudaHostAllocMapped),
+             "cudaHostAlloc");
+    for (int k = 0; k < kAbortWords; ++k) comm->abortFlag[k] = 0;
     CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->abortFlagDev, (void *)comm->abortFlag, 0),
              "cudaHostGetDevicePointer");
     int clockKHz = 0;
@@ -472,13 +473,20 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         char host[64] = "?";
         gethostname(host, sizeof(host) - 1);
         const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
-        const std::string neighbours = ringNeighbours(comm);
+        std::string neighbours = "ring neighbours " + ringNeighbours(comm);
+        const int to = comm->abortFlag[kAbortSendPeer] - 1, from = comm->abortFlag[kAbortRecvPeer] - 1;
+        if (to >= 0 || from >= 0) { // an exchange or the scan chain: the peers of the stalled step
+            others = "";
+            neighbours = std::string(comm->lastColl) + " peers:" +
+                         (to >= 0 ? " sending to rank " + std::to_string(to) : std::string()) +
+                         (to >= 0 && from >= 0 ? "," : "") +
+                         (from >= 0 ? " receiving from rank " + std::to_string(from) : std::string());
+        }
         if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
-            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (ring "
-                        "neighbours %s%s) failed (see the warning above); %s; communicator unusable", host,
+            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
                         comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
                         neighbours.c_str(), others, whoDidNotArrive(comm).c_str());
-        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (ring neighbours %s%s) "
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (%s%s) "
                     "silent for %.0f s; %s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId,
                     comm->lastColl, callsInFlight(comm).c_str(), neighbours.c_str(), others,
                     params().timeoutSeconds, whoDidNotArrive(comm).c_str());

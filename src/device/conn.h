@@ -46,4 +46,10 @@ struct ConnSteps {
     uint64_t send, recv;
 };
 
+// The host-mapped abort words of a communicator: [kAbortSet] != 0 once a
+// kernel gave up; kernels whose peers are not the ring's (the exchanges,
+// the scan chain) also leave the ranks they were sending to and receiving
+// from (+1; 0: none) for the host's error message.
+enum AbortWord { kAbortSet = 0, kAbortSendPeer = 1, kAbortRecvPeer = 2, kAbortWords = 4 };
+
 } // namespace loom

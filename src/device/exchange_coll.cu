@@ -50,7 +50,13 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
             EdgeOp o = exchangeOp(s, lane, c);
             o.send = o.send >= 0 ? 0 : -1;
             o.recv = o.recv >= 0 ? 0 : -1;
-            if (!prims.run(o, in, out, nullptr)) return;
+            if (!prims.run(o, in, out, nullptr)) {
+                if (threadIdx.x == 0) { // who this round waited on, for the host's message
+                    a.abortFlag[kAbortSendPeer] = exchangeTo(s, round) + 1;
+                    a.abortFlag[kAbortRecvPeer] = exchangeFrom(s, round) + 1;
+                }
+                return;
+            }
         }
     }
 }

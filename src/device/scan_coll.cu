@@ -37,7 +37,13 @@ __global__ void __launch_bounds__(kMaxRingThreads) scanKernel(const __grid_const
         EdgeOp o = scanOp(s, lane, j);
         o.send = o.send >= 0 ? 0 : -1;
         o.recv = o.recv >= 0 ? 0 : -1;
-        if (!prims.run(o, in, out, nullptr)) return;
+        if (!prims.run(o, in, out, nullptr)) {
+            if (threadIdx.x == 0) { // the chain neighbours, for the host's message
+                a.abortFlag[kAbortSendPeer] = s.rank + 1 < s.nranks ? s.rank + 2 : 0;
+                a.abortFlag[kAbortRecvPeer] = s.rank > 0 ? s.rank : 0;
+            }
+            return;
+        }
     }
 }
 

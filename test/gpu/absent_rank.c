@@ -10,7 +10,9 @@
  * must fail in the same time. Exit status: 0 when every waiting rank failed
  * in time; the absent rank's own late call (not in "first" mode: its
  * set-up would meet the per-call agreement, which MPI leaves unbounded)
- * fails too, its peers having given up. */
+ * fails too, its peers having given up. argv[4] (default allreduce): the
+ * collective both calls are, alltoall or scan instead (their peers are not
+ * the ring's: the report names the peers of the step that stalled). */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -18,6 +20,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+static int call(const char *coll, float *d, int n, int size)
+{
+    if (!strcmp(coll, "alltoall"))
+        return MPI_Alltoall(MPI_IN_PLACE, n / size, MPI_FLOAT, d, n / size, MPI_FLOAT, MPI_COMM_WORLD);
+    if (!strcmp(coll, "scan")) return MPI_Scan(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    return MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
 
 static double wallSeconds(void)
 {
@@ -35,6 +45,7 @@ int main(int argc, char **argv)
     const int absent = argc > 1 ? atoi(argv[1]) : 1;
     const double timeout = argc > 2 ? atof(argv[2]) : 3;
     const int first = argc > 3 && 0 == strcmp(argv[3], "first");
+    const char *coll = argc > 4 ? argv[4] : "allreduce";
     cudaGetDeviceCount(&ndev);
     cudaSetDevice(ndev ? rank % ndev : 0);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -42,9 +53,9 @@ int main(int argc, char **argv)
     float *d;
     cudaMalloc((void **)&d, n * sizeof(float));
     cudaMemset(d, 0, n * sizeof(float));
-    int rc = first ? MPI_SUCCESS : MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    int rc = first ? MPI_SUCCESS : call(coll, d, n, size);
     if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: the first allreduce failed\n", rank);
+        fprintf(stderr, "rank %d: the first %s failed\n", rank, coll);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     cudaDeviceSynchronize();
@@ -55,12 +66,12 @@ int main(int argc, char **argv)
         return 0;
     }
     const double t0 = wallSeconds();
-    rc = MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    rc = call(coll, d, n, size);
     const double took = wallSeconds() - t0;
     char msg[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     if (rc != MPI_SUCCESS) MPI_Error_string(rc, msg, &len);
-    printf("rank %d%s: allreduce returned %s after %.1f s\n", rank, rank == absent ? " (absent)" : "",
+    printf("rank %d%s: %s returned %s after %.1f s\n", rank, rank == absent ? " (absent)" : "", coll,
            rc == MPI_SUCCESS ? "success" : msg, took);
     int bad = rank != absent && (rc == MPI_SUCCESS || took > timeout + 5);
     if (bad) fprintf(stderr, "rank %d: expected an error within %.0f s\n", rank, timeout + 5);
