@@ -5,8 +5,9 @@
  *
  *   soak [-s SEED] [-n CALLS] [-M MAXBYTES] [-m device|host|mixed] [-t SECONDS]
  *
- * Collectives: allreduce, reduce, bcast, allgather(v), reduce_scatter(_block),
- * alltoall(v) (ragged pair counts for alltoallv).
+ * Collectives: allreduce, reduce, bcast, scan, exscan, allgather(v),
+ * reduce_scatter(_block), alltoall(v) (ragged pair counts for alltoallv),
+ * gather, scatter.
  * Every rank draws the same sequence from SEED (collective, datatype, op,
  * count log-uniform in 0..MAXBYTES, root, in place or not, blocking or not,
  * communicator churn); with -m mixed each rank also picks host or device
@@ -53,9 +54,12 @@ static MPI_Op mpi_op(int o)
     MPI_Op ops[NOPS] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_BOR};
     return ops[o];
 }
-enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_ALLGATHER, C_ALLGATHERV, C_RSB, C_RS, C_ALLTOALL, C_ALLTOALLV, NCOLLS };
-static const char *const cnames[NCOLLS] = {"allreduce", "reduce", "bcast", "allgather", "allgatherv",
-                                           "reduce_scatter_block", "reduce_scatter", "alltoall", "alltoallv"};
+/* From C_ALLGATHER on, counts are per rank (a block per peer). */
+enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_SCAN, C_EXSCAN, C_ALLGATHER, C_ALLGATHERV, C_RSB, C_RS, C_ALLTOALL, C_ALLTOALLV,
+       C_GATHER, C_SCATTER, NCOLLS };
+static const char *const cnames[NCOLLS] = {"allreduce", "reduce", "bcast", "scan", "exscan", "allgather", "allgatherv",
+                                           "reduce_scatter_block", "reduce_scatter", "alltoall", "alltoallv",
+                                           "gather", "scatter"};
 
 /* Rank's element i: small, negative too where the type is signed and the op
  * arithmetic (|sum| <= 4 x ranks: exact in char for up to 31 ranks). */
@@ -202,9 +206,17 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
     char *r = b->ref;
     /* fill */
     switch (coll) {
-    case C_ALLREDUCE: case C_REDUCE:
+    case C_ALLREDUCE: case C_REDUCE: case C_SCAN: case C_EXSCAN:
         tile(t, r, count, of_rank, o, rank, 0);
-        put(b, ip && (coll == C_ALLREDUCE || rank == root) ? 1 : 0, 0, r, count * es);
+        put(b, ip && (coll != C_REDUCE || rank == root) ? 1 : 0, 0, r, count * es);
+        break;
+    case C_GATHER: /* in place: the root's block already where it goes */
+        tile(t, r, count, of_rank, o, rank, 0);
+        put(b, ip && rank == root ? 1 : 0, ip && rank == root ? (size_t)rank * count * es : 0, r, count * es);
+        break;
+    case C_SCATTER: /* the root's block q: rank root + 16 q's sequence */
+        for (int q = 0; q < n && rank == root; ++q) tile(t, r + (size_t)q * count * es, count, of_rank, o, root + 16 * q, 0);
+        if (rank == root) put(b, 0, 0, r, (size_t)n * count * es);
         break;
     case C_BCAST:
         tile(t, r, count, of_rank, o, root, 0);
@@ -243,6 +255,30 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         rc = nb ? MPI_Ibcast(d, (int)count, dt, root, comm, &req) : MPI_Bcast(d, (int)count, dt, root, comm);
         check_n = count;
         break;
+    case C_SCAN:
+        rc = nb ? MPI_Iscan(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm, &req)
+                : MPI_Scan(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm);
+        check_n = count;
+        break;
+    case C_EXSCAN: /* rank 0's output is undefined */
+        rc = nb ? MPI_Iexscan(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm, &req)
+                : MPI_Exscan(ip ? MPI_IN_PLACE : s, d, (int)count, dt, op, comm);
+        check_n = rank ? count : 0;
+        break;
+    case C_GATHER: {
+        const void *src = ip && rank == root ? MPI_IN_PLACE : s;
+        rc = nb ? MPI_Igather(src, (int)count, dt, d, (int)count, dt, root, comm, &req)
+                : MPI_Gather(src, (int)count, dt, d, (int)count, dt, root, comm);
+        check_n = rank == root ? (size_t)n * count : 0;
+        break;
+    }
+    case C_SCATTER: {
+        void *dst = ip && rank == root ? MPI_IN_PLACE : d;
+        rc = nb ? MPI_Iscatter(s, (int)count, dt, dst, (int)count, dt, root, comm, &req)
+                : MPI_Scatter(s, (int)count, dt, dst, (int)count, dt, root, comm);
+        check_n = ip && rank == root ? 0 : count;
+        break;
+    }
     case C_ALLGATHER:
         rc = nb ? MPI_Iallgather(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm, &req)
                 : MPI_Allgather(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm);
@@ -285,6 +321,11 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         for (int q = 0; q < n; ++q) tile(t, w + (size_t)displs[q] * es, (size_t)counts[q], of_rank, o, q, 0);
     else if (coll == C_ALLTOALL || coll == C_ALLTOALLV)
         for (int q = 0; q < n; ++q) tile(t, w + (size_t)rdsp[q] * es, (size_t)rcnt[q], of_rank, o, q + 16 * rank, 0);
+    else if (coll == C_GATHER)
+        for (int q = 0; q < n && check_n; ++q) tile(t, w + (size_t)q * count * es, count, of_rank, o, q, 0);
+    else if (coll == C_SCATTER) tile(t, w, check_n, of_rank, o, root + 16 * rank, 0);
+    else if (coll == C_SCAN || coll == C_EXSCAN) /* the fold over ranks 0..rank (exscan: ..rank - 1) */
+        tile(t, w, check_n, of_reduction, o, coll == C_SCAN ? rank + 1 : rank, 0);
     else tile(t, w, check_n, of_reduction, o, n, check_at);
     if (!bad && 0 != memcmp(r, w, check_n * es)) /* exact in every type: say where */
         for (size_t i = 0; i < check_n; ++i)
