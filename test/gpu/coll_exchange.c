@@ -9,40 +9,9 @@
  *   coll_exchange [-m device|host|mixed]
  * -m mixed: even ranks pass host buffers, odd ranks device buffers.
  */
-#include <cuda_runtime.h>
-#include <mpi.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "exchange_harness.h"
 
 enum { GAP = 5, SENTINEL = 0xA5 };
-
-/* Byte j of the block world rank s sends world rank r. */
-static uint8_t pattern(int s, int r, size_t j) { return (uint8_t)(s * 31 + r * 17 + j * 7 + 1); }
-
-static int on_host;
-static void *alloc(size_t bytes)
-{
-    void *p = NULL;
-    if (on_host) return malloc(bytes ? bytes : 1);
-    return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
-}
-static void release(void *p)
-{
-    if (on_host) free(p);
-    else cudaFree(p);
-}
-static void put(void *dst, const void *src, size_t n)
-{
-    if (on_host) memcpy(dst, src, n);
-    else cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
-}
-static void take(void *dst, const void *src, size_t n)
-{
-    if (on_host) memcpy(dst, src, n);
-    else cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost);
-}
 
 /* Elements rank a sends rank b in the ragged case (symmetric when sym: an
  * in-place alltoallv sends what it receives). */
@@ -111,32 +80,21 @@ static long one(MPI_Comm comm, MPI_Datatype dt, size_t esize, size_t base, int v
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    const char *mode = "device";
-    for (int a = 1; a + 1 < argc; a += 2)
-        if (!strcmp(argv[a], "-m")) mode = argv[a + 1];
-    int wr, wn, ndev = 0;
+    const char *mode = harness_start(argc, argv, "coll_exchange");
+    if (!mode) {
+        MPI_Finalize();
+        return 77;
+    }
+    int wr, wn;
     MPI_Comm_rank(MPI_COMM_WORLD, &wr);
     MPI_Comm_size(MPI_COMM_WORLD, &wn);
-    on_host = !strcmp(mode, "host") || (!strcmp(mode, "mixed") && wr % 2 == 0);
-    if (strcmp(mode, "host")) {
-        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || !ndev) {
-            if (!wr) fprintf(stderr, "coll_exchange: no GPU here (-m host runs without)\n");
-            MPI_Finalize();
-            return 77;
-        }
-        cudaSetDevice((lr ? atoi(lr) : wr) % ndev);
-    }
     MPI_Datatype three_shorts;
     MPI_Type_contiguous(3, MPI_SHORT, &three_shorts);
     MPI_Type_commit(&three_shorts);
     const struct { MPI_Datatype t; size_t size; } types[] = {{MPI_CHAR, 1}, {MPI_INT, 4}, {MPI_DOUBLE, 8}, {three_shorts, 6}};
     const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
-    MPI_Comm comms[4];
-    MPI_Comm_dup(MPI_COMM_WORLD, &comms[0]);
-    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
-    MPI_Comm_split(MPI_COMM_WORLD, 0, wn - wr, &comms[2]);            /* reversed */
-    MPI_Comm_split(MPI_COMM_WORLD, wr < wn - 1 || wn == 1 ? 0 : 1, wr, &comms[3]); /* odd-sized where wn is even */
+    MPI_Comm comms[HARNESS_COMMS];
+    harness_comms(comms);
     long bad = 0, calls = 0;
     for (int c = 0; c < 4; ++c) {
         int n;

@@ -13,40 +13,9 @@
  *   coll_rooted [-m device|host|mixed]
  * -m mixed: even ranks pass host buffers, odd ranks device buffers.
  */
-#include <cuda_runtime.h>
-#include <mpi.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "exchange_harness.h"
 
 enum { GAP = 3, SENTINEL = 0xA5, NTYPES = 5 };
-
-/* Byte j of the block world rank s sends world rank r. */
-static uint8_t pattern(int s, int r, size_t j) { return (uint8_t)(s * 31 + r * 17 + j * 7 + 1); }
-
-static int on_host;
-static void *alloc(size_t bytes)
-{
-    void *p = NULL;
-    if (on_host) return malloc(bytes ? bytes : 1);
-    return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
-}
-static void release(void *p)
-{
-    if (on_host) free(p);
-    else cudaFree(p);
-}
-static void put(void *dst, const void *src, size_t n)
-{
-    if (on_host) memcpy(dst, src, n);
-    else cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
-}
-static void take(void *dst, const void *src, size_t n)
-{
-    if (on_host) memcpy(dst, src, n);
-    else cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost);
-}
 
 /* A datatype as this test sees it: size data bytes per element at offsets
  * at[0..size) inside an extent. */
@@ -148,22 +117,14 @@ static long one(MPI_Comm comm, const type_t *t, const call_t *k, const int *worl
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    const char *mode = "device";
-    for (int a = 1; a + 1 < argc; a += 2)
-        if (!strcmp(argv[a], "-m")) mode = argv[a + 1];
-    int wr, wn, ndev = 0;
+    const char *mode = harness_start(argc, argv, "coll_rooted");
+    if (!mode) {
+        MPI_Finalize();
+        return 77;
+    }
+    int wr, wn;
     MPI_Comm_rank(MPI_COMM_WORLD, &wr);
     MPI_Comm_size(MPI_COMM_WORLD, &wn);
-    on_host = !strcmp(mode, "host") || (!strcmp(mode, "mixed") && wr % 2 == 0);
-    if (strcmp(mode, "host")) {
-        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || !ndev) {
-            if (!wr) fprintf(stderr, "coll_rooted: no GPU here (-m host runs without)\n");
-            MPI_Finalize();
-            return 77;
-        }
-        cudaSetDevice((lr ? atoi(lr) : wr) % ndev);
-    }
     MPI_Datatype three_shorts, pair;
     MPI_Type_contiguous(3, MPI_SHORT, &three_shorts);
     if (wr % 2) MPI_Type_vector(2, 1, 2, MPI_INT, &pair); /* int, hole, int: extent 12 */
@@ -174,11 +135,8 @@ int main(int argc, char **argv)
                             {three_shorts, 6, 6, {0, 1, 2, 3, 4, 5}}, {pair, 8, 8, {0, 1, 2, 3, 4, 5, 6, 7}}};
     if (wr % 2) types[4] = (type_t){pair, 8, 12, {0, 1, 2, 3, 8, 9, 10, 11}};
     const int counts[] = {0, 1, 7, 1023, (1 << 20) + 3};
-    MPI_Comm comms[4];
-    MPI_Comm_dup(MPI_COMM_WORLD, &comms[0]);
-    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
-    MPI_Comm_split(MPI_COMM_WORLD, 0, wn - wr, &comms[2]);                       /* reversed */
-    MPI_Comm_split(MPI_COMM_WORLD, wr < wn - 1 || wn == 1 ? 0 : 1, wr, &comms[3]); /* odd-sized where wn is even */
+    MPI_Comm comms[HARNESS_COMMS];
+    harness_comms(comms);
     long bad = 0, calls = 0;
     for (int c = 0; c < 4; ++c) {
         int n;

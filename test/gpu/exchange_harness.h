@@ -1,0 +1,78 @@
+/*
+ * What the exchange tests (coll_exchange.c, coll_rooted.c) share: the byte
+ * pattern of a block, buffers in host or device memory per rank (-m
+ * device|host|mixed: mixed puts even ranks on host buffers), the GPU choice,
+ * and the communicators every case runs on.
+ */
+#ifndef LOOM_TEST_EXCHANGE_HARNESS_H
+#define LOOM_TEST_EXCHANGE_HARNESS_H
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Byte j of the block world rank s sends world rank r. */
+static uint8_t pattern(int s, int r, size_t j) { return (uint8_t)(s * 31 + r * 17 + j * 7 + 1); }
+
+static int on_host; /* this rank's buffers are in host memory */
+static void *alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (on_host) return malloc(bytes ? bytes : 1);
+    return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
+}
+static void release(void *p)
+{
+    if (on_host) free(p);
+    else cudaFree(p);
+}
+static void put(void *dst, const void *src, size_t n)
+{
+    if (on_host) memcpy(dst, src, n);
+    else cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
+}
+static void take(void *dst, const void *src, size_t n)
+{
+    if (on_host) memcpy(dst, src, n);
+    else cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost);
+}
+
+/* After MPI_Init: reads -m, sets on_host, picks the GPU by local rank.
+ * Returns the mode, or NULL when this rank needs a GPU and sees none (the
+ * caller finalizes and exits 77). */
+static const char *harness_start(int argc, char **argv, const char *name)
+{
+    const char *mode = "device";
+    for (int a = 1; a + 1 < argc; a += 2)
+        if (!strcmp(argv[a], "-m")) mode = argv[a + 1];
+    int wr, ndev = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    on_host = !strcmp(mode, "host") || (!strcmp(mode, "mixed") && wr % 2 == 0);
+    if (strcmp(mode, "host")) {
+        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        if (cudaGetDeviceCount(&ndev) != cudaSuccess || !ndev) {
+            if (!wr) fprintf(stderr, "%s: no GPU here (-m host runs without)\n", name);
+            return NULL;
+        }
+        cudaSetDevice((lr ? atoi(lr) : wr) % ndev);
+    }
+    return mode;
+}
+
+/* world twice (dup), reversed, and an odd-sized split where the world is even. */
+enum { HARNESS_COMMS = 4 };
+static void harness_comms(MPI_Comm comms[HARNESS_COMMS])
+{
+    int wr, wn;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    MPI_Comm_size(MPI_COMM_WORLD, &wn);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, wn - wr, &comms[2]);
+    MPI_Comm_split(MPI_COMM_WORLD, wr < wn - 1 || wn == 1 ? 0 : 1, wr, &comms[3]);
+}
+
+#endif
