@@ -6,6 +6,7 @@
  * host buffers go to the previous module untouched and device buffers are
  * staged through host memory (alltoallw for now).
  */
+#include "coll_loom_blocks.h"
 #include "coll_loom_exchange.h"
 
 #include <stdlib.h>
@@ -95,96 +96,53 @@ static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
 
 LOOM_BLOCKS(allgather, mca_coll_loom_peer_blocks, 0, allgather_gpu)
 
-/* alltoall(v) on loom's kernels: per-peer blocks of contiguous bytes. */
-static void exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator_t *comm, ompi_request_t **req)
-{
-    memset(c, 0, sizeof(*c));
-    c->coll = coll;
-    c->kind = LOOM_GPU_ALLTOALLV;
-    c->dt = loomUint8;
-    c->why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
-               : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
-               : NULL;
-}
-
-/* table: 4 x n entries (send counts, send displacements, receive counts,
- * receive displacements, bytes), owned by the caller. In place, MPI reads
- * the send blocks where the receive blocks are. */
-static bool alltoallv_run(loom_gpu_call_t *c, const void *sbuf, void *rbuf, size_t *table, int n, loom_t *m,
-                          bool local_gpu, int *rc)
-{
-    size_t in_end = 0, out_end = 0;
-    if (NULL == c->why_not) {
-        if (MPI_IN_PLACE == sbuf) memcpy(table, table + 2 * n, 2 * sizeof(size_t) * (size_t)n);
-        for (int q = 0; q < n; ++q) {
-            if (table[q] && table[n + q] + table[q] > in_end) in_end = table[n + q] + table[q];
-            if (table[2 * n + q] && table[3 * n + q] + table[2 * n + q] > out_end)
-                out_end = table[3 * n + q] + table[2 * n + q];
-        }
-        c->send_counts = table;
-        c->send_displs = table + n;
-        c->counts = table + 2 * n;
-        c->displs = table + 3 * n;
-        c->in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
-        c->in_bytes = in_end;
-        c->out = rbuf;
-        c->out_bytes = out_end;
-    }
-    return mca_coll_loom_gpu_run(m, c, local_gpu, rc);
-}
-
+/* alltoall(v) on loom's kernels: an exchange of typed blocks
+ * (coll_loom_blocks.h), whatever this rank's datatypes and displacements. In
+ * place, MPI reads the send blocks where the receive blocks are. */
 static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
                          ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
                          bool local_gpu, int *rc)
 {
-    const int n = ompi_comm_size(comm);
     loom_gpu_call_t c;
-    exchange_call(&c, LOOM_COLL_alltoall, comm, req);
-    size_t rtotal = 0, stotal = 0;
-    if (NULL == c.why_not)
-        c.why_not = rcount <= 0 ? "nothing to exchange" : mca_coll_loom_map_bytes(rdt, (size_t)rcount * (size_t)n, &rtotal);
-    if (NULL == c.why_not && MPI_IN_PLACE != sbuf &&
-        (NULL != mca_coll_loom_map_bytes(sdt, (size_t)scount * (size_t)n, &stotal) || stotal != rtotal))
-        c.why_not = "the send type is not contiguous bytes of the receive block's size";
-    size_t *table = NULL;
-    if (NULL == c.why_not && NULL == (table = malloc(4 * sizeof(size_t) * (size_t)n))) c.why_not = "out of host memory";
-    const size_t block = rtotal / (size_t)n;
-    for (int q = 0; NULL == c.why_not && q < n; ++q) {
-        table[q] = table[2 * n + q] = block;
-        table[n + q] = table[3 * n + q] = (size_t)q * block;
+    mca_coll_loom_exchange_call(&c, LOOM_COLL_alltoall, comm, req, sbuf, local_gpu, rbuf, local_gpu);
+    if (NULL == c.why_not && rcount <= 0) c.why_not = "nothing to exchange"; /* then on every rank */
+    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
+    if (MPI_SUCCESS != *rc) return true;
+    const int n = ompi_comm_size(comm);
+    const bool in_place = MPI_IN_PLACE == sbuf;
+    int *ints = malloc(4 * sizeof(int) * (size_t)n);
+    if (NULL == ints) {
+        *rc = MPI_ERR_NO_MEM;
+        return true;
     }
-    bool took = alltoallv_run(&c, sbuf, rbuf, table, n, m, local_gpu, rc);
-    free(table);
-    return took;
+    for (int q = 0; q < n; ++q) {
+        ints[q] = in_place ? rcount : scount;
+        ints[n + q] = q * ints[q];
+        ints[2 * n + q] = rcount;
+        ints[3 * n + q] = q * rcount;
+    }
+    const loom_typed_blocks_t snd = {in_place ? rbuf : (void *)sbuf, in_place ? rdt : sdt, n, ints, ints + n};
+    const loom_typed_blocks_t rcv = {rbuf, rdt, n, ints + 2 * n, ints + 3 * n};
+    *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
+    free(ints);
+    return true;
 }
 
 static bool alltoallv_gpu(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt, void *rbuf,
                           const int *rcounts, const int *rdispls, ompi_datatype_t *rdt, ompi_communicator_t *comm,
                           loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
 {
-    const int n = ompi_comm_size(comm);
     loom_gpu_call_t c;
-    exchange_call(&c, LOOM_COLL_alltoallv, comm, req);
-    size_t ssize = 0, rsize = 0; /* of two elements: displacements count extents, extent == size */
-    if (NULL == c.why_not) c.why_not = mca_coll_loom_map_bytes(rdt, 2, &rsize);
-    if (NULL == c.why_not && MPI_IN_PLACE != sbuf && NULL != mca_coll_loom_map_bytes(sdt, 2, &ssize))
-        c.why_not = "the send type is not contiguous";
-    size_t *table = NULL;
-    if (NULL == c.why_not && NULL == (table = malloc(4 * sizeof(size_t) * (size_t)n))) c.why_not = "out of host memory";
-    for (int q = 0; NULL == c.why_not && q < n; ++q) {
-        const bool bad_send = MPI_IN_PLACE != sbuf && (scounts[q] < 0 || sdispls[q] < 0);
-        if (bad_send || rcounts[q] < 0 || rdispls[q] < 0) {
-            c.why_not = "a negative count or displacement";
-            break;
-        }
-        table[q] = MPI_IN_PLACE != sbuf ? (size_t)scounts[q] * (ssize / 2) : 0;
-        table[n + q] = MPI_IN_PLACE != sbuf ? (size_t)sdispls[q] * (ssize / 2) : 0;
-        table[2 * n + q] = (size_t)rcounts[q] * (rsize / 2);
-        table[3 * n + q] = (size_t)rdispls[q] * (rsize / 2);
-    }
-    bool took = alltoallv_run(&c, sbuf, rbuf, table, n, m, local_gpu, rc);
-    free(table);
-    return took;
+    mca_coll_loom_exchange_call(&c, LOOM_COLL_alltoallv, comm, req, sbuf, local_gpu, rbuf, local_gpu);
+    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
+    if (MPI_SUCCESS != *rc) return true;
+    const int n = ompi_comm_size(comm);
+    const bool in_place = MPI_IN_PLACE == sbuf;
+    const loom_typed_blocks_t snd = {in_place ? rbuf : (void *)sbuf, in_place ? rdt : sdt, n,
+                                     in_place ? rcounts : scounts, in_place ? rdispls : sdispls};
+    const loom_typed_blocks_t rcv = {rbuf, rdt, n, rcounts, rdispls};
+    *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
+    return true;
 }
 
 LOOM_BLOCKS(alltoall, mca_coll_loom_peer_blocks, 1, alltoall_gpu)

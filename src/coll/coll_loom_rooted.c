@@ -1,20 +1,15 @@
 /*
  * Rooted data movement: gather(v) and scatter(v).
  *
- * On loom's kernels a rooted call is an exchange (the alltoallv kernel over
- * the all-peer connections) in which only the root's pairs carry bytes: each
- * rank sends the root one block (gather), or the root sends each rank one
- * (scatter). Whether a call goes there depends only on what every rank knows
- * alike (blocking, intracommunicator), never on counts, datatypes or buffers:
- * MPI lets datatypes differ between ranks, and the receive arguments of a
- * gather (send arguments of a scatter) exist only at the root. So a rank
- * whose datatype is not contiguous bytes packs its blocks through host memory
- * (coll_loom_pack.h) instead of taking another path. Calls off the GPU path
- * are staged (device buffers) or delegated (host buffers) as before.
+ * On loom's kernels a rooted call is an exchange (coll_loom_blocks.h) in
+ * which only the root's pairs carry bytes: each rank sends the root one block
+ * (gather), or the root sends each rank one (scatter). The choice cannot
+ * depend on counts or datatypes anyway: the receive arguments of a gather
+ * (send arguments of a scatter) exist only at the root. Calls off the GPU
+ * path are staged (device buffers) or delegated (host buffers) as before.
  */
-#include "coll_loom_pack.h"
+#include "coll_loom_blocks.h"
 #include "coll_loom_stage.h"
-#include "coll_loom_gpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,60 +64,23 @@ static void rank_blocks(const rooted_args_t *a, int n, int me, int *ints, loom_t
     }
 }
 
-/* After the call is loom's: the byte tables, packed copies where a type is
- * not contiguous, the run, the unpacking. */
-static int rooted_exec(const rooted_args_t *a, loom_gpu_call_t *c, bool s_gpu, bool r_gpu, loom_t *m)
-{
-    const int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
-    int *ints = malloc(4 * sizeof(int) * (size_t)n);
-    size_t *table = malloc(4 * sizeof(size_t) * (size_t)n);
-    char *spacked = NULL, *rpacked = NULL;
-    int rc = NULL == ints || NULL == table ? MPI_ERR_NO_MEM : MPI_SUCCESS;
-    loom_typed_blocks_t snd, rcv;
-    bool s_packed = false, r_packed = false;
-    if (MPI_SUCCESS == rc) {
-        rank_blocks(a, n, me, ints, &snd, &rcv);
-        void *in, *out;
-        c->send_counts = table;
-        c->send_displs = table + n;
-        c->counts = table + 2 * n;
-        c->displs = table + 3 * n;
-        c->in_bytes = mca_coll_loom_byte_blocks(&snd, table, table + n, &in, &s_packed);
-        c->out_bytes = mca_coll_loom_byte_blocks(&rcv, table + 2 * n, table + 3 * n, &out, &r_packed);
-        c->in = in;
-        c->out = out;
-        if (s_packed) rc = mca_coll_loom_pack(&snd, s_gpu, table + n, c->in_bytes, &spacked);
-        if (s_packed) c->in = spacked;
-        if (r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
-        if (r_packed) c->out = rpacked;
-    }
-    /* A rank that failed here still leaves the others waiting for its
-     * blocks: their calls end in loom's time-out error, not a hang. */
-    if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
-    if (MPI_SUCCESS == rc && r_packed) rc = mca_coll_loom_unpack(&rcv, r_gpu, table + 3 * n, rpacked);
-    free(spacked);
-    free(rpacked);
-    free(table);
-    free(ints);
-    return rc;
-}
-
 static bool rooted_gpu(const rooted_args_t *a, int coll, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
                        bool s_gpu, bool r_gpu, int *rc)
 {
     loom_gpu_call_t c;
-    memset(&c, 0, sizeof(c));
-    c.coll = coll;
-    c.kind = LOOM_GPU_ALLTOALLV;
-    c.dt = loomUint8;
-    c.why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
-              : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
-              : NULL;
-    /* For the choice of GPU only (see mca_coll_loom_gpu_takes). */
-    c.in = s_gpu ? a->sbuf : NULL;
-    c.out = r_gpu ? a->rbuf : NULL;
+    mca_coll_loom_exchange_call(&c, coll, comm, req, a->sbuf, s_gpu, a->rbuf, r_gpu);
     if (!mca_coll_loom_gpu_takes(m, &c, s_gpu || r_gpu, rc)) return false;
-    if (MPI_SUCCESS == *rc) *rc = rooted_exec(a, &c, s_gpu, r_gpu, m);
+    if (MPI_SUCCESS != *rc) return true;
+    const int n = ompi_comm_size(comm);
+    int *ints = malloc(4 * sizeof(int) * (size_t)n);
+    if (NULL == ints) {
+        *rc = MPI_ERR_NO_MEM;
+        return true;
+    }
+    loom_typed_blocks_t snd, rcv;
+    rank_blocks(a, n, ompi_comm_rank(comm), ints, &snd, &rcv);
+    *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
+    free(ints);
     return true;
 }
 

@@ -1,10 +1,12 @@
 /*
  * GPU correctness of the exchanges through loom: MPI_Alltoall and
  * MPI_Alltoallv (ragged counts with zeros, receive blocks in reversed order
- * with gaps that must stay untouched) x types {char, int, double, a
- * contiguous type of 3 shorts} x counts {0, 1, 7, 1023, 2^20+3} x in place
- * / not x communicators {world, dup, reversed, an odd-sized split}. Every
- * byte is compared with what its sender put there.
+ * with gaps that must stay untouched, displacements from -1) x types {char,
+ * int, double, a contiguous type of 3 shorts, a pair of ints laid out
+ * differently per rank: contiguous or strided with a hole} x counts {0, 1,
+ * 7, 1023, 2^20+3} x in place / not x communicators {world, dup, reversed,
+ * an odd-sized split}. Every byte is compared with what its sender put there
+ * (holes and gaps: untouched).
  *
  *   coll_exchange [-m device|host|mixed]
  * -m mixed: even ranks pass host buffers, odd ranks device buffers.
@@ -22,8 +24,9 @@ static size_t ragged(size_t base, int a, int b, int sym)
     return base * (size_t)k / 2;
 }
 
-/* One call; returns wrong bytes (+1 per error code). */
-static long one(MPI_Comm comm, MPI_Datatype dt, size_t esize, size_t base, int vector, int in_place, const int *world_of)
+/* One call; returns wrong bytes (+1 per error code). alltoallv passes its
+ * buffers one element in, so the first blocks sit at displacement -1. */
+static long one(MPI_Comm comm, const type_t *t, size_t base, int vector, int in_place, const int *world_of)
 {
     int r, n;
     MPI_Comm_rank(comm, &r);
@@ -39,33 +42,38 @@ static long one(MPI_Comm comm, MPI_Datatype dt, size_t esize, size_t base, int v
     for (int q = n - 1; q >= 0; --q) rd[q] = (int)rall, rall += (size_t)rc[q] + (vector ? GAP : 0);
     if (!vector) /* alltoall: the receive blocks in rank order, back to back */
         for (int q = 0; q < n; ++q) rd[q] = q * (int)base;
-    const size_t rbytes = rall * esize, sbytes = sall * esize;
+    const size_t rbytes = rall * t->extent, sbytes = sall * t->extent, bsize = t->size;
     uint8_t *host = malloc(rbytes + sbytes + 1), *want = malloc(rbytes + 1);
     memset(want, SENTINEL, rbytes);
     for (int q = 0; q < n; ++q)
-        for (size_t j = 0; j < (size_t)rc[q] * esize; ++j) want[(size_t)rd[q] * esize + j] = pattern(world_of[q], world_of[r], j);
+        for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j) want[byte_at(t, (size_t)rd[q], j)] = pattern(world_of[q], world_of[r], j);
     void *sbuf = alloc(sbytes), *rbuf = alloc(rbytes);
+    memset(host, SENTINEL, rbytes + sbytes);
     if (in_place) { /* the send blocks where the receive blocks are */
-        memset(host, SENTINEL, rbytes);
         for (int q = 0; q < n; ++q)
-            for (size_t j = 0; j < (size_t)rc[q] * esize; ++j) host[(size_t)rd[q] * esize + j] = pattern(world_of[r], world_of[q], j);
+            for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j) host[byte_at(t, (size_t)rd[q], j)] = pattern(world_of[r], world_of[q], j);
         put(rbuf, host, rbytes);
     } else {
         for (int q = 0; q < n; ++q)
-            for (size_t j = 0; j < (size_t)sc[q] * esize; ++j) host[(size_t)sd[q] * esize + j] = pattern(world_of[r], world_of[q], j);
+            for (size_t j = 0; j < (size_t)sc[q] * bsize; ++j) host[byte_at(t, (size_t)sd[q], j)] = pattern(world_of[r], world_of[q], j);
         put(sbuf, host, sbytes);
         memset(host, SENTINEL, rbytes);
         put(rbuf, host, rbytes);
     }
-    const void *s = in_place ? MPI_IN_PLACE : sbuf;
-    int err = vector ? MPI_Alltoallv(s, sc, sd, dt, rbuf, rc, rd, dt, comm)
-                     : MPI_Alltoall(s, (int)base, dt, rbuf, (int)base, dt, comm);
+    int err;
+    if (vector) {
+        for (int q = 0; q < n; ++q) --sd[q], --rd[q];
+        char *s1 = (char *)sbuf + t->extent, *r1 = (char *)rbuf + t->extent;
+        err = MPI_Alltoallv(in_place ? MPI_IN_PLACE : s1, sc, sd, t->t, r1, rc, rd, t->t, comm);
+    } else {
+        err = MPI_Alltoall(in_place ? MPI_IN_PLACE : sbuf, (int)base, t->t, rbuf, (int)base, t->t, comm);
+    }
     long bad = err != MPI_SUCCESS;
     take(host, rbuf, rbytes);
     for (size_t i = 0; i < rbytes && !bad; ++i)
         if (host[i] != want[i]) {
-            fprintf(stderr, "coll_exchange: %s base %zu x %zu B in_place %d: rank %d byte %zu = %u, want %u\n",
-                    vector ? "alltoallv" : "alltoall", base, esize, in_place, r, i, host[i], want[i]);
+            fprintf(stderr, "coll_exchange: %s base %zu x %zu/%zu B in_place %d: rank %d byte %zu = %u, want %u\n",
+                    vector ? "alltoallv" : "alltoall", base, t->size, t->extent, in_place, r, i, host[i], want[i]);
             ++bad;
         }
     if (err != MPI_SUCCESS) fprintf(stderr, "coll_exchange: rank %d: error %d\n", r, err);
@@ -88,10 +96,8 @@ int main(int argc, char **argv)
     int wr, wn;
     MPI_Comm_rank(MPI_COMM_WORLD, &wr);
     MPI_Comm_size(MPI_COMM_WORLD, &wn);
-    MPI_Datatype three_shorts;
-    MPI_Type_contiguous(3, MPI_SHORT, &three_shorts);
-    MPI_Type_commit(&three_shorts);
-    const struct { MPI_Datatype t; size_t size; } types[] = {{MPI_CHAR, 1}, {MPI_INT, 4}, {MPI_DOUBLE, 8}, {three_shorts, 6}};
+    type_t types[HARNESS_TYPES];
+    harness_types(types);
     const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
     MPI_Comm comms[HARNESS_COMMS];
     harness_comms(comms);
@@ -101,12 +107,12 @@ int main(int argc, char **argv)
         MPI_Comm_size(comms[c], &n);
         int *world_of = malloc(sizeof(int) * n);
         MPI_Allgather(&wr, 1, MPI_INT, world_of, 1, MPI_INT, comms[c]);
-        for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); ++t)
+        for (size_t t = 0; t < HARNESS_TYPES; ++t)
             for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
                 if (counts[k] > 1024 && (t % 2 || c % 2)) continue; /* the large count on half the cases */
                 for (int vector = 0; vector < 2; ++vector)
                     for (int ip = 0; ip < 2; ++ip, ++calls)
-                        bad += one(comms[c], types[t].t, types[t].size, counts[k], vector, ip, world_of);
+                        bad += one(comms[c], &types[t], counts[k], vector, ip, world_of);
             }
         free(world_of);
     }
@@ -115,7 +121,7 @@ int main(int argc, char **argv)
     if (!wr) printf("coll_exchange: %d ranks, memory %s: %ld calls (summed over ranks), %ld wrong bytes or errors\n", wn,
                     mode, tot[1], tot[0]);
     for (int c = 0; c < 4; ++c) MPI_Comm_free(&comms[c]);
-    MPI_Type_free(&three_shorts);
+    harness_free_types(types);
     MPI_Finalize();
     return tot[0] ? 1 : 0;
 }

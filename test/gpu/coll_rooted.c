@@ -15,21 +15,7 @@
  */
 #include "exchange_harness.h"
 
-enum { GAP = 3, SENTINEL = 0xA5, NTYPES = 5 };
-
-/* A datatype as this test sees it: size data bytes per element at offsets
- * at[0..size) inside an extent. */
-typedef struct {
-    MPI_Datatype t;
-    size_t size, extent;
-    size_t at[8];
-} type_t;
-
-/* Offset of data byte j of a block that starts at element `first`. */
-static size_t byte_at(const type_t *t, size_t first, size_t j)
-{
-    return (first + j / t->size) * t->extent + t->at[j % t->size];
-}
+enum { GAP = 3, SENTINEL = 0xA5 };
 
 /* Elements rank q has in a ragged call (0 for some). */
 static int ragged(int base, int q) { return (int)((size_t)base * (size_t)((q * 7 + 3) % 4) / 2); }
@@ -125,15 +111,8 @@ int main(int argc, char **argv)
     int wr, wn;
     MPI_Comm_rank(MPI_COMM_WORLD, &wr);
     MPI_Comm_size(MPI_COMM_WORLD, &wn);
-    MPI_Datatype three_shorts, pair;
-    MPI_Type_contiguous(3, MPI_SHORT, &three_shorts);
-    if (wr % 2) MPI_Type_vector(2, 1, 2, MPI_INT, &pair); /* int, hole, int: extent 12 */
-    else MPI_Type_contiguous(2, MPI_INT, &pair);
-    MPI_Type_commit(&three_shorts);
-    MPI_Type_commit(&pair);
-    type_t types[NTYPES] = {{MPI_CHAR, 1, 1, {0}}, {MPI_INT, 4, 4, {0, 1, 2, 3}}, {MPI_DOUBLE, 8, 8, {0, 1, 2, 3, 4, 5, 6, 7}},
-                            {three_shorts, 6, 6, {0, 1, 2, 3, 4, 5}}, {pair, 8, 8, {0, 1, 2, 3, 4, 5, 6, 7}}};
-    if (wr % 2) types[4] = (type_t){pair, 8, 12, {0, 1, 2, 3, 8, 9, 10, 11}};
+    type_t types[HARNESS_TYPES];
+    harness_types(types);
     const int counts[] = {0, 1, 7, 1023, (1 << 20) + 3};
     MPI_Comm comms[HARNESS_COMMS];
     harness_comms(comms);
@@ -143,7 +122,7 @@ int main(int argc, char **argv)
         MPI_Comm_size(comms[c], &n);
         int *world_of = malloc(sizeof(int) * n);
         MPI_Allgather(&wr, 1, MPI_INT, world_of, 1, MPI_INT, comms[c]);
-        for (int t = 0; t < NTYPES; ++t)
+        for (int t = 0; t < HARNESS_TYPES; ++t)
             for (size_t b = 0; b < sizeof(counts) / sizeof(counts[0]); ++b) {
                 const int large = counts[b] > 1024;
                 if (large && (t % 2 || c % 2)) continue; /* the large count on some cases */
@@ -162,8 +141,7 @@ int main(int argc, char **argv)
     if (!wr) printf("coll_rooted: %d ranks, memory %s: %ld calls (summed over ranks), %ld wrong bytes or errors\n", wn,
                     mode, tot[1], tot[0]);
     for (int c = 0; c < 4; ++c) MPI_Comm_free(&comms[c]);
-    MPI_Type_free(&three_shorts);
-    MPI_Type_free(&pair);
+    harness_free_types(types);
     MPI_Finalize();
     return tot[0] ? 1 : 0;
 }

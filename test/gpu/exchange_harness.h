@@ -1,6 +1,7 @@
 /*
  * What the exchange tests (coll_exchange.c, coll_rooted.c) share: the byte
- * pattern of a block, buffers in host or device memory per rank (-m
+ * pattern of a block, datatypes as byte layouts, buffers in host or device
+ * memory per rank (-m
  * device|host|mixed: mixed puts even ranks on host buffers), the GPU choice,
  * and the communicators every case runs on.
  */
@@ -16,6 +17,20 @@
 
 /* Byte j of the block world rank s sends world rank r. */
 static uint8_t pattern(int s, int r, size_t j) { return (uint8_t)(s * 31 + r * 17 + j * 7 + 1); }
+
+/* A datatype as this test sees it: size data bytes per element at offsets
+ * at[0..size) inside an extent. */
+typedef struct {
+    MPI_Datatype t;
+    size_t size, extent;
+    size_t at[8];
+} type_t;
+
+/* Offset of data byte j of a block that starts at element `first`. */
+static size_t byte_at(const type_t *t, size_t first, size_t j)
+{
+    return (first + j / t->size) * t->extent + t->at[j % t->size];
+}
 
 static int on_host; /* this rank's buffers are in host memory */
 static void *alloc(size_t bytes)
@@ -60,6 +75,37 @@ static const char *harness_start(int argc, char **argv, const char *name)
         cudaSetDevice((lr ? atoi(lr) : wr) % ndev);
     }
     return mode;
+}
+
+/* The test's datatypes: char, int, double, 3 shorts (contiguous), and a
+ * pair of ints laid out differently per rank (contiguous on even world
+ * ranks, strided with a hole on odd ones: same type signature). */
+enum { HARNESS_TYPES = 5 };
+static void harness_types(type_t types[HARNESS_TYPES])
+{
+    int wr;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    MPI_Datatype three_shorts, pair;
+    MPI_Type_contiguous(3, MPI_SHORT, &three_shorts);
+    if (wr % 2) MPI_Type_vector(2, 1, 2, MPI_INT, &pair); /* int, hole, int: extent 12 */
+    else MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&three_shorts);
+    MPI_Type_commit(&pair);
+    const type_t all[HARNESS_TYPES] = {{MPI_CHAR, 1, 1, {0}},
+                                       {MPI_INT, 4, 4, {0, 1, 2, 3}},
+                                       {MPI_DOUBLE, 8, 8, {0, 1, 2, 3, 4, 5, 6, 7}},
+                                       {three_shorts, 6, 6, {0, 1, 2, 3, 4, 5}},
+                                       {pair, 8, wr % 2 ? 12 : 8, {0, 1, 2, 3, 4, 5, 6, 7}}};
+    memcpy(types, all, sizeof(all));
+    if (wr % 2) {
+        const size_t strided[8] = {0, 1, 2, 3, 8, 9, 10, 11};
+        memcpy(types[4].at, strided, sizeof(strided));
+    }
+}
+static void harness_free_types(type_t types[HARNESS_TYPES])
+{
+    MPI_Type_free(&types[3].t);
+    MPI_Type_free(&types[4].t);
 }
 
 /* world twice (dup), reversed, and an odd-sized split where the world is even. */

@@ -1,0 +1,54 @@
+#include "coll_loom_blocks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_loom_stage.h"
+
+void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator_t *comm, ompi_request_t **req,
+                                 const void *sbuf, bool s_gpu, void *rbuf, bool r_gpu)
+{
+    memset(c, 0, sizeof(*c));
+    c->coll = coll;
+    c->kind = LOOM_GPU_ALLTOALLV;
+    c->dt = loomUint8;
+    c->why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
+               : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+               : NULL;
+    c->in = s_gpu && MPI_IN_PLACE != sbuf ? sbuf : NULL;
+    c->out = r_gpu ? rbuf : NULL;
+}
+
+int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const loom_typed_blocks_t *snd,
+                                  const loom_typed_blocks_t *rcv)
+{
+    const int n = snd->n;
+    size_t *table = malloc(4 * sizeof(size_t) * (size_t)n);
+    char *spacked = NULL, *rpacked = NULL;
+    bool s_packed = false, r_packed = false;
+    int rc = NULL == table ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    if (MPI_SUCCESS == rc) {
+        void *in, *out;
+        c->send_counts = table;
+        c->send_displs = table + n;
+        c->counts = table + 2 * n;
+        c->displs = table + 3 * n;
+        c->in_bytes = mca_coll_loom_byte_blocks(snd, table, table + n, &in, &s_packed);
+        c->out_bytes = mca_coll_loom_byte_blocks(rcv, table + 2 * n, table + 3 * n, &out, &r_packed);
+        c->in = in;
+        c->out = out;
+        if (s_packed) rc = mca_coll_loom_pack(snd, mca_coll_loom_on_gpu(snd->user), table + n, c->in_bytes, &spacked);
+        if (s_packed) c->in = spacked;
+        if (r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
+        if (r_packed) c->out = rpacked;
+    }
+    /* A rank that failed here still leaves the others waiting for its
+     * blocks: their calls end in loom's time-out error, not a hang. */
+    if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
+    if (MPI_SUCCESS == rc && r_packed)
+        rc = mca_coll_loom_unpack(rcv, mca_coll_loom_on_gpu(rcv->user), table + 3 * n, rpacked);
+    free(spacked);
+    free(rpacked);
+    free(table);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * Per-peer collectives onto loom's exchange kernel: alltoall(v), gather(v)
+ * and scatter(v) all end as one exchange call over this rank's typed send
+ * and receive blocks (one per peer). Whether a call goes there depends only
+ * on what every rank knows alike (blocking, intracommunicator, and for
+ * alltoall a zero count), never on datatypes or displacements: MPI lets them
+ * differ between ranks, so a rank whose datatype is not contiguous bytes
+ * packs its blocks through host memory (coll_loom_pack.h) instead of taking
+ * another path, and negative displacements are rebased.
+ */
+#ifndef COLL_LOOM_BLOCKS_H
+#define COLL_LOOM_BLOCKS_H
+
+#include "coll_loom_gpu.h"
+#include "coll_loom_pack.h"
+
+/* c for mca_coll_loom_gpu_takes: an exchange, off the GPU path on an
+ * intercommunicator or when non-blocking; the user's buffers (for the GPU
+ * choice only: MPI_IN_PLACE and buffers not on a GPU count as none). */
+void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator_t *comm, ompi_request_t **req,
+                                 const void *sbuf, bool s_gpu, void *rbuf, bool r_gpu);
+
+/* Runs a call mca_coll_loom_gpu_takes took over snd and rcv (n blocks each:
+ * the communicator's size): byte tables, packed copies where a type is not
+ * contiguous, the run, the unpacking. Returns the MPI error code. */
+int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const loom_typed_blocks_t *snd,
+                                  const loom_typed_blocks_t *rcv);
+
+#endif
