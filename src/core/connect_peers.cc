@@ -188,6 +188,21 @@ loomResult_t connectPeers(loomComm *comm) {
     return r;
 }
 
+void commitPeerSteps(PeerConns &p, int q, const unsigned long long *sends, const unsigned long long *recvs) {
+    const int C = p.channels;
+    uint64_t so[kMaxExchangeChannels], ro[kMaxExchangeChannels];
+    bool any = false;
+    for (int c = 0; c < C; ++c) {
+        const size_t k = (size_t)q * C + c;
+        p.steps[k].send += sends[k];
+        p.steps[k].recv += recvs[k];
+        so[c] = sends[k];
+        ro[c] = recvs[k];
+        any |= sends[k] || recvs[k];
+    }
+    if (any && p.net[q].send) netPost(&p.net[q], C, so, ro);
+}
+
 void releasePeers(loomComm *comm, std::chrono::steady_clock::time_point netDeadline) {
     if (!comm->peers) return;
     dropConnections(*comm->peers, netDeadline);

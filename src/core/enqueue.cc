@@ -119,16 +119,6 @@ loomResult_t doubling(loomComm *comm, int coll, const void *in, void *out, size_
     return edgeCollective(comm, c, stream);
 }
 
-// Checks every collective shares; loomSuccess means go on (count > 0).
-loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
-    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
-    if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
-    if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
-    if (reduction && !loomOpSupported(dtype, op))
-        return fail(loomInvalidArgument, "%s: op %d is not defined on datatype %d", what, (int)op, (int)dtype);
-    return loomSuccess;
-}
-
 loomResult_t checkRoot(const char *what, const loomComm *comm, int root) {
     if (root < 0 || root >= comm->nranks)
         return fail(loomInvalidArgument, "%s: root %d of %d ranks", what, root, comm->nranks);
@@ -192,6 +182,19 @@ loomResult_t raggedCollective(loomComm *comm, int oneShot, int ring, const void 
 }
 
 } // namespace
+
+namespace loom {
+
+loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
+    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
+    if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
+    if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
+    if (reduction && !loomOpSupported(dtype, op))
+        return fail(loomInvalidArgument, "%s: op %d is not defined on datatype %d", what, (int)op, (int)dtype);
+    return loomSuccess;
+}
+
+} // namespace loom
 
 extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
                                       loomRedOp_t op, loomComm_t comm, cudaStream_t stream) {

@@ -45,6 +45,10 @@ struct EdgeCall {
     const char *algoName;
 };
 
+// The checks every collective's entry shares: comm, its state, the datatype
+// and (reduction) the op; loomSuccess means go on.
+loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op);
+
 EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize);
 EdgeSched rdSched(const loomComm *comm, size_t count, size_t esize);
 // coll: DblColl; count: elements of the message, or per block (allgather,

@@ -145,19 +145,7 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     sends.resize(N * C);
     recvs.resize(N * C);
     exchangeStepCounts(s, sends.data(), recvs.data());
-    uint64_t so[kMaxExchangeChannels], ro[kMaxExchangeChannels];
-    for (int q = 0; q < n; ++q) {
-        bool any = false;
-        for (size_t c = 0; c < C; ++c) {
-            const size_t k = (size_t)q * C + c;
-            p.steps[k].send += sends[k];
-            p.steps[k].recv += recvs[k];
-            so[c] = sends[k];
-            ro[c] = recvs[k];
-            any |= sends[k] || recvs[k];
-        }
-        if (any && p.net[q].send) netPost(&p.net[q], (int)C, so, ro);
-    }
+    for (int q = 0; q < n; ++q) commitPeerSteps(p, q, sends.data(), recvs.data());
     LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels", comm->rank, inSpan, outSpan,
                s.lanes, s.channels);
     return loomSuccess;

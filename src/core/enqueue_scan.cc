@@ -10,6 +10,7 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/enqueue.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
 #include "device/collectives.h"
@@ -20,12 +21,9 @@ namespace {
 
 loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, void *recvbuff, size_t count,
                       loomDataType_t datatype, loomRedOp_t op, loomComm *comm, cudaStream_t stream) {
-    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
-    if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
+    loomResult_t r = checkCall(what, comm, datatype, true, op);
+    if (r != loomSuccess) return r;
     const size_t esize = loomTypeSize(datatype);
-    if (!esize) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)datatype);
-    if (!loomOpSupported(datatype, op))
-        return fail(loomInvalidArgument, "%s: op %d is not defined on datatype %d", what, (int)op, (int)datatype);
     const int n = comm->nranks, me = comm->rank;
     const bool writes = !(exclusive && me == 0); // exscan: rank 0's output is left alone
     if (count && (!sendbuff || (writes && !recvbuff))) return fail(loomInvalidArgument, "%s: NULL buffer", what);
@@ -39,7 +37,7 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
     }
     PeerConns &p = *comm->peers;
     if (!p.ready) { // collective: every rank's first call over the all-peer connections
-        loomResult_t r = connectPeers(comm);
+        r = connectPeers(comm);
         if (r != loomSuccess) return r;
     }
     enterCollective(comm, exclusive ? "exscan" : "scan");
@@ -48,7 +46,7 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
     // is not: such an input is copied first.
     const char *in = static_cast<const char *>(sendbuff), *outc = static_cast<const char *>(recvbuff);
     if (writes && in != outc && in < outc + bytes && outc < in + bytes) {
-        loomResult_t r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, bytes, "overlapping scan input");
+        r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, bytes, "overlapping scan input");
         if (r != loomSuccess) return r;
         cudaError_t e = cudaMemcpyAsync(p.inputCopy, in, bytes, cudaMemcpyDeviceToDevice, stream);
         if (e != cudaSuccess) return fail(loomUnhandledCudaError, "%s: input copy: %s", what, cudaGetErrorString(e));
@@ -85,18 +83,8 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
     sends.resize((size_t)n * C);
     recvs.resize((size_t)n * C);
     scanStepCounts(a.s, sends.data(), recvs.data());
-    for (int q : {me - 1, me + 1}) {
-        if (q < 0 || q >= n) continue;
-        uint64_t so[kMaxExchangeChannels], ro[kMaxExchangeChannels];
-        for (int c = 0; c < C; ++c) {
-            const size_t k = (size_t)q * C + c;
-            p.steps[k].send += sends[k];
-            p.steps[k].recv += recvs[k];
-            so[c] = sends[k];
-            ro[c] = recvs[k];
-        }
-        if (p.net[q].send) netPost(&p.net[q], C, so, ro);
-    }
+    for (int q : {me - 1, me + 1})
+        if (q >= 0 && q < n) commitPeerSteps(p, q, sends.data(), recvs.data());
     LOOM_TRACE(kColl, "rank %d: %s of %zu B, %d lanes", me, exclusive ? "exscan" : "scan", bytes, C);
     return loomSuccess;
 }

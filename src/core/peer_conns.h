@@ -116,6 +116,12 @@ inline int exchangeThreads(size_t largest, int ringThreads) {
 // every pair. All ranks leave with the same result.
 loomResult_t connectPeers(loomComm *comm);
 
+// After a call's launch: adds what the call moves on rank q's connections
+// (sends, recvs: the call's slots per connection, n x channels entries) to
+// their step counters and, on a net link that moves any, promises it to the
+// proxy.
+void commitPeerSteps(PeerConns &p, int q, const unsigned long long *sends, const unsigned long long *recvs);
+
 // Frees what connectPeers made (net links closed by the deadline).
 void releasePeers(loomComm *comm, std::chrono::steady_clock::time_point netDeadline);
 
