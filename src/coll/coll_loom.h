@@ -97,6 +97,8 @@ typedef struct {
     mca_coll_loom_previous_t prev;
     unsigned char paths_reported[LOOM_COLL_COUNT]; /* bit per mca_coll_loom_path_t */
     uint64_t why_reported; /* bit per collective: the reason for staging was printed */
+    void *exchange_tables; /* host tables of one exchange call (coll_loom_blocks.c), grown on demand */
+    size_t exchange_tables_bytes;
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);

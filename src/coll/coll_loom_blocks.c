@@ -19,11 +19,30 @@ void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator
     c->out = r_gpu ? rbuf : NULL;
 }
 
+/* The module's tables at n peers: 4n byte-table entries, then 4n ints. */
+static size_t *exchange_tables(mca_coll_loom_module_t *m, int n)
+{
+    const size_t need = 4 * (size_t)n * (sizeof(size_t) + sizeof(int));
+    if (m->exchange_tables_bytes < need) {
+        void *t = realloc(m->exchange_tables, need);
+        if (NULL == t) return NULL;
+        m->exchange_tables = t;
+        m->exchange_tables_bytes = need;
+    }
+    return (size_t *)m->exchange_tables;
+}
+
+int *mca_coll_loom_exchange_ints(mca_coll_loom_module_t *m, int n)
+{
+    size_t *table = exchange_tables(m, n);
+    return NULL == table ? NULL : (int *)(table + 4 * (size_t)n);
+}
+
 int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const loom_typed_blocks_t *snd,
                                   const loom_typed_blocks_t *rcv)
 {
     const int n = snd->n;
-    size_t *table = malloc(4 * sizeof(size_t) * (size_t)n);
+    size_t *table = exchange_tables(m, n); /* the same n as the caller's ints: no move */
     char *spacked = NULL, *rpacked = NULL;
     bool s_packed = false, r_packed = false;
     int rc = NULL == table ? MPI_ERR_NO_MEM : MPI_SUCCESS;
@@ -49,6 +68,5 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
         rc = mca_coll_loom_unpack(rcv, mca_coll_loom_on_gpu(rcv->user), table + 3 * n, rpacked);
     free(spacked);
     free(rpacked);
-    free(table);
     return rc;
 }

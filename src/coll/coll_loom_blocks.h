@@ -20,6 +20,13 @@
 void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator_t *comm, ompi_request_t **req,
                                  const void *sbuf, bool s_gpu, void *rbuf, bool r_gpu);
 
+/* Room for the caller's typed blocks of one exchange call at n peers (4n
+ * ints: send counts and displacements, receive counts and displacements),
+ * in the module's host tables with the byte tables exchange_blocks fills:
+ * grown on a communicator's first exchange, kept until the module goes.
+ * NULL: out of host memory. */
+int *mca_coll_loom_exchange_ints(mca_coll_loom_module_t *m, int n);
+
 /* Runs a call mca_coll_loom_gpu_takes took over snd and rcv (n blocks each:
  * the communicator's size): byte tables, packed copies where a type is not
  * contiguous, the run, the unpacking. Returns the MPI error code. */

@@ -1,4 +1,5 @@
 #include "coll_loom_gpu.h"
+#include "coll_loom_stage.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,20 +31,13 @@ static int loom_type_of_opal(int id)
     }
 }
 
-static bool contiguous_from_zero(ompi_datatype_t *dt, int count)
-{
-    ptrdiff_t true_lb, true_extent;
-    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
-    return 0 == true_lb && opal_datatype_is_contiguous_memory_layout(&dt->super, count);
-}
-
 const char *mca_coll_loom_map_type(ompi_datatype_t *dt, int count, loomDataType_t *out)
 {
     uint32_t used = dt->super.bdt_used;
     if (0 == used || 0 != (used & (used - 1))) return "the datatype is not made of one predefined type";
     int id = __builtin_ctz(used), t = loom_type_of_opal(id);
     if (t < 0) return "loom has no GPU reduction for this predefined type (long double, long double complex, wchar, 128-bit)";
-    if (!contiguous_from_zero(dt, count)) return "the datatype is not contiguous";
+    if (!mca_coll_loom_contiguous(dt, count)) return "the datatype is not contiguous";
     *out = (loomDataType_t)t;
     return NULL;
 }
@@ -93,7 +87,7 @@ const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, size_t count, size_t *b
     ompi_datatype_type_size(dt, &size);
     /* Two elements contiguous (no gap, extent == size) means any number is:
      * the check never sees a count past INT_MAX. */
-    if (!contiguous_from_zero(dt, count > 1 ? 2 : (int)count)) return "the datatype is not contiguous";
+    if (!mca_coll_loom_contiguous(dt, count > 1 ? 2 : (int)count)) return "the datatype is not contiguous";
     *bytes = size * count;
     return NULL;
 }

@@ -30,6 +30,8 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->gpu_capable = -1;
     m->setup_bounded = false;
     m->why_reported = 0;
+    m->exchange_tables = NULL;
+    m->exchange_tables_bytes = 0;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }
@@ -37,6 +39,7 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
 static void loom_module_destruct(mca_coll_loom_module_t *m)
 {
     mca_coll_loom_gpu_release(m);
+    free(m->exchange_tables);
 #define LOOM_RELEASE(name, type) \
     if (NULL != m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
     LOOM_ALL_COLLS(LOOM_RELEASE)

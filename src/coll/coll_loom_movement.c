@@ -110,7 +110,7 @@ static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, voi
     if (MPI_SUCCESS != *rc) return true;
     const int n = ompi_comm_size(comm);
     const bool in_place = MPI_IN_PLACE == sbuf;
-    int *ints = malloc(4 * sizeof(int) * (size_t)n);
+    int *ints = mca_coll_loom_exchange_ints(m, n);
     if (NULL == ints) {
         *rc = MPI_ERR_NO_MEM;
         return true;
@@ -124,7 +124,6 @@ static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, voi
     const loom_typed_blocks_t snd = {in_place ? rbuf : (void *)sbuf, in_place ? rdt : sdt, n, ints, ints + n};
     const loom_typed_blocks_t rcv = {rbuf, rdt, n, ints + 2 * n, ints + 3 * n};
     *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
-    free(ints);
     return true;
 }
 

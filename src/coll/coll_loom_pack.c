@@ -6,18 +6,11 @@
 #include "coll_loom_stage.h"
 #include "ompi/datatype/ompi_datatype.h"
 
-static bool contiguous_bytes(ompi_datatype_t *dt)
-{
-    ptrdiff_t true_lb, true_extent;
-    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
-    return 0 == true_lb && opal_datatype_is_contiguous_memory_layout(&dt->super, 2);
-}
-
 size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, size_t *at, void **base, bool *packed)
 {
     size_t size = 0;
     if (NULL != b->dt) ompi_datatype_type_size(b->dt, &size);
-    *packed = NULL != b->dt && size > 0 && !contiguous_bytes(b->dt);
+    *packed = NULL != b->dt && size > 0 && !mca_coll_loom_contiguous(b->dt, 2);
     *base = *packed ? NULL : b->user;
     ptrdiff_t lo = 0, hi = 0;
     bool any = false;

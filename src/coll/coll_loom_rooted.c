@@ -72,7 +72,7 @@ static bool rooted_gpu(const rooted_args_t *a, int coll, ompi_communicator_t *co
     if (!mca_coll_loom_gpu_takes(m, &c, s_gpu || r_gpu, rc)) return false;
     if (MPI_SUCCESS != *rc) return true;
     const int n = ompi_comm_size(comm);
-    int *ints = malloc(4 * sizeof(int) * (size_t)n);
+    int *ints = mca_coll_loom_exchange_ints(m, n);
     if (NULL == ints) {
         *rc = MPI_ERR_NO_MEM;
         return true;
@@ -80,7 +80,6 @@ static bool rooted_gpu(const rooted_args_t *a, int coll, ompi_communicator_t *co
     loom_typed_blocks_t snd, rcv;
     rank_blocks(a, n, ompi_comm_rank(comm), ints, &snd, &rcv);
     *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
-    free(ints);
     return true;
 }
 

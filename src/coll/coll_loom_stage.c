@@ -32,6 +32,13 @@ loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype)
     return s;
 }
 
+bool mca_coll_loom_contiguous(ompi_datatype_t *dtype, int count)
+{
+    ptrdiff_t true_lb, true_extent;
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    return 0 == true_lb && opal_datatype_is_contiguous_memory_layout(&dtype->super, count);
+}
+
 loom_span_t mca_coll_loom_span_w(const int *counts, const int *displs, const MPI_Aint *adispls,
                                  ompi_datatype_t *const *types, int n)
 {

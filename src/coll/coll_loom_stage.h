@@ -33,6 +33,9 @@ bool mca_coll_loom_on_gpu(const void *ptr);
 bool mca_coll_loom_locate(const void *ptr, loomPointerInfo_t *info);
 
 loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype);
+/* Whether count elements of dtype are one run of bytes from the buffer
+ * pointer (true_lb 0, no holes; two elements: any number of them). */
+bool mca_coll_loom_contiguous(ompi_datatype_t *dtype, int count);
 
 /* The w-forms' span: counts[q] elements of types[q] at byte displacement
  * displs[q] (int, alltoallw) or adispls[q] (MPI_Aint, neighbor_alltoallw). */
