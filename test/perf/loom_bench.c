@@ -81,7 +81,7 @@ static int load_nccl(void)
 enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, ALLTOALL, GATHER, SCATTER, NCOLLS };
 static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter", "allgatherv",
                                          "alltoall",  "gather", "scatter"};
-static int coll = ALLREDUCE, use_char = 0, nranks = 1;
+static int coll = ALLREDUCE, use_char = 0, nranks = 1, me = 0; /* me: this rank, set once */
 
 /* allgatherv's ragged blocks: rank q sends about 2(q+1)/(n+1) of the
  * average, so the output is still about `bytes`; blocks back to back. */
@@ -111,12 +111,7 @@ static void loom_call(const void *s, void *r, size_t count)
     case BCAST: MPI_Bcast(r, (int)count, dt, 0, MPI_COMM_WORLD); break;
     case REDUCE: MPI_Reduce(s, r, (int)count, dt, MPI_SUM, 0, MPI_COMM_WORLD); break;
     case ALLGATHER: MPI_Allgather(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
-    case ALLGATHERV: {
-        int me;
-        MPI_Comm_rank(MPI_COMM_WORLD, &me);
-        MPI_Allgatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, MPI_COMM_WORLD);
-        break;
-    }
+    case ALLGATHERV: MPI_Allgatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, MPI_COMM_WORLD); break;
     case ALLTOALL: MPI_Alltoall(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
     case GATHER: MPI_Gather(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD); break;
     case SCATTER: MPI_Scatter(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD); break;
@@ -152,8 +147,6 @@ static void nccl_call(nccl_comm_t comm, cudaStream_t st, const void *s, void *r,
     }
     case GATHER: case SCATTER: { /* the root's pairs: one block each way (its own included, as nccl-tests) */
         const size_t bytes = count * (use_char ? 1 : sizeof(float));
-        int me;
-        MPI_Comm_rank(MPI_COMM_WORLD, &me);
         nccl.group_start();
         if (coll == GATHER) {
             nccl.send(s, count, dt, 0, comm, st);
@@ -278,6 +271,7 @@ int main(int argc, char **argv)
         return 2;
     }
     nranks = size;
+    me = rank;
     if (size > 1024) coll = ALLREDUCE; /* the ragged tables' bound */
     if (factor < 2) factor = 2;
     if (minb < 4) minb = 4;
