@@ -56,7 +56,7 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
         c->out_bytes = mca_coll_loom_byte_blocks(rcv, table + 2 * n, table + 3 * n, &out, &r_packed);
         c->in = in;
         c->out = out;
-        if (s_packed) rc = mca_coll_loom_pack(snd, mca_coll_loom_on_gpu(snd->user), table + n, c->in_bytes, &spacked);
+        if (s_packed) rc = mca_coll_loom_pack(snd, table + n, c->in_bytes, &spacked);
         if (s_packed) c->in = spacked;
         if (r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
         if (r_packed) c->out = rpacked;
@@ -65,7 +65,7 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
      * blocks: their calls end in loom's time-out error, not a hang. */
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
     if (MPI_SUCCESS == rc && r_packed)
-        rc = mca_coll_loom_unpack(rcv, mca_coll_loom_on_gpu(rcv->user), table + 3 * n, rpacked);
+        rc = mca_coll_loom_unpack(rcv, table + 3 * n, rpacked);
     free(spacked);
     free(rpacked);
     return rc;

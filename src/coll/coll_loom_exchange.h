@@ -78,14 +78,15 @@ static inline bool mca_coll_loom_no_gpu_v(const void *sbuf, const int *scounts, 
                           void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,           \
                           ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)                         \
     {                                                                                                         \
-        bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                          \
+        const loom_blocks_t b = blocks_of(comm);                                                              \
+        bool s_gpu = mca_coll_loom_v_on_gpu(sbuf, sdt, scounts, sdispls, b.out);                              \
+        bool r_gpu = mca_coll_loom_v_on_gpu(rbuf, rdt, rcounts, rdispls, b.in);                               \
         int rc;                                                                                               \
         if (gpu_try(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, m, req, s_gpu || r_gpu,   \
                     &rc))                                                                                     \
             return rc;                                                                                        \
         if (!s_gpu && !r_gpu)                                                                                 \
             LOOM_DELEGATE(m, req, name, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);      \
-        const loom_blocks_t b = blocks_of(comm);                                                              \
         loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);                     \
         loom_span_t s_span = s_gpu ? loom_span_of_v(&ssh, scounts, sdispls, b.out) : (loom_span_t){0, 0};    \
         loom_span_t r_span = loom_span_of_v(&rsh, rcounts, rdispls, b.in);                                    \

@@ -197,7 +197,8 @@ static int allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
                           const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,
                           ompi_request_t **req)
 {
-    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    bool s_gpu = mca_coll_loom_on_gpu(sbuf);
+    bool r_gpu = mca_coll_loom_v_on_gpu(rbuf, rdt, rcounts, displs, (int)mca_coll_loom_peers(comm));
     int rc;
     if (allgatherv_gpu(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, m, req, s_gpu || r_gpu, &rc)) return rc;
     if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, allgatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
@@ -228,13 +229,14 @@ static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispl
                          void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
-    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    const int n = (int)mca_coll_loom_peers(comm);
+    /* In place (sbuf MPI_IN_PLACE), MPI ignores the send arguments. */
+    loom_span_t s_span = MPI_IN_PLACE == sbuf ? (loom_span_t){0, 0} : mca_coll_loom_span_w(scounts, sdispls, NULL, sdts, n);
+    loom_span_t r_span = mca_coll_loom_span_w(rcounts, rdispls, NULL, rdts, n);
+    bool s_gpu = mca_coll_loom_span_on_gpu(sbuf, s_span), r_gpu = mca_coll_loom_span_on_gpu(rbuf, r_span);
     if (!s_gpu && !r_gpu)
         LOOM_DELEGATE(m, req, alltoallw, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
-    const int n = (int)mca_coll_loom_peers(comm);
-    /* In place (sbuf MPI_IN_PLACE: s_gpu false), MPI ignores the send arguments. */
-    loom_span_t s_span = s_gpu ? mca_coll_loom_span_w(scounts, sdispls, NULL, sdts, n) : (loom_span_t){0, 0};
-    loom_span_t r_span = mca_coll_loom_span_w(rcounts, rdispls, NULL, rdts, n);
+    if (!s_gpu) s_span = (loom_span_t){0, 0};
     LOOM_STAGED_CALL(m, req, alltoallw, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdts, hr, rcounts,
                      rdispls, rdts, comm);
 }

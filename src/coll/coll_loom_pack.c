@@ -62,11 +62,12 @@ static int convert(char *typed, ompi_datatype_t *dt, size_t count, char *bytes, 
 }
 
 /* Runs every block through convert, on a host view of the user's buffer. */
-static int each_block(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, char *packed, bool to_bytes)
+static int each_block(const loom_typed_blocks_t *b, const size_t *at, char *packed, bool to_bytes)
 {
     loom_stage_t st = {.n = 0};
     void *view;
-    int rc = mca_coll_loom_stage(&st, on_gpu, b->user, blocks_span(b), !to_bytes, &view);
+    const loom_span_t span = blocks_span(b);
+    int rc = mca_coll_loom_stage(&st, mca_coll_loom_span_on_gpu(b->user, span), b->user, span, !to_bytes, &view);
     ptrdiff_t lb, extent;
     ompi_datatype_get_extent(b->dt, &lb, &extent);
     for (int q = 0; q < b->n && MPI_SUCCESS == rc; ++q)
@@ -76,11 +77,11 @@ static int each_block(const loom_typed_blocks_t *b, bool on_gpu, const size_t *a
     return mca_coll_loom_unstage(&st, rc, NULL);
 }
 
-int mca_coll_loom_pack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, size_t total, char **packed)
+int mca_coll_loom_pack(const loom_typed_blocks_t *b, const size_t *at, size_t total, char **packed)
 {
     *packed = malloc(total ? total : 1);
     if (NULL == *packed) return MPI_ERR_NO_MEM;
-    int rc = each_block(b, on_gpu, at, *packed, true);
+    int rc = each_block(b, at, *packed, true);
     if (MPI_SUCCESS != rc) {
         free(*packed);
         *packed = NULL;
@@ -88,7 +89,7 @@ int mca_coll_loom_pack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *
     return rc;
 }
 
-int mca_coll_loom_unpack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, const char *packed)
+int mca_coll_loom_unpack(const loom_typed_blocks_t *b, const size_t *at, const char *packed)
 {
-    return each_block(b, on_gpu, at, (char *)packed, false);
+    return each_block(b, at, (char *)packed, false);
 }

@@ -32,10 +32,10 @@ size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, si
 
 /* A new host buffer of `total` bytes with the blocks packed at `at` (user on
  * a GPU: read through a host copy of the blocks' span). */
-int mca_coll_loom_pack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, size_t total, char **packed);
+int mca_coll_loom_pack(const loom_typed_blocks_t *b, const size_t *at, size_t total, char **packed);
 
 /* Writes the packed blocks back into the user's buffer; bytes between the
  * blocks and inside the type's holes stay as they were. */
-int mca_coll_loom_unpack(const loom_typed_blocks_t *b, bool on_gpu, const size_t *at, const char *packed);
+int mca_coll_loom_unpack(const loom_typed_blocks_t *b, const size_t *at, const char *packed);
 
 #endif

@@ -147,7 +147,7 @@ static int gatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void 
 {
     bool is_root = mca_coll_loom_is_root(comm, root);
     bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
-    bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
+    bool r_gpu = is_root && mca_coll_loom_v_on_gpu(rbuf, rdt, rcounts, displs, (int)mca_coll_loom_peers(comm));
     const rooted_args_t a = {true, sbuf, scount, NULL, NULL, sdt, rbuf, 0, rcounts, displs, rdt, root};
     int rc;
     if (rooted_gpu(&a, LOOM_COLL_gatherv, comm, m, req, s_gpu, r_gpu, &rc)) return rc;
@@ -178,7 +178,7 @@ static int scatterv_any(const void *sbuf, const int *scounts, const int *displs,
                         ompi_request_t **req)
 {
     bool is_root = mca_coll_loom_is_root(comm, root);
-    bool s_gpu = is_root && mca_coll_loom_on_gpu(sbuf);
+    bool s_gpu = is_root && mca_coll_loom_v_on_gpu(sbuf, sdt, scounts, displs, (int)mca_coll_loom_peers(comm));
     bool r_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(rbuf);
     const rooted_args_t a = {false, sbuf, 0, scounts, displs, sdt, rbuf, rcount, NULL, NULL, rdt, root};
     int rc;

@@ -23,6 +23,19 @@ bool mca_coll_loom_on_gpu(const void *ptr)
     return mca_coll_loom_locate(ptr, &info);
 }
 
+bool mca_coll_loom_span_on_gpu(const void *ptr, loom_span_t span)
+{
+    if (NULL == ptr || MPI_IN_PLACE == ptr || 0 == span.bytes) return mca_coll_loom_on_gpu(ptr);
+    return mca_coll_loom_on_gpu((const char *)ptr + span.lo);
+}
+
+bool mca_coll_loom_v_on_gpu(const void *ptr, ompi_datatype_t *dtype, const int *counts, const int *displs, int n)
+{
+    if (NULL == ptr || MPI_IN_PLACE == ptr) return false;
+    loom_type_shape_t sh = mca_coll_loom_shape(dtype);
+    return mca_coll_loom_span_on_gpu(ptr, loom_span_of_v(&sh, counts, displs, n));
+}
+
 loom_type_shape_t mca_coll_loom_shape(ompi_datatype_t *dtype)
 {
     loom_type_shape_t s;

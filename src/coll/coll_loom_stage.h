@@ -29,6 +29,12 @@ typedef struct {
  * memory (or any real buffer when coll_loom_stage_host_buffers is set).
  * MPI_IN_PLACE and NULL are never on the GPU. */
 bool mca_coll_loom_on_gpu(const void *ptr);
+/* The same for the bytes a call touches, span from ptr: its first byte
+ * decides. A v-collective's pointer may lie outside its allocation (one past
+ * its end, with negative displacements) while every byte it names is inside. */
+bool mca_coll_loom_span_on_gpu(const void *ptr, loom_span_t span);
+/* ... and the span of counts[q] elements of dtype at displs[q] (extents), n blocks. */
+bool mca_coll_loom_v_on_gpu(const void *ptr, ompi_datatype_t *dtype, const int *counts, const int *displs, int n);
 /* The same, also telling where the buffer is (host when forced to stage). */
 bool mca_coll_loom_locate(const void *ptr, loomPointerInfo_t *info);
 

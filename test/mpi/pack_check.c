@@ -55,7 +55,7 @@ static long check_type(MPI_Datatype dt, const char *name, int contiguous)
         for (int q = 0; q < N; ++q) bad += at[q] != next, next += bytes[q];
         bad += total != sum || base != NULL;
         /* pack == MPI_Pack of each block, in order */
-        if (MPI_SUCCESS != mca_coll_loom_pack(&b, false, at, total, (char **)&packed)) ++bad;
+        if (MPI_SUCCESS != mca_coll_loom_pack(&b, at, total, (char **)&packed)) ++bad;
         int pos = 0;
         for (int q = 0; q < N; ++q)
             MPI_Pack((char *)user + displs[q] * extent, counts[q], dt, want, ARENA, &pos, MPI_COMM_SELF);
@@ -70,7 +70,7 @@ static long check_type(MPI_Datatype dt, const char *name, int contiguous)
             pos = 0;
             for (int q = 0; q < N; ++q)
                 MPI_Unpack(packed, (int)total, &pos, want + MID + displs[q] * extent, counts[q], dt, MPI_COMM_SELF);
-            if (MPI_SUCCESS != mca_coll_loom_unpack(&b, false, at, (const char *)packed)) ++bad;
+            if (MPI_SUCCESS != mca_coll_loom_unpack(&b, at, (const char *)packed)) ++bad;
             memcpy(got, arena, ARENA);
             for (int i = 0; i < ARENA; ++i)
                 if (got[i] != want[i]) {
