@@ -33,6 +33,8 @@
 #include "coll_loom_gpu.h"
 #include "core/param_table.h"
 #include "loom.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
 #include "opal/util/output.h"
 
 static double now_seconds(void)
@@ -126,6 +128,47 @@ static int bootstrap_allgather(void *ctx, const void *send, void *recv, size_t b
     return MPI_SUCCESS == rc ? 0 : 1;
 }
 
+/* The core's per-call records between pairs (descriptions of buffers that
+ * peers read in place, during an exchange): point-to-point messages on the
+ * PML under the alltoallv tag (blocking collectives on a communicator do not
+ * overlap), each completed like a setup step (bounded where this rank passes
+ * device buffers). Heap copies, leaked if a step times out, as above. */
+static int bootstrap_pairwise(void *ctx, int nsend, const int *to, const void *send, int nrecv, const int *from,
+                              void *recv, size_t bytes)
+{
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)ctx;
+    if (LOOM_GPU_BROKEN == m->gpu_state) return 1;
+    const size_t nreq = (size_t)nsend + (size_t)nrecv;
+    char *buf = (char *)malloc(bytes * nreq + 1);
+    ompi_request_t **reqs = (ompi_request_t **)calloc(nreq + 1, sizeof(*reqs));
+    if (NULL == buf || NULL == reqs) {
+        free(buf);
+        free(reqs);
+        return 1;
+    }
+    memcpy(buf + bytes * (size_t)nrecv, send, bytes * (size_t)nsend);
+    int rc = MPI_SUCCESS;
+    size_t posted = 0;
+    for (int j = 0; j < nrecv && MPI_SUCCESS == rc; ++j, ++posted)
+        rc = MCA_PML_CALL(irecv(buf + bytes * (size_t)j, bytes, MPI_BYTE, from[j], MCA_COLL_BASE_TAG_ALLTOALLV, m->comm,
+                                &reqs[posted]));
+    for (int i = 0; i < nsend && MPI_SUCCESS == rc; ++i, ++posted)
+        rc = MCA_PML_CALL(isend(buf + bytes * (size_t)(nrecv + i), bytes, MPI_BYTE, to[i], MCA_COLL_BASE_TAG_ALLTOALLV,
+                                MCA_PML_BASE_SEND_STANDARD, m->comm, &reqs[posted]));
+    for (size_t k = 0; k < posted && LOOM_GPU_BROKEN != m->gpu_state; ++k) {
+        char step[96]; /* names the peer: the report of a time-out says whom this rank waited for */
+        if (k < (size_t)nrecv) snprintf(step, sizeof(step), "exchanging buffer descriptions, receiving rank %d's", from[k]);
+        else snprintf(step, sizeof(step), "exchanging buffer descriptions, sending rank %d this rank's", to[k - (size_t)nrecv]);
+        const int done = finish_step(m, &reqs[k], step);
+        if (MPI_SUCCESS == rc) rc = done;
+    }
+    if (LOOM_GPU_BROKEN == m->gpu_state) return 1; /* requests abandoned with their buffers */
+    if (MPI_SUCCESS == rc) memcpy(recv, buf, bytes * (size_t)nrecv);
+    free(buf);
+    free(reqs);
+    return MPI_SUCCESS == rc ? 0 : 1;
+}
+
 /* Rank 0's unique id to every rank (bounded like the other steps). */
 static int share_id(mca_coll_loom_module_t *m, loomUniqueId *id)
 {
@@ -181,7 +224,7 @@ int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
     int rank = ompi_comm_rank(m->comm);
     if (0 == rank) loomGetUniqueId(&id);
     if (MPI_SUCCESS != share_id(m, &id)) return 0;
-    loomBootstrap_t bs = {m, bootstrap_allgather};
+    loomBootstrap_t bs = {m, bootstrap_allgather, bootstrap_pairwise};
     loomResult_t r = loomCommInitRank(&m->lcomm, ompi_comm_size(m->comm), id, rank, device, &bs);
     if (LOOM_GPU_BROKEN == m->gpu_state) { /* a bootstrap step timed out: said above */
         if (NULL != m->lcomm) loomCommDestroy(m->lcomm);

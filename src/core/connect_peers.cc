@@ -62,6 +62,7 @@ struct Published {
 // Frees what a connection attempt made, keeping what the communicator's
 // creation left (bootstrap, hosts, reach) for the next attempt.
 void dropConnections(PeerConns &p, std::chrono::steady_clock::time_point netDeadline) {
+    p.direct.release(); // after the kernels that read peers' buffers
     for (NetLinks &l : p.net) netClose(&l, netDeadline);
     p.net.clear();
     for (char *b : p.peerRegion)
@@ -161,7 +162,7 @@ loomResult_t connectAll(loomComm *comm) {
     const size_t conns = (size_t)n * C;
     cudaError_t e = cudaMalloc((void **)&p.connsDev, sizeof(ConnPair) * conns);
     if (e == cudaSuccess) e = cudaMemcpy(p.connsDev, p.conns.data(), sizeof(ConnPair) * conns, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMalloc(&p.tablesDev, 4 * sizeof(size_t) * (size_t)n + sizeof(ConnSteps) * conns);
+    if (e == cudaSuccess) e = cudaMalloc(&p.tablesDev, 6 * sizeof(size_t) * (size_t)n + sizeof(ConnSteps) * conns);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p.tablesRead, cudaEventDisableTiming);
     r = e == cudaSuccess ? loomSuccess
                          : fail(loomUnhandledCudaError, "rank %d: all-peer connection table: %s", me,

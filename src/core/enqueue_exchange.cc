@@ -11,6 +11,7 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/enqueue_direct.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
 #include "device/collectives.h"
@@ -90,16 +91,24 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
         in = static_cast<const char *>(p.inputCopy);
     }
     // Tables: send counts, send displacements, receive counts, receive
-    // displacements, then each connection's steps before this call.
+    // displacements, the direct tables when some pair is direct, then each
+    // connection's steps before this call.
     const size_t N = (size_t)n, C = (size_t)p.channels;
     std::vector<size_t> &tables = p.callTables;
-    tables.resize(4 * N + 2 * N * C);
+    tables.resize(6 * N + 2 * N * C);
+    bool direct = false;
+    loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
+    loomResult_t r = planDirectPairs(comm, in, sendcounts, sdispls, out, recvcounts, rdispls, tables.data() + 4 * N,
+                                     tables.data() + 5 * N, &direct, &late);
+    if (r != loomSuccess) return r;
+    const size_t stepsAt = (direct ? 6 : 4) * N;
+    tables.resize(stepsAt + 2 * N * C);
     std::copy(sendcounts, sendcounts + n, tables.begin());
     std::copy(sdispls, sdispls + n, tables.begin() + N);
     std::copy(recvcounts, recvcounts + n, tables.begin() + 2 * N);
     std::copy(rdispls, rdispls + n, tables.begin() + 3 * N);
     static_assert(sizeof(ConnSteps) == 2 * sizeof(size_t), "steps as two words");
-    memcpy(tables.data() + 4 * N, p.steps.data(), N * C * sizeof(ConnSteps));
+    memcpy(tables.data() + stepsAt, p.steps.data(), N * C * sizeof(ConnSteps));
 
     ExchangeSched s;
     s.rank = me;
@@ -107,21 +116,30 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     s.channels = p.channels;
     s.lanes = std::max(1, std::min(n - 1, kMaxExchangeLanes / p.channels)) * p.channels;
     s.chunkElems = p.slotBytes;
+    size_t sent = 0, received = 0;
+    for (int q = 0; q < n; ++q)
+        if (q != me) sent += sendcounts[q], received += recvcounts[q];
+    s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     ExchangeArgs a;
-    memset(&a, 0, offsetof(ExchangeArgs, inlined));
+    memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;
     a.s.sendCount = a.s.sendDispl = a.s.recvCount = a.s.recvDispl = nullptr; // inlined
+    a.direct = direct;
     if (tables.size() <= (size_t)kExchangeInlineWords) {
         std::copy(tables.begin(), tables.end(), a.inlined);
     } else {
-        loomResult_t r = uploadTables(comm, tables, stream);
+        r = uploadTables(comm, tables, stream);
         if (r != loomSuccess) return r;
         const size_t *t = static_cast<const size_t *>(p.tablesDev);
         a.s.sendCount = t;
         a.s.sendDispl = t + N;
         a.s.recvCount = t + 2 * N;
         a.s.recvDispl = t + 3 * N;
-        a.steps = reinterpret_cast<const ConnSteps *>(t + 4 * N);
+        if (direct) {
+            a.s.directSend = t + 4 * N;
+            a.s.directSrc = t + 5 * N;
+        }
+        a.steps = reinterpret_cast<const ConnSteps *>(t + stepsAt);
     }
     a.in = in;
     a.out = out;
@@ -134,6 +152,7 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     cudaError_t e = launchExchange(a, stream);
     if (e == cudaSuccess && a.steps) e = cudaEventRecord(p.tablesRead, stream);
     if (e != cudaSuccess) return cudaFail(comm, "launch", e);
+    if (direct && (r = p.direct.markRead(stream)) != loomSuccess) return r;
 
     // Commit: the host's copy of the schedule says what each peer's
     // connection moved (and the proxy is promised it on net links).
@@ -141,12 +160,16 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
     s.sendDispl = sdispls;
     s.recvCount = recvcounts;
     s.recvDispl = rdispls;
+    if (direct) {
+        s.directSend = tables.data() + 4 * N;
+        s.directSrc = tables.data() + 5 * N;
+    }
     std::vector<unsigned long long> &sends = p.callSends, &recvs = p.callRecvs;
     sends.resize(N * C);
     recvs.resize(N * C);
     exchangeStepCounts(s, sends.data(), recvs.data());
     for (int q = 0; q < n; ++q) commitPeerSteps(p, q, sends.data(), recvs.data());
-    LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels", comm->rank, inSpan, outSpan,
-               s.lanes, s.channels);
-    return loomSuccess;
+    LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels + %d for its own block%s",
+               comm->rank, inSpan, outSpan, s.lanes, s.channels, s.selfLanes, direct ? ", direct pairs" : "");
+    return late;
 }

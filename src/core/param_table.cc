@@ -75,6 +75,10 @@ const loomParamDef kParams[] = {
     {"exchange_channels", "LOOM_EXCHANGE_CHANNELS", LOOM_PARAM_INT, 32, 1, loom::kMaxExchangeChannels, "32",
      "Most channels (CTAs, FIFOs) per pair of ranks for alltoall(v), gather(v), scatter(v): 48 / (ranks - 1) "
      "capped by this; set it alike on every rank"},
+    {"exchange_direct_bytes", "LOOM_EXCHANGE_DIRECT_BYTES", LOOM_PARAM_INT, 256 * KiB, 0, 1L << 40, "256 KiB",
+     "alltoall(v), gather(v), scatter(v) inside a host over NVLink/PCIe p2p: a block of at least this size is read "
+     "by its receiver straight from the sender's buffer (one copy instead of two through the FIFO) where the "
+     "buffer can be shared with CUDA IPC (0: never); set it alike on every rank"},
     {"net_nchannels", "LOOM_NET_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxNetChannels, "from NIC bandwidth",
      "Ring channels of a communicator that spans hosts (0: from the NIC's bandwidth, 4 without one)"},
     {"net", "LOOM_NET", LOOM_PARAM_STRING, 0, 0, 0, "auto",

@@ -35,6 +35,7 @@
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/p2p/p2p.h"
 #include "btl_gpu/shm/shm.h"
+#include "core/direct_buffers.h"
 #include "device/conn.h"
 #include "device/exchange_schedule.h"
 #include "loom.h"
@@ -63,8 +64,8 @@ struct PeerConns {
     std::vector<ConnSteps> steps;    // per connection: slots sent and received on it so far
     ConnPair *connsDev = nullptr;
     // Calls whose tables do not fit the kernel parameters: counts and
-    // displacements (4 x n), then the steps, in device memory, and the event
-    // of the last kernel that read them.
+    // displacements (4 x n), the direct tables (2 x n), then the steps, in
+    // device memory, and the event of the last kernel that read them.
     void *tablesDev = nullptr;
     cudaEvent_t tablesRead = nullptr;
     void *inputCopy = nullptr; // an in-place call's input
@@ -73,6 +74,12 @@ struct PeerConns {
     // connection's slots sent and received by the call.
     std::vector<size_t> callTables;
     std::vector<unsigned long long> callSends, callRecvs;
+    // Direct pairs: buffers described to and mapped from p2p peers, and a
+    // call's records (core/enqueue_direct.cc).
+    DirectBuffers direct;
+    std::vector<int> directTo, directFrom;
+    std::vector<BufferDesc> directOut, directIn;
+    bool directSaid = false, unshareableSaid = false; // the once-per-communicator INFO lines
 };
 
 // Channels per pair at n ranks, at most `cap` (LOOM_EXCHANGE_CHANNELS,
@@ -110,6 +117,24 @@ inline void exchangeFifoShape(int n, int channels, size_t edgeSlotBytes, int edg
 constexpr size_t kExchangeSmallBlock = 16 << 10;
 inline int exchangeThreads(size_t largest, int ringThreads) {
     return largest <= kExchangeSmallBlock && ringThreads > 128 ? 128 : ringThreads;
+}
+
+// Lanes that copy a rank's own block of `bytes` beside the pairs' rounds
+// (exchange_schedule.h), so that the copy ends with the pairs' traffic
+// (`other` bytes: the larger of what this rank sends to and receives from
+// its peers). Measured on 4x H200 (NV18): one lane copies ~28 GB/s on its
+// GPU, a rank's pairs move ~330 GB/s, so the copy wants ~12 lanes per byte
+// of pair traffic; kSelfLanesPerShare 16 leaves a margin (2 ranks, own
+// block = other: 8 lanes ran at 0.84x NCCL's alltoall at 256 MiB, 16 at
+// 1.14x). At most a pair's channels and the block's chunks of `chunk`, at
+// least one. A rank's own choice: its peers never see these lanes.
+constexpr int kSelfLanesPerShare = 16;
+inline int exchangeSelfLanes(size_t bytes, size_t other, size_t chunk, int channels) {
+    const size_t chunks = (bytes + chunk - 1) / chunk;
+    size_t want = other ? (kSelfLanesPerShare * bytes + other - 1) / other : (size_t)channels;
+    if (want > (size_t)channels) want = (size_t)channels;
+    const size_t lanes = want < chunks ? want : chunks;
+    return lanes < 1 ? 1 : (int)lanes;
 }
 
 // Collective (every rank, the first time an exchange needs them): connects

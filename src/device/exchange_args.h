@@ -32,8 +32,10 @@ struct ExchangeArgs {
     size_t slotBytes;
     unsigned long long timeoutCycles; // a peer silent for this long fails the call
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
+    int direct;                       // some pair is direct: the inlined tables include directSend, directSrc
     // Small calls: send counts, send displacements, receive counts, receive
-    // displacements (n each), then the steps (2 words per connection).
+    // displacements (n each), with direct pairs directSend and directSrc (n
+    // each), then the steps (2 words per connection).
     size_t inlined[kExchangeInlineWords];
 };
 

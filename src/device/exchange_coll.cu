@@ -6,16 +6,30 @@
  * with the step counters the host keeps for them; each half is used in one
  * round per call (sends to q in round q - r, receives from q in round
  * r - q) and by one channel, so the lanes never share a counter. Over
- * bytes, on the Simple protocol.
+ * bytes, on the Simple protocol. A direct half (the receiver reads the
+ * sender's input in place: direct_read.h) is one step of its channel,
+ * published first in the round and its credit awaited last.
  */
 #include <cuda_runtime.h>
 
 #include "device/collectives.h"
+#include "device/direct_read.h"
 #include "device/prims.h"
 #include "device/prims_simple.h"
 
 namespace loom {
 namespace {
+
+// __grid_constant__: the inlined tables are read in place (their address is
+// taken), not copied per thread.
+// Where a lane gave up: who its round waited on, for the host's message.
+__device__ void exchangeAbort(const ExchangeArgs &a, const ExchangeSched &s, int round) {
+    if (threadIdx.x == 0) {
+        a.abortFlag[kAbortSendPeer] = exchangeTo(s, round) + 1;
+        a.abortFlag[kAbortRecvPeer] = exchangeFrom(s, round) + 1;
+        a.abortFlag[kAbortSet] = 1;
+    }
+}
 
 // __grid_constant__: the inlined tables are read in place (their address is
 // taken), not copied per thread.
@@ -29,15 +43,24 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         s.sendDispl = a.inlined + n;
         s.recvCount = a.inlined + 2 * n;
         s.recvDispl = a.inlined + 3 * n;
-        stepsOf = reinterpret_cast<const ConnSteps *>(a.inlined + 4 * n);
+        if (a.direct) {
+            s.directSend = a.inlined + 4 * n;
+            s.directSrc = a.inlined + 5 * n;
+        }
+        stepsOf = reinterpret_cast<const ConnSteps *>(a.inlined + (a.direct ? 6 : 4) * n);
     }
     const int lane = blockIdx.x, ch = exchangeChannel(s, lane);
     const uint8_t *in = (const uint8_t *)a.in;
     uint8_t *out = (uint8_t *)a.out;
     ExchangeCursor c = exchangeFirst(s, lane);
-    while (!exchangeDone(s, c)) {
-        const int round = c.round;
-        const int to = exchangeConn(s, exchangeTo(s, round), ch), from = exchangeConn(s, exchangeFrom(s, round), ch);
+    // Every round of the lane (a direct half may be all a round has).
+    for (int round = exchangeFirstRound(s, lane); round < s.nranks; round = exchangeNextRound(s, lane, round)) {
+        const int toPeer = exchangeTo(s, round), fromPeer = exchangeFrom(s, round);
+        const bool directSend = round > 0 && exchangeSendDirect(s, toPeer);
+        const bool directRecv = round > 0 && exchangeRecvDirect(s, fromPeer);
+        const bool fifoOps = !exchangeDone(s, c) && c.round == round;
+        if (!directSend && !directRecv && !fifoOps) continue;
+        const int to = exchangeConn(s, toPeer, ch), from = exchangeConn(s, fromPeer, ch);
         // This round's pair (every thread its own copy: Prims reads it per step).
         ConnPair pair;
         pair.send = a.conns[to].send;
@@ -45,26 +68,31 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         ConnSteps steps;
         steps.send = stepsOf[to].send;
         steps.recv = stepsOf[from].recv;
-        P prims(&pair, &steps, a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
-        for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
-            EdgeOp o = exchangeOp(s, lane, c);
-            o.send = o.send >= 0 ? 0 : -1;
-            o.recv = o.recv >= 0 ? 0 : -1;
-            if (!prims.run(o, in, out, nullptr)) {
-                if (threadIdx.x == 0) { // who this round waited on, for the host's message
-                    a.abortFlag[kAbortSendPeer] = exchangeTo(s, round) + 1;
-                    a.abortFlag[kAbortRecvPeer] = exchangeFrom(s, round) + 1;
-                }
-                return;
+        if (directSend) directPublish(pair.send, steps.send);
+        if (directRecv) {
+            size_t lo, hi;
+            exchangeDirectSlice(s.recvCount[fromPeer], s.channels, ch, &lo, &hi);
+            const uint8_t *src = reinterpret_cast<const uint8_t *>(s.directSrc[fromPeer]) + lo;
+            if (!directRead(pair.recv, steps.recv, src, out + s.recvDispl[fromPeer] + lo, hi - lo, a.timeoutCycles))
+                return exchangeAbort(a, s, round);
+        }
+        if (fifoOps) {
+            P prims(&pair, &steps, a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
+            for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
+                EdgeOp o = exchangeOp(s, lane, c);
+                o.send = o.send >= 0 ? 0 : -1;
+                o.recv = o.recv >= 0 ? 0 : -1;
+                if (!prims.run(o, in, out, nullptr)) return exchangeAbort(a, s, round);
             }
         }
+        if (directSend && !directAwaitRead(pair.send, steps.send, a.timeoutCycles)) return exchangeAbort(a, s, round);
     }
 }
 
 } // namespace
 
 cudaError_t launchExchange(const ExchangeArgs &a, cudaStream_t stream) {
-    exchangeKernel<<<a.s.lanes, a.nthreads, 0, stream>>>(a);
+    exchangeKernel<<<exchangeAllLanes(a.s), a.nthreads, 0, stream>>>(a);
     return cudaGetLastError();
 }
 

@@ -14,7 +14,10 @@
  * of group L / channels; rounds are dealt to the groups round-robin, round
  * k on group (k - 1) % groups, so several pairs and several channels of a
  * pair are in flight. Round 0 is the rank's own block: local copies of its
- * chunks, dealt to group 0's channels alike. Inside a round a channel's send
+ * chunks on `selfLanes` lanes of their own after the groups' (chunk i on
+ * self lane i % selfLanes), so that it runs beside the pairs' rounds instead
+ * of before group 0's (4x H100, 2 ranks, 256 MiB: the copy of the own half
+ * took about 100 us ahead of the peer's). Inside a round a channel's send
  * chunks and receive chunks alternate (send c, then receive c), which keeps
  * every FIFO of depth >= 1 moving (the CPU simulator checks it). A pair with
  * nothing to move has no op on either end.
@@ -23,6 +26,21 @@
  * r x channels + c leads back). Sources are always the input: an in-place
  * alltoall must copy its buffer first (a block is overwritten by a receive
  * before its own send otherwise).
+ *
+ * Direct pairs (inside a host over p2p, blocks of at least
+ * LOOM_EXCHANGE_DIRECT_BYTES whose sender's buffer can be mapped): the
+ * receiver reads the block from the sender's input in place (its GPU mapping
+ * of the sender's allocation, set up per call by the host) instead of through
+ * the FIFO: one copy instead of two. Each channel moves its slice
+ * (exchangeDirectSlice) in one step of the pair's connection on that channel:
+ * the sender publishes the step when its lane enters the round (its input is
+ * ready), the receiver waits for it, copies its slice and returns the credit,
+ * and the sender's lane leaves the round only with the credit back (its input
+ * is not read any more once its kernel ends). Ready signals are posted before
+ * any wait of the round, so the waits are on peers in the same round of the
+ * same lane, as for the FIFO ops. Both ends know a pair is direct: the sender
+ * from its own buffer, the receiver from the sender's word (the host's
+ * per-call exchange of buffer descriptions); the walk skips direct halves.
  *
  * The kernel walks a lane with exchangeFirst / exchangeNext (a cursor: no
  * search per op); exchangeStepCounts is the host's count per connection.
@@ -44,12 +62,31 @@ constexpr int kMaxExchangeChannels = kMaxExchangeLanes;
 
 struct ExchangeSched {
     int rank, nranks;
-    int lanes;                 // CTAs: a multiple of channels, >= channels
+    int lanes;                 // CTAs of the pairs' rounds: a multiple of channels, >= channels
     const size_t *sendCount, *sendDispl; // per peer, in elements (nranks each)
     const size_t *recvCount, *recvDispl;
     size_t chunkElems;         // one slot
     int channels;              // connections per pair, >= 1
+    int selfLanes = 1;         // CTAs of round 0 (the own block), after the others: >= 1
+    // Direct pairs (null: none this call), per peer: directSend[q] != 0 when
+    // q reads my block in place; directSrc[q] the address of q's block for me
+    // in my mapping of q's input (0: through the FIFO).
+    const size_t *directSend = nullptr, *directSrc = nullptr;
 };
+
+LOOM_HD bool exchangeSendDirect(const ExchangeSched &s, int q) { return s.directSend && s.directSend[q]; }
+LOOM_HD bool exchangeRecvDirect(const ExchangeSched &s, int q) { return s.directSrc && s.directSrc[q]; }
+
+// Channel c's slice [*lo, *hi) of a direct block of `bytes`: 16-byte
+// multiples in channel order, the last one ragged (possibly empty ones at
+// the end of a small block: their steps only signal).
+LOOM_HD void exchangeDirectSlice(size_t bytes, int channels, int c, size_t *lo, size_t *hi) {
+    size_t per = (bytes + (size_t)channels - 1) / (size_t)channels;
+    per = (per + 15) & ~(size_t)15;
+    const size_t a = (size_t)c * per;
+    *lo = a < bytes ? a : bytes;
+    *hi = a + per < bytes ? a + per : bytes;
+}
 
 // Where a lane's walk is: round, the channel's chunk j (the block's chunk
 // channel + j x channels) and which half of the chunk's pair.
@@ -61,6 +98,8 @@ struct ExchangeCursor {
 
 LOOM_HD size_t exchangeChunks(size_t count, size_t chunkElems) { return (count + chunkElems - 1) / chunkElems; }
 
+LOOM_HD bool exchangeSelfLane(const ExchangeSched &s, int lane) { return lane >= s.lanes; }
+LOOM_HD int exchangeAllLanes(const ExchangeSched &s) { return s.lanes + s.selfLanes; } // the kernel's CTAs
 LOOM_HD int exchangeChannel(const ExchangeSched &s, int lane) { return lane % s.channels; }
 LOOM_HD int exchangeGroup(const ExchangeSched &s, int lane) { return lane / s.channels; }
 LOOM_HD int exchangeGroups(const ExchangeSched &s) { return s.lanes / s.channels; }
@@ -75,18 +114,38 @@ LOOM_HD size_t exchangeChannelChunks(const ExchangeSched &s, size_t count, int c
 LOOM_HD int exchangeTo(const ExchangeSched &s, int round) { return (s.rank + round) % s.nranks; }
 LOOM_HD int exchangeFrom(const ExchangeSched &s, int round) { return (s.rank - round + s.nranks) % s.nranks; }
 
+// Chunks of the own block that self lane `lane` copies.
+LOOM_HD size_t exchangeSelfChunks(const ExchangeSched &s, int lane) {
+    const size_t all = exchangeChunks(s.sendCount[s.rank], s.chunkElems), j = (size_t)(lane - s.lanes);
+    return all > j ? (all - j + (size_t)s.selfLanes - 1) / (size_t)s.selfLanes : 0;
+}
+
+// FIFO chunks channel c sends to / receives from q this call (none on direct halves).
+LOOM_HD size_t exchangeSendChunks(const ExchangeSched &s, int q, int c) {
+    return exchangeSendDirect(s, q) ? 0 : exchangeChannelChunks(s, s.sendCount[q], c);
+}
+LOOM_HD size_t exchangeRecvChunks(const ExchangeSched &s, int q, int c) {
+    return exchangeRecvDirect(s, q) ? 0 : exchangeChannelChunks(s, s.recvCount[q], c);
+}
+
 // Whether the cursor names an op on the lane: the half has a chunk there.
 LOOM_HD bool exchangeHasOp(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
     const int ch = exchangeChannel(s, lane);
-    if (c.round == 0) return !c.recv && c.chunk < exchangeChannelChunks(s, s.sendCount[s.rank], ch);
-    const size_t n = c.recv ? exchangeChannelChunks(s, s.recvCount[exchangeFrom(s, c.round)], ch)
-                            : exchangeChannelChunks(s, s.sendCount[exchangeTo(s, c.round)], ch);
+    if (c.round == 0) return !c.recv && c.chunk < exchangeSelfChunks(s, lane);
+    const size_t n = c.recv ? exchangeRecvChunks(s, exchangeFrom(s, c.round), ch)
+                            : exchangeSendChunks(s, exchangeTo(s, c.round), ch);
     return c.chunk < n;
+}
+
+// The lane's first round (a self lane's is 0; n: none).
+LOOM_HD int exchangeFirstRound(const ExchangeSched &s, int lane) {
+    const int first = exchangeSelfLane(s, lane) ? 0 : exchangeGroup(s, lane) + 1;
+    return first < s.nranks ? first : s.nranks;
 }
 
 // The lane's first round after `round` (n: none left).
 LOOM_HD int exchangeNextRound(const ExchangeSched &s, int lane, int round) {
-    const int next = round == 0 ? exchangeGroup(s, lane) + 1 : round + exchangeGroups(s);
+    const int next = exchangeSelfLane(s, lane) ? s.nranks : round + exchangeGroups(s);
     return next < s.nranks ? next : s.nranks;
 }
 
@@ -95,14 +154,14 @@ LOOM_HD ExchangeCursor exchangeStep(const ExchangeSched &s, int lane, ExchangeCu
     const int ch = exchangeChannel(s, lane);
     size_t chunks;
     if (c.round == 0) {
-        chunks = exchangeChannelChunks(s, s.sendCount[s.rank], ch);
+        chunks = exchangeSelfChunks(s, lane);
     } else {
         if (!c.recv) {
             c.recv = true;
             return c;
         }
-        const size_t sends = exchangeChannelChunks(s, s.sendCount[exchangeTo(s, c.round)], ch);
-        const size_t recvs = exchangeChannelChunks(s, s.recvCount[exchangeFrom(s, c.round)], ch);
+        const size_t sends = exchangeSendChunks(s, exchangeTo(s, c.round), ch);
+        const size_t recvs = exchangeRecvChunks(s, exchangeFrom(s, c.round), ch);
         chunks = sends > recvs ? sends : recvs;
     }
     c.recv = false;
@@ -117,11 +176,9 @@ LOOM_HD bool exchangeDone(const ExchangeSched &s, const ExchangeCursor &c) { ret
 // The lane's first op (or a done cursor).
 LOOM_HD ExchangeCursor exchangeFirst(const ExchangeSched &s, int lane) {
     ExchangeCursor c;
-    const int group = exchangeGroup(s, lane);
-    c.round = group == 0 ? 0 : group + 1;
+    c.round = exchangeFirstRound(s, lane);
     c.chunk = 0;
     c.recv = false;
-    if (c.round >= s.nranks) c.round = s.nranks;
     while (!exchangeDone(s, c) && !exchangeHasOp(s, lane, c)) c = exchangeStep(s, lane, c);
     return c;
 }
@@ -135,13 +192,15 @@ LOOM_HD ExchangeCursor exchangeNext(const ExchangeSched &s, int lane, ExchangeCu
 // The op at a cursor that names one.
 LOOM_HD EdgeOp exchangeOp(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
     const int ch = exchangeChannel(s, lane);
-    const size_t at = ((size_t)ch + c.chunk * (size_t)s.channels) * s.chunkElems;
-    const unsigned long long key = edgeKey((unsigned)c.round, at);
     if (c.round == 0) {
+        const size_t at = ((size_t)(lane - s.lanes) + c.chunk * (size_t)s.selfLanes) * s.chunkElems;
+        const unsigned long long key = edgeKey(0u, at);
         const size_t left = s.sendCount[s.rank] - at;
         return edgeOp(-1, -1, kBufIn, s.sendDispl[s.rank] + at, kBufOut, s.recvDispl[s.rank] + at,
                       left < s.chunkElems ? left : s.chunkElems, false, key);
     }
+    const size_t at = ((size_t)ch + c.chunk * (size_t)s.channels) * s.chunkElems;
+    const unsigned long long key = edgeKey((unsigned)c.round, at);
     if (c.recv) {
         const int from = exchangeFrom(s, c.round);
         const size_t left = s.recvCount[from] - at;
@@ -154,14 +213,15 @@ LOOM_HD EdgeOp exchangeOp(const ExchangeSched &s, int lane, const ExchangeCursor
                   left < s.chunkElems ? left : s.chunkElems, false, key);
 }
 
-// Slots a call sends on and receives from each connection (n x channels
-// entries; the host's step counters and the proxy follow them).
+// Steps a call sends on and receives from each connection (n x channels
+// entries; the host's step counters and the proxy follow them): a FIFO half
+// one per chunk, a direct half one per channel.
 inline void exchangeStepCounts(const ExchangeSched &s, unsigned long long *sends, unsigned long long *recvs) {
     for (int q = 0; q < s.nranks; ++q)
         for (int c = 0; c < s.channels; ++c) {
             const int k = exchangeConn(s, q, c);
-            sends[k] = q == s.rank ? 0 : exchangeChannelChunks(s, s.sendCount[q], c);
-            recvs[k] = q == s.rank ? 0 : exchangeChannelChunks(s, s.recvCount[q], c);
+            sends[k] = q == s.rank ? 0 : exchangeSendDirect(s, q) ? 1 : exchangeSendChunks(s, q, c);
+            recvs[k] = q == s.rank ? 0 : exchangeRecvDirect(s, q) ? 1 : exchangeRecvChunks(s, q, c);
         }
 }
 

@@ -108,6 +108,14 @@ loomResult_t loomGetUniqueId(loomUniqueId *id);
 typedef struct {
     void *ctx;
     int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes);
+    /* Optional (NULL: the exchanges never read a peer's buffer in place).
+     * Inside an exchange call, pairwise: sends record i of `send` (records
+     * of `bytes`, back to back) to rank to[i] for i < nsend and receives a
+     * record from rank from[j] into record j of recv for j < nrecv. Both ends
+     * of every pair call it in the same exchange (they know the pair from
+     * the counts both pass). Returns 0 on success. */
+    int (*pairwise)(void *ctx, int nsend, const int *to, const void *send, int nrecv, const int *from, void *recv,
+                    size_t bytes);
 } loomBootstrap_t;
 
 typedef struct loomComm *loomComm_t;

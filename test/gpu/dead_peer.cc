@@ -82,7 +82,7 @@ int allgather(void *ctx, const void *send, void *recv, size_t bytes) {
 int rankMain(int rank, loomUniqueId id) {
     if (cudaSetDevice(rank) != cudaSuccess) return 2;
     Rank me{rank};
-    loomBootstrap_t bs{&me, allgather};
+    loomBootstrap_t bs{&me, allgather, nullptr};
     loomComm_t comm = nullptr;
     if (loomCommInitRank(&comm, g_sh->nranks, id, rank, rank, &bs) != loomSuccess) {
         snprintf(g_sh->error[rank], sizeof(g_sh->error[rank]), "init: %s", loomGetLastError());

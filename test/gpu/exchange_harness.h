@@ -2,8 +2,12 @@
  * What the exchange tests (coll_exchange.c, coll_rooted.c) share: the byte
  * pattern of a block, datatypes as byte layouts, buffers in host or device
  * memory per rank (-m
- * device|host|mixed: mixed puts even ranks on host buffers), the GPU choice,
- * and the communicators every case runs on.
+ * device|host|mixed|kinds: mixed puts even ranks on host buffers; kinds
+ * gives world rank r device memory of kind r % 3: cudaMalloc, a
+ * cudaMallocAsync pool (not shareable with CUDA IPC), cudaMalloc at 3 bytes
+ * into the allocation), the GPU choice, and the communicators every case
+ * runs on. Buffers are allocated and freed per case, so addresses come back
+ * as new allocations (what a cache of peers' buffers must notice).
  */
 #ifndef LOOM_TEST_EXCHANGE_HARNESS_H
 #define LOOM_TEST_EXCHANGE_HARNESS_H
@@ -32,16 +36,26 @@ static size_t byte_at(const type_t *t, size_t first, size_t j)
     return (first + j / t->size) * t->extent + t->at[j % t->size];
 }
 
-static int on_host; /* this rank's buffers are in host memory */
+static int on_host;     /* this rank's buffers are in host memory */
+static int device_kind; /* else: 0 cudaMalloc, 1 cudaMallocAsync pool, 2 cudaMalloc + 3 bytes */
+enum { INTERIOR = 3 };
 static void *alloc(size_t bytes)
 {
     void *p = NULL;
     if (on_host) return malloc(bytes ? bytes : 1);
+    if (device_kind == 1) {
+        if (cudaMallocAsync(&p, bytes ? bytes : 1, 0) != cudaSuccess || cudaStreamSynchronize(0) != cudaSuccess)
+            return NULL;
+        return p;
+    }
+    if (device_kind == 2) return cudaMalloc(&p, bytes + INTERIOR) == cudaSuccess ? (char *)p + INTERIOR : NULL;
     return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
 }
 static void release(void *p)
 {
     if (on_host) free(p);
+    else if (device_kind == 1) cudaFreeAsync(p, 0), cudaStreamSynchronize(0);
+    else if (device_kind == 2) cudaFree((char *)p - INTERIOR);
     else cudaFree(p);
 }
 static void put(void *dst, const void *src, size_t n)
@@ -66,6 +80,7 @@ static const char *harness_start(int argc, char **argv, const char *name)
     int wr, ndev = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wr);
     on_host = !strcmp(mode, "host") || (!strcmp(mode, "mixed") && wr % 2 == 0);
+    device_kind = !strcmp(mode, "kinds") ? wr % 3 : 0;
     if (strcmp(mode, "host")) {
         const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
         if (cudaGetDeviceCount(&ndev) != cudaSuccess || !ndev) {

@@ -66,7 +66,7 @@ void runRanks(int n, Body body) {
     std::vector<std::thread> t;
     for (int r = 0; r < n; ++r)
         t.emplace_back([&, r] {
-            loomBootstrap_t bs = {&ranks[r], threadAllgather};
+            loomBootstrap_t bs = {&ranks[r], threadAllgather, nullptr};
             body(r, &bs);
         });
     for (auto &x : t) x.join();
@@ -101,7 +101,7 @@ START_TEST(all_ranks_fail_together_without_gpu) {
     ck_assert_int_eq(loomCommInitRank(nullptr, n, id, 0, 0, nullptr), loomInvalidArgument);
     ThreadGroup g(1);
     Rank only{&g, 0};
-    loomBootstrap_t bs = {&only, threadAllgather};
+    loomBootstrap_t bs = {&only, threadAllgather, nullptr};
     loomComm_t c;
     ck_assert_int_eq(loomCommInitRank(&c, 2, id, 5, 0, &bs), loomInvalidArgument);
 }

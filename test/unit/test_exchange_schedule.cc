@@ -4,7 +4,9 @@
 // every root, 1..64 ranks, 1..5 lane groups of 1 or 3 channels per pair,
 // FIFOs of depth 1 and 2; every
 // rank's output against the definition, the host's counts against the walk,
-// and mutated schedules that must fail.
+// and mutated schedules that must fail. Direct pairs (read in place: the
+// walk skips them, each channel copies its exchangeDirectSlice in one step)
+// at random, with both ends' step counts compared.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -67,22 +69,45 @@ Tables makeTables(Kind kind, int n, int root, bool ragged, unsigned seed) {
     return t;
 }
 
-ExchangeSched schedOf(const Tables &t, int r, int lanes, size_t chunk, int channels) {
+ExchangeSched schedOf(const Tables &t, int r, int lanes, size_t chunk, int channels, int selfLanes) {
     return ExchangeSched{r,  t.n,   lanes, t.send[r].data(), t.sendDispl[r].data(), t.recv[r].data(),
-                         t.recvDispl[r].data(), chunk, channels};
+                         t.recvDispl[r].data(), chunk, channels, selfLanes};
 }
 
 using OpFn = std::function<EdgeOp(const ExchangeSched &, int lane, const ExchangeCursor &)>;
 EdgeOp plainOp(const ExchangeSched &s, int lane, const ExchangeCursor &c) { return exchangeOp(s, lane, c); }
 
+// Which blocks are read in place: direct[r][q] for the block r sends q.
+using DirectPairs = std::vector<std::vector<char>>;
+
+DirectPairs randomDirect(const Tables &t, unsigned seed) {
+    std::mt19937 rng(seed);
+    DirectPairs d(t.n, std::vector<char>(t.n, 0));
+    for (int r = 0; r < t.n; ++r)
+        for (int q = 0; q < t.n; ++q) d[r][q] = q != r && t.send[r][q] && rng() % 2;
+    return d;
+}
+
 // "" when every rank's output is right, else the first thing wrong.
-// lanes: groups x channels.
+// lanes: groups x channels. direct: pairs read in place (their receivers
+// are told unless receiverUnaware).
 std::string simulate(const Tables &t, int groups, int channels, size_t chunk, int depth, const OpFn &opFn = plainOp,
-                     const Tables *walked = nullptr) {
+                     const Tables *walked = nullptr, const DirectPairs *direct = nullptr, bool receiverUnaware = false,
+                     int selfLanes = 1) {
     const int n = t.n, lanes = groups * channels;
     const Tables &w = walked ? *walked : t;
     std::vector<ExchangeSched> sched;
-    for (int r = 0; r < n; ++r) sched.push_back(schedOf(w, r, lanes, chunk, channels));
+    std::vector<std::vector<size_t>> dSend(n, std::vector<size_t>(n, 0)), dSrc(n, std::vector<size_t>(n, 0));
+    for (int r = 0; r < n; ++r) {
+        sched.push_back(schedOf(w, r, lanes, chunk, channels, selfLanes));
+        if (!direct) continue;
+        for (int q = 0; q < n; ++q) {
+            dSend[r][q] = (*direct)[r][q];
+            dSrc[r][q] = (*direct)[q][r] && !receiverUnaware ? 0x1000 : 0; // any address: the sim copies itself
+        }
+        sched[r].directSend = dSend[r].data();
+        sched[r].directSrc = dSrc[r].data();
+    }
     // Per lane a cursor advanced op by op (the simulator asks for op i after op i - 1).
     auto cursors = std::make_shared<std::vector<std::vector<ExchangeCursor>>>(n);
     std::vector<Rank> ranks(n);
@@ -95,10 +120,10 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
         }
         for (size_t i = 0; i < inLen; ++i) k.in.push_back(input(r, i));
         k.out.assign(outLen, kUntouched);
-        k.lanes = lanes;
+        k.lanes = lanes + selfLanes;
         for (int q = 0; q < n; ++q)
             for (int c = 0; q != r && c < channels; ++c) k.sendTo[q * channels + c] = {q, r * channels + c};
-        (*cursors)[r].resize(lanes);
+        (*cursors)[r].resize(lanes + selfLanes);
         const ExchangeSched *s = &sched[r];
         k.count = [s, cursors, r](int lane) {
             size_t ops = 0;
@@ -114,16 +139,37 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
     }
     Run run = execute(ranks, depth, chunk, sum);
     if (!run.error.empty()) return run.error;
+    std::vector<std::vector<unsigned long long>> sends(n), recvs(n);
     for (int r = 0; r < n; ++r) {
-        std::vector<unsigned long long> sends((size_t)n * channels), recvs((size_t)n * channels);
-        exchangeStepCounts(sched[r], sends.data(), recvs.data());
-        for (int q = 0; q < n * channels; ++q) {
-            auto a = run.sent[r].find(q), b = run.recvd[r].find(q);
-            if (sends[q] != (a == run.sent[r].end() ? 0 : a->second) ||
-                recvs[q] != (b == run.recvd[r].end() ? 0 : b->second))
+        sends[r].resize((size_t)n * channels);
+        recvs[r].resize((size_t)n * channels);
+        exchangeStepCounts(sched[r], sends[r].data(), recvs[r].data());
+        for (int k = 0; k < n * channels; ++k) {
+            auto a = run.sent[r].find(k), b = run.recvd[r].find(k);
+            const int q = k / channels;
+            // A direct half: one step per channel, outside the walk.
+            const unsigned long long ds = exchangeSendDirect(sched[r], q), dr = exchangeRecvDirect(sched[r], q);
+            if (sends[r][k] != ds + (a == run.sent[r].end() ? 0 : a->second) ||
+                recvs[r][k] != dr + (b == run.recvd[r].end() ? 0 : b->second))
                 return "rank " + std::to_string(r) + ": the host's step count differs from the walk";
         }
     }
+    // Both ends of every connection count the same steps.
+    for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q)
+            for (int c = 0; q != r && c < channels; ++c)
+                if (sends[r][q * channels + c] != recvs[q][r * channels + c])
+                    return "ranks " + std::to_string(r) + " -> " + std::to_string(q) + ": step counts differ";
+    // The direct copies: each channel's slice, from the sender's input.
+    for (int r = 0; direct && r < n; ++r)
+        for (int q = 0; q < n; ++q) {
+            if (!exchangeRecvDirect(sched[q], r)) continue;
+            for (int c = 0; c < channels; ++c) {
+                size_t lo, hi;
+                exchangeDirectSlice(t.send[r][q], channels, c, &lo, &hi);
+                for (size_t i = lo; i < hi; ++i) ranks[q].out[t.recvDispl[q][r] + i] = input(r, t.sendDispl[r][q] + i);
+            }
+        }
     for (int r = 0; r < n; ++r) {
         std::vector<Value> want(ranks[r].out.size(), kUntouched);
         for (int q = 0; q < n; ++q)
@@ -143,10 +189,13 @@ void runMatrix(Kind kind, bool ragged) {
             for (int channels : {1, 3})
                 for (size_t chunk : {4, 12})
                     for (int depth : {1, 2})
-                        for (unsigned seed = 0; seed < (n <= 9 ? 3u : 1u); ++seed) {
+                        for (unsigned seed = 0; seed < (n <= 9 ? 4u : 2u); ++seed) {
                             const int root = (int)(seed * 7 + (unsigned)n) % n;
                             Tables t = makeTables(kind, n, root, ragged, seed * 977 + (unsigned)n);
-                            std::string err = simulate(t, groups, channels, chunk, depth);
+                            // Odd seeds: some pairs direct.
+                            const DirectPairs d = randomDirect(t, seed * 31 + (unsigned)n);
+                            std::string err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr,
+                                                       seed % 2 ? &d : nullptr, false, 1 + (int)(seed / 2));
                             if (!err.empty())
                                 ck_abort_msg("%s%s: nranks %d groups %d channels %d chunk %zu depth %d root %d "
                                              "seed %u: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
@@ -155,13 +204,14 @@ void runMatrix(Kind kind, bool ragged) {
 }
 
 // Mutations: each must make some case fail.
-bool someCaseFails(const OpFn &fn, bool ragged, bool walkOwnCounts = false, int channels = 1) {
+bool someCaseFails(const OpFn &fn, bool ragged, bool walkOwnCounts = false, int channels = 1, int selfLanes = 1) {
     for (int n = 2; n <= 7; ++n)
         for (unsigned seed = 0; seed < 4; ++seed) {
             Tables t = makeTables(kAllToAll, n, 0, ragged, seed + 31 * (unsigned)n);
             Tables w = t;
             if (walkOwnCounts) w.recv = w.send; // the receiver takes its own send counts
-            if (!simulate(t, 2, channels, 4, 2, fn, walkOwnCounts ? &w : nullptr).empty()) return true;
+            if (!simulate(t, 2, channels, 4, 2, fn, walkOwnCounts ? &w : nullptr, nullptr, false, selfLanes).empty())
+                return true;
         }
     return false;
 }
@@ -174,6 +224,15 @@ EdgeOp wrongPeer(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
 EdgeOp noLocalCopy(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
     EdgeOp o = exchangeOp(s, lane, c);
     if (c.round == 0) o.dst = kBufNone;
+    return o;
+}
+EdgeOp selfLanesOverlap(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, lane, c);
+    if (c.round == 0) { // chunks of self lane j at j + i instead of j + i x selfLanes
+        const size_t at = ((size_t)(lane - s.lanes) + c.chunk) * s.chunkElems;
+        o.srcAt = s.sendDispl[s.rank] + at;
+        o.dstAt = s.recvDispl[s.rank] + at;
+    }
     return o;
 }
 EdgeOp chunkOffByOne(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
@@ -204,6 +263,37 @@ START_TEST(scatter_and_scatterv_match_reference) {
 }
 END_TEST
 
+// The direct slices of every channel tile the block in order, 16-byte
+// aligned starts; a slicing that is not a tiling must be caught.
+using SliceFn = std::function<void(size_t, int, int, size_t *, size_t *)>;
+bool slicesTile(const SliceFn &slice) {
+    for (size_t bytes : {0ul, 1ul, 15ul, 16ul, 17ul, 100ul, 4095ul, 65536ul, 1000003ul})
+        for (int channels = 1; channels <= kMaxExchangeChannels; ++channels) {
+            size_t at = 0;
+            for (int c = 0; c < channels; ++c) {
+                size_t lo, hi;
+                slice(bytes, channels, c, &lo, &hi);
+                if (lo != at || hi < lo || hi > bytes || (lo < bytes && lo % 16)) return false;
+                at = hi;
+            }
+            if (at != bytes) return false;
+        }
+    return true;
+}
+
+START_TEST(direct_slices_tile_blocks) {
+    ck_assert_msg(slicesTile(exchangeDirectSlice), "exchangeDirectSlice does not tile a block");
+    ck_assert_msg(!slicesTile([](size_t b, int ch, int c, size_t *lo, size_t *hi) {
+        *lo = b * c / ch; // even shares: not 16-byte aligned
+        *hi = b * (c + 1) / ch;
+    }), "unaligned slices were not caught");
+    ck_assert_msg(!slicesTile([](size_t b, int ch, int c, size_t *lo, size_t *hi) {
+        exchangeDirectSlice(b, ch, c, lo, hi);
+        if (c == ch - 1 && *hi > *lo) --*hi; // the last byte dropped
+    }), "a dropped byte was not caught");
+}
+END_TEST
+
 START_TEST(mutations_fail) {
     ck_assert_msg(someCaseFails(wrongPeer, false), "receiving from the wrong peer was not caught");
     ck_assert_msg(someCaseFails(noLocalCopy, false), "a dropped local block was not caught");
@@ -211,6 +301,15 @@ START_TEST(mutations_fail) {
     ck_assert_msg(someCaseFails(plainOp, true, true), "a receiver walking its own send counts was not caught");
     ck_assert_msg(someCaseFails(wrongChannel, false, false, 3), "a send on another channel of the pair was not caught");
     ck_assert_msg(someCaseFails(chunkOffByOne, false, false, 3), "an off-by-one chunk on 3 channels was not caught");
+    ck_assert_msg(someCaseFails(selfLanesOverlap, false, false, 1, 3), "self lanes striding wrong were not caught");
+    // A sender that reads as direct a pair its receiver expects in its FIFO.
+    bool caught = false;
+    for (int n = 2; n <= 5 && !caught; ++n) {
+        Tables t = makeTables(kAllToAll, n, 0, false, 7u + (unsigned)n);
+        const DirectPairs d = randomDirect(t, 3u * (unsigned)n);
+        caught = !simulate(t, 2, 3, 4, 2, plainOp, nullptr, &d, true).empty();
+    }
+    ck_assert_msg(caught, "a direct pair its receiver did not know of was not caught");
 }
 END_TEST
 
@@ -259,6 +358,26 @@ START_TEST(all_peer_fifos_stay_within_budget) {
 }
 END_TEST
 
+START_TEST(self_lanes_follow_the_own_share) {
+    // core/peer_conns.h: the own block's lanes grow with its share of the
+    // pair traffic, within [1, channels] and the block's chunks.
+    const size_t MiB = 1 << 20, chunk = 128 * 1024;
+    ck_assert_int_eq(exchangeSelfLanes(128 * MiB, 128 * MiB, chunk, 32), 16);        // 2 ranks, alltoall
+    ck_assert_int_eq(exchangeSelfLanes(64 * MiB, 192 * MiB, chunk, 16), 6);          // 4 ranks, alltoall / gather root
+    ck_assert_int_eq(exchangeSelfLanes(1 * MiB, 1023 * MiB, chunk, 16), 1);          // a small share: one lane
+    ck_assert_int_eq(exchangeSelfLanes(64 * MiB, 0, chunk, 16), 16);                 // nothing else to move: all
+    ck_assert_int_eq(exchangeSelfLanes(256 * 1024, 256 * 1024, chunk, 32), 2);       // no more lanes than chunks
+    ck_assert_int_eq(exchangeSelfLanes(0, 64 * MiB, chunk, 16), 1);                  // no own block: one idle lane
+    for (size_t own = 0; own <= 512 * MiB; own += 7 * MiB + 1)
+        for (size_t other = 0; other <= 512 * MiB; other += 13 * MiB + 3) {
+            const int l = exchangeSelfLanes(own, other, chunk, 16);
+            ck_assert_int_ge(l, 1);
+            ck_assert_int_le(l, 16);
+            if (own > other && other) ck_assert_int_eq(l, std::min<size_t>(16, (own + chunk - 1) / chunk));
+        }
+}
+END_TEST
+
 Suite *exchange_schedule_suite(void) {
     Suite *s = suite_create("exchange_schedule");
     TCase *tc = tcase_create("exchange_schedule");
@@ -267,9 +386,11 @@ Suite *exchange_schedule_suite(void) {
     tcase_add_test(tc, alltoallv_matches_reference);
     tcase_add_test(tc, gather_and_gatherv_match_reference);
     tcase_add_test(tc, scatter_and_scatterv_match_reference);
+    tcase_add_test(tc, direct_slices_tile_blocks);
     tcase_add_test(tc, mutations_fail);
     tcase_add_test(tc, pairs_meet_in_one_round_on_both_ends);
     tcase_add_test(tc, all_peer_fifos_stay_within_budget);
+    tcase_add_test(tc, self_lanes_follow_the_own_share);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,196 @@
+/*
+ * The caches of core/direct_buffers.h.
+ */
+#include "core/direct_buffers.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cuda_driver.h"
+#include "core/debug.h"
+
+namespace loom {
+
+// A peer allocation mapped into this process on one GPU, for every
+// communicator that reads it.
+struct SharedMapping {
+    uint64_t pidNamespace;
+    int pid, device;
+    uint64_t bufferId, base, size; // the owner's
+    char *at;
+    int refs;
+    bool closed; // the owner freed it: closed, entries still to let go
+};
+
+namespace {
+
+std::mutex g_mappingsLock;
+std::vector<std::unique_ptr<SharedMapping>> g_mappings;
+
+// The process's mapping of the described allocation on `device`, opened on
+// first use; one more reference to it.
+cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out) {
+    std::lock_guard<std::mutex> lock(g_mappingsLock);
+    for (auto &m : g_mappings)
+        if (!m->closed && m->pidNamespace == d.pidNamespace && m->pid == d.pid && m->bufferId == d.bufferId &&
+            m->device == device) {
+            ++m->refs;
+            *out = m.get();
+            return cudaSuccess;
+        }
+    for (auto &m : g_mappings) // the owner's allocations that this one replaced
+        if (!m->closed && m->pidNamespace == d.pidNamespace && m->pid == d.pid && m->device == device &&
+            m->base < d.base + d.size && d.base < m->base + m->size) {
+            LOOM_TRACE(kColl, "direct: pid %d freed its allocation 0x%llx (buffer id %llu): mapping closed", m->pid,
+                       (unsigned long long)m->base, (unsigned long long)m->bufferId);
+            cudaIpcCloseMemHandle(m->at);
+            m->closed = true;
+        }
+    void *at = nullptr;
+    cudaError_t e = cudaIpcOpenMemHandle(&at, d.handle, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) return e;
+    g_mappings.push_back(std::unique_ptr<SharedMapping>(new SharedMapping{
+        d.pidNamespace, d.pid, device, d.bufferId, d.base, d.size, static_cast<char *>(at), 1, false}));
+    *out = g_mappings.back().get();
+    return cudaSuccess;
+}
+
+void releaseMapping(SharedMapping *s) {
+    std::lock_guard<std::mutex> lock(g_mappingsLock);
+    if (--s->refs > 0) return;
+    if (!s->closed) cudaIpcCloseMemHandle(s->at);
+    g_mappings.erase(std::find_if(g_mappings.begin(), g_mappings.end(),
+                                  [s](const std::unique_ptr<SharedMapping> &m) { return m.get() == s; }));
+}
+
+// This process's pid namespace: processes in two namespaces may share a pid.
+uint64_t pidNamespace() {
+    static const uint64_t ns = [] {
+        struct stat st;
+        return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+    }();
+    return ns;
+}
+
+} // namespace
+
+BufferDesc DirectBuffers::describe(const void *ptr, int cudaDev) {
+    BufferDesc d;
+    memset(&d, 0, sizeof(d));
+    const CudaDriver *drv = cudaDriver();
+    if (!drv || !ptr) return d;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
+    unsigned int type = 0;
+    unsigned long long id = 0;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    int ordinal = -1, ipc = 0;
+    void *vals[] = {&type, &id, &start, &size, &ordinal, &ipc};
+    if (drv->cuPointerGetAttributes(6, attrs, vals, (CUdeviceptr)ptr) != CUDA_SUCCESS) return d;
+    if (type != CU_MEMORYTYPE_DEVICE || !ipc || ordinal != cudaDev || !start) return d;
+    d.bufferId = id;
+    d.base = (uint64_t)start;
+    d.size = (uint64_t)size;
+    d.pid = (int32_t)getpid();
+    d.pidNamespace = pidNamespace();
+    d.offset = (uint64_t)((uintptr_t)ptr - (uintptr_t)start);
+    for (Described &e : described_)
+        if (e.bufferId == id) {
+            e.used = clock_;
+            d.handle = e.handle;
+            d.shareable = e.shareable;
+            return d;
+        }
+    Described e{id, {}, false, clock_};
+    if (cudaIpcGetMemHandle(&e.handle, reinterpret_cast<void *>(start)) == cudaSuccess) e.shareable = true;
+    else cudaGetLastError(); // not shareable after all: FIFO
+    if ((int)described_.size() >= kDescribed)
+        described_.erase(std::min_element(described_.begin(), described_.end(),
+                                          [](const Described &a, const Described &b) { return a.used < b.used; }));
+    described_.push_back(e);
+    d.handle = e.handle;
+    d.shareable = e.shareable;
+    LOOM_TRACE(kColl, "direct: allocation %p (buffer id %llu) %s", reinterpret_cast<void *>(start), id,
+               e.shareable ? "shareable" : "not shareable");
+    return d;
+}
+
+void DirectBuffers::unmap(Mapped &m) {
+    if (m.recorded) cudaEventSynchronize(m.read); // none of this communicator's kernels reads it any more
+    cudaEventDestroy(m.read);
+    releaseMapping(m.shared);
+    m.at = nullptr;
+}
+
+loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, const char **at) {
+    for (size_t i = 0; i < mapped_.size();) {
+        Mapped &m = mapped_[i];
+        if (m.peer == q && m.base < d.base + d.size && d.base < m.base + m.size) {
+            if (m.bufferId == d.bufferId) { // hit
+                m.used = clock_;
+                *at = m.at + d.offset;
+                return loomSuccess;
+            }
+            unmap(m); // the peer freed that allocation: its address holds a new one
+            mapped_.erase(mapped_.begin() + (long)i);
+            continue;
+        }
+        ++i;
+    }
+    int mine = 0;
+    long lru = -1;
+    for (size_t i = 0; i < mapped_.size(); ++i) {
+        const Mapped &m = mapped_[i];
+        if (m.peer != q) continue;
+        ++mine;
+        if (m.used < clock_ && (lru < 0 || m.used < mapped_[lru].used)) lru = (long)i;
+    }
+    if (mine >= kMappedPerPeer && lru >= 0) {
+        unmap(mapped_[lru]);
+        mapped_.erase(mapped_.begin() + lru);
+    }
+    Mapped m{q, d.bufferId, d.base, d.size, nullptr, nullptr, nullptr, clock_, false};
+    cudaError_t e = acquireMapping(d, cudaDev, &m.shared);
+    if (e == cudaSuccess) {
+        m.at = m.shared->at;
+        e = cudaEventCreateWithFlags(&m.read, cudaEventDisableTiming);
+        if (e != cudaSuccess) releaseMapping(m.shared);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return fail(loomUnhandledCudaError, "direct: cannot map rank %d's buffer (allocation at 0x%llx): %s", q,
+                    (unsigned long long)d.base, cudaGetErrorString(e));
+    }
+    mapped_.push_back(m);
+    *at = m.at + d.offset;
+    LOOM_TRACE(kColl, "direct: mapped rank %d's allocation 0x%llx (buffer id %llu) at %p", q,
+               (unsigned long long)d.base, (unsigned long long)d.bufferId, static_cast<void *>(m.at));
+    return loomSuccess;
+}
+
+loomResult_t DirectBuffers::markRead(cudaStream_t stream) {
+    for (Mapped &m : mapped_)
+        if (m.used == clock_) {
+            cudaError_t e = cudaEventRecord(m.read, stream);
+            if (e != cudaSuccess)
+                return fail(loomUnhandledCudaError, "direct: recording the read of rank %d's buffer: %s", m.peer,
+                            cudaGetErrorString(e));
+            m.recorded = true;
+        }
+    return loomSuccess;
+}
+
+void DirectBuffers::release() {
+    for (Mapped &m : mapped_) unmap(m);
+    mapped_.clear();
+    described_.clear();
+}
+
+} // namespace loom

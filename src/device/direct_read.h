@@ -1,0 +1,83 @@
+/*
+ * The steps of a direct pair of an exchange (exchange_schedule.h): the
+ * receiver reads the sender's block in place, over its GPU mapping of the
+ * sender's buffer, instead of through the FIFO. One step of the pair's
+ * connection per channel: the sender publishes it (its input is ready: its
+ * kernel runs, so the kernels before it on its stream are done), the
+ * receiver waits for it, copies its slice and returns the credit, and the
+ * sender waits for the credit before it may leave the call (nothing reads
+ * its input after that). No slot is used: the counters alone carry the
+ * handshake, so the FIFO path of later calls finds them consistent.
+ *
+ * Every thread of the CTA calls each function; thread 0 does the flags.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "device/conn.h"
+#include "device/prims_simple.h"
+#include "device/reduce_ops.h"
+#include "device/wait.h"
+
+namespace loom {
+
+struct DirectShared {
+    bool failed;
+};
+__device__ inline DirectShared &directShared() {
+    __shared__ DirectShared s;
+    return s;
+}
+
+// Sender: step `step` of connection c is ready to be read.
+__device__ inline void directPublish(const ConnSend &c, uint64_t step) {
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        *c.tail = step + 1;
+    }
+}
+
+// Sender: waits until the receiver has read step `step` (its credit is back).
+__device__ inline bool directAwaitRead(const ConnSend &c, uint64_t step, unsigned long long timeoutCycles) {
+    if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
+    __syncthreads();
+    const bool ok = !directShared().failed;
+    __syncthreads(); // everyone has read the flag before the next step writes it
+    return ok;
+}
+
+// dst[0..len) <- src[0..len) by the whole CTA; src may be a peer GPU's
+// memory. Pointers that share their misalignment move in 16-byte vectors
+// after a short head.
+__device__ inline void directCopy(const uint8_t *src, uint8_t *dst, size_t len) {
+    using S = ProtoSimple;
+    size_t head = 0;
+    if ((((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0) {
+        head = (16 - ((uintptr_t)src & 15)) & 15;
+        if (head > len) head = len;
+        if (head) S::move<uint8_t, OpSum>(0, src, nullptr, nullptr, dst, head, false, 0, 0, 0);
+    }
+    S::move<uint8_t, OpSum>(0, src + head, nullptr, nullptr, dst + head, len - head, false, 0, 0, 0);
+}
+
+// Receiver: waits for step `step` of connection c, copies src (the
+// sender's block slice, mapped here) to dst, returns the credit.
+__device__ inline bool directRead(const ConnRecv &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
+                                  unsigned long long timeoutCycles) {
+    if (threadIdx.x == 0) {
+        directShared().failed = !Waiter{timeoutCycles}([&] { return *c.tail > step; });
+        __threadfence(); // the flag before the data
+    }
+    __syncthreads();
+    if (directShared().failed) return false;
+    if (len) directCopy(src, dst, len);
+    __syncthreads(); // every load of the sender's memory has returned
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        *c.head = step + 1;
+    }
+    return true;
+}
+
+} // namespace loom
