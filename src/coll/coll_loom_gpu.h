@@ -55,6 +55,7 @@ typedef struct {
     const size_t *displs;
     const size_t *send_counts; /* alltoallv: what this rank sends each peer */
     const size_t *send_displs;
+    size_t agreed_block; /* alltoall, gather, scatter: their block's bytes, alike on every rank (0: v-forms) */
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
 } loom_gpu_call_t;
 

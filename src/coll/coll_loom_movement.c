@@ -123,6 +123,9 @@ static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, voi
     }
     const loom_typed_blocks_t snd = {in_place ? rbuf : (void *)sbuf, in_place ? rdt : sdt, n, ints, ints + n};
     const loom_typed_blocks_t rcv = {rbuf, rdt, n, ints + 2 * n, ints + 3 * n};
+    size_t rsize = 0;
+    ompi_datatype_type_size(rdt, &rsize);
+    c.agreed_block = (size_t)rcount * rsize; /* every rank's block, by MPI's matching rule */
     *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
     return true;
 }

@@ -78,7 +78,16 @@ static bool rooted_gpu(const rooted_args_t *a, int coll, ompi_communicator_t *co
         return true;
     }
     loom_typed_blocks_t snd, rcv;
-    rank_blocks(a, n, ompi_comm_rank(comm), ints, &snd, &rcv);
+    const int me = ompi_comm_rank(comm);
+    rank_blocks(a, n, me, ints, &snd, &rcv);
+    /* gather, scatter: one block size, known to every rank (not the v-forms,
+     * whose leaves may pass NULL for the root's arrays). */
+    if (LOOM_COLL_gather == coll || LOOM_COLL_scatter == coll) {
+        const bool recv_side = a->gather == (me == a->root); /* the root's gather and a leaf's scatter receive */
+        size_t size = 0;
+        ompi_datatype_type_size(recv_side ? a->rdt : a->sdt, &size);
+        c.agreed_block = (size_t)(recv_side ? a->rcount : a->scount) * size;
+    }
     *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
     return true;
 }

@@ -3,7 +3,7 @@
  * protocol for the call (select.cc's table: one-shot LL, recursive doubling,
  * trees, the doubling family, rings), then that algorithm's plan, launch and
  * commit.
- * One-shot calls are planned here; the ring and its chains in
+ * One-shot calls are planned in enqueue_oneshot.cc; the ring and its chains in
  * enqueue_ring.cc; the small-message algorithms across hosts (trees,
  * recursive doubling and halving, binomial trees) in enqueue_edges.cc.
  */
@@ -45,52 +45,6 @@ extern "C" int loomOpSupported(loomDataType_t type, loomRedOp_t op) {
 }
 
 namespace {
-
-// Small messages inside a host (device/oneshot_schedule.h): every rank
-// writes each peer's piece as LL lines into that peer's slot, one hop, and
-// builds its output locally. Slots alternate between two parities per call.
-// Ragged blocks: counts/displs in bytes (else null).
-loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,
-                               loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts = nullptr,
-                               const size_t *displs = nullptr) {
-    OneShotArgs a;
-    memset(&a, 0, sizeof(a));
-    a.coll = coll;
-    a.root = root;
-    a.in = in;
-    a.out = out;
-    a.bytes = bytes;
-    a.nranks = comm->nranks;
-    a.rank = comm->rank;
-    a.ragged = counts != nullptr;
-    for (int q = 0; counts && q < comm->nranks; ++q) a.counts[q] = counts[q], a.displs[q] = displs[q];
-    size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes}) + 7) / 8;
-    if (coll == kOneShotAllGather) units *= (size_t)comm->nranks;
-    size_t blocks = (units + kOneShotThreads - 1) / kOneShotThreads;
-    a.nblocks = (int)(blocks < (size_t)kMaxOneShotBlocks ? blocks : kMaxOneShotBlocks);
-    if (a.nblocks < 1) a.nblocks = 1;
-    uint32_t call = ++comm->llCalls;
-    if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
-    a.flag = call;
-    enterCollective(comm, kOneShotNames[coll]);
-    size_t parity = (size_t)(call & 1) * comm->nranks;
-    for (int q = 0; q < comm->nranks; ++q) {
-        char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;
-        a.mine[q] = reinterpret_cast<const LLLine *>(mine + (parity + q) * comm->llSlotBytes);
-        if (q != comm->rank)
-            a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->llOffset +
-                                                   (parity + comm->rank) * comm->llSlotBytes);
-    }
-    a.timeoutCycles = comm->timeoutCycles;
-    a.abortFlag = comm->abortFlagDev;
-    const bool moves = coll == kOneShotAllGather || coll == kOneShotBroadcast;
-    cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
-    if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot %s launch: %s", comm->rank, comm->cudaDev,
-                    comm->busId, kOneShotNames[coll], cudaGetErrorString(err));
-    LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, kOneShotNames[coll], bytes);
-    return loomSuccess;
-}
 
 // The table's choice for a call (select.cc), traced with its reason.
 Choice choose(const loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {

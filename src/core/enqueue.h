@@ -45,6 +45,14 @@ struct EdgeCall {
     const char *algoName;
 };
 
+// A one-shot call (enqueue_oneshot.cc, device/oneshot_schedule.h; coll:
+// OneShotColl). Ragged blocks: counts/displs in bytes (else null); alltoall:
+// counts/displs this rank's send tables, rcounts/rdispls its receive tables.
+loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,
+                               loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts = nullptr,
+                               const size_t *displs = nullptr, const size_t *rcounts = nullptr,
+                               const size_t *rdispls = nullptr);
+
 // The checks every collective's entry shares: comm, its state, the datatype
 // and (reduction) the op; loomSuccess means go on.
 loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op);

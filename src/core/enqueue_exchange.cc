@@ -2,7 +2,9 @@
  * Exchanges (alltoall(v); gather(v) and scatter(v) as exchanges where only
  * the root's pairs carry data), host side: connect every pair on first need
  * (core/peer_conns.h), upload the call's tables, launch the exchange kernel
- * (device/exchange_schedule.h), commit each peer's step counters.
+ * (device/exchange_schedule.h), commit each peer's step counters. Small
+ * calls whose block bound every rank knows (alltoall, gather, scatter) go
+ * one-shot instead (select.cc: exchangeOneShot), without connecting pairs.
  */
 #include <algorithm>
 #include <cstddef>
@@ -11,11 +13,14 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/enqueue.h"
 #include "core/enqueue_direct.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
+#include "core/select.h"
 #include "device/collectives.h"
 #include "device/exchange_schedule.h"
+#include "device/oneshot_schedule.h"
 
 namespace loom {
 
@@ -36,6 +41,19 @@ loomResult_t uploadTables(loomComm *comm, const std::vector<size_t> &tables, cud
     return e == cudaSuccess ? loomSuccess : cudaFail(comm, "tables", e);
 }
 
+bool overlaps(const char *in, size_t inSpan, const char *out, size_t outSpan) {
+    return inSpan && outSpan && in < out + outSpan && out < in + inSpan;
+}
+
+// MPI's in place: the send blocks are the receive blocks.
+bool sameLayout(const char *in, const size_t *sendcounts, const size_t *sdispls, const char *out,
+                const size_t *recvcounts, const size_t *rdispls, int n) {
+    if (in != out) return false;
+    for (int q = 0; q < n; ++q)
+        if (sendcounts[q] != recvcounts[q] || (sendcounts[q] && sdispls[q] != rdispls[q])) return false;
+    return true;
+}
+
 // n == 1: the rank's own block.
 loomResult_t selfCopy(loomComm *comm, const char *in, char *out, size_t bytes, cudaStream_t stream) {
     if (!bytes || in == out) return loomSuccess;
@@ -52,6 +70,12 @@ using namespace loom;
 extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
                                       void *recvbuff, const size_t *recvcounts, const size_t *rdispls, loomComm_t comm,
                                       cudaStream_t stream) {
+    return loomExchange(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, 0, comm, stream);
+}
+
+extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
+                                     void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
+                                     size_t agreedBlock, loomComm_t comm, cudaStream_t stream) {
     if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
     if (comm->failed) return fail(loomRemoteError, "loomAllToAllV: rank %d: communicator failed earlier", comm->rank);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
@@ -67,6 +91,9 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
         largest = std::max(largest, std::max(sendcounts[q], recvcounts[q]));
     }
     if ((inSpan && !sendbuff) || (outSpan && !recvbuff)) return fail(loomInvalidArgument, "loomAllToAllV: NULL buffer");
+    if (agreedBlock && largest > agreedBlock)
+        return fail(loomInvalidArgument, "loomExchange: rank %d has a block of %zu bytes, past the agreed %zu", me,
+                    largest, agreedBlock);
     if (!stream) stream = comm->stream;
     const char *in = static_cast<const char *>(sendbuff);
     char *out = static_cast<char *>(recvbuff);
@@ -74,22 +101,34 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
         enterCollective(comm, "alltoallv");
         return selfCopy(comm, in + sdispls[0], out + rdispls[0], sendcounts[0], stream);
     }
+    // The same choice on every rank (agreedBlock and the communicator's
+    // settings are alike everywhere).
+    const char *why = nullptr;
+    const bool oneShot = exchangeOneShot(comm, agreedBlock, &why);
+    LOOM_TRACE(kColl, "rank %d: exchange, blocks up to %zu B (agreed: %zu B): %s (%s)", me, largest, agreedBlock,
+               oneShot ? "one-shot" : "exchange kernel", why);
     PeerConns &p = *comm->peers;
-    if (!p.ready) { // collective: every rank's first exchange
-        loomResult_t r = connectPeers(comm);
-        if (r != loomSuccess) return r;
-    }
-    enterCollective(comm, "alltoallv");
-    if (!inSpan && !outSpan) return loomSuccess; // nothing moves on any of this rank's pairs
     // Sources are always the input (exchange_schedule.h): an input the
-    // receives could overwrite is copied first.
-    if (inSpan && outSpan && in < out + outSpan && out < in + inSpan) {
+    // receives could overwrite is copied first. Not for one-shot in MPI's in
+    // place (one buffer, one table for both sides): there the thread that
+    // writes unit u of block q read unit u of piece q before.
+    if (overlaps(in, inSpan, out, outSpan) &&
+        !(oneShot && sameLayout(in, sendcounts, sdispls, out, recvcounts, rdispls, n))) {
         loomResult_t r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, inSpan, "in-place alltoallv input");
         if (r != loomSuccess) return r;
         cudaError_t e = cudaMemcpyAsync(p.inputCopy, in, inSpan, cudaMemcpyDeviceToDevice, stream);
         if (e != cudaSuccess) return cudaFail(comm, "copy of an in-place input", e);
         in = static_cast<const char *>(p.inputCopy);
     }
+    if (oneShot)
+        return oneShotCollective(comm, kOneShotAllToAll, in, out, 0, loomUint8, loomSum, 0, stream, sendcounts,
+                                 sdispls, recvcounts, rdispls);
+    if (!p.ready) { // collective: every rank's first exchange
+        loomResult_t r = connectPeers(comm);
+        if (r != loomSuccess) return r;
+    }
+    enterCollective(comm, "alltoallv");
+    if (!inSpan && !outSpan) return loomSuccess; // nothing moves on any of this rank's pairs
     // Tables: send counts, send displacements, receive counts, receive
     // displacements, the direct tables when some pair is direct, then each
     // connection's steps before this call.

@@ -89,6 +89,29 @@ const Rule kRules[] = {
 
 } // namespace
 
+// Link bytes (n-1) x block up to which one-shot runs alltoall, gather and
+// scatter instead of the exchange kernel. 4x H200, 4 ranks, loom-bench, the
+// whole buffer (one-shot vs exchange kernel): alltoall 64 KiB 21.1 vs 23.5
+// us, 1 MiB (768 KiB of link bytes) 25.8 vs 30.6; gather 1 MiB 21.1 vs
+// 24.5; scatter 1 MiB 21.4 vs 25.7; at 4-64 KiB gather and scatter within
+// 1.5 us either way. Not measured past 768 KiB of link bytes: allgather's
+// crossover (1.5 MiB) is kept.
+constexpr size_t kExchangeOneShotLinkBytes = 1536 * 1024;
+
+bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
+    const long limit = params().oneShotMaxBytes;
+    const size_t link = block * (size_t)(comm->nranks - 1);
+    if (!block) *why = "no block bound known alike (a v-form, or empty blocks)";
+    else if (!(comm->algoMask & (1u << kAlgoOneShot)) || !comm->allPeersMapped || block > comm->llMaxBytes)
+        *why = "one-shot off, a peer not mapped, or the block past a one-shot slot";
+    else if (link > (limit >= 0 ? (size_t)limit : kExchangeOneShotLinkBytes)) *why = "past the one-shot crossover";
+    else {
+        *why = "every peer mapped, blocks known alike, under the one-shot crossover";
+        return true;
+    }
+    return false;
+}
+
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
     for (const Rule &r : kRules)
         if ((comm->algoMask & (1u << r.algo)) && (r.colls & bit(s.coll)) && r.fits(comm, s))

@@ -42,6 +42,13 @@ struct Choice {
 // tried; when none of them fits, the ring.
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s);
 
+// The exchanges (alltoall, gather, scatter: enqueue_exchange.cc): one-shot
+// (every peer mapped, one-shot in LOOM_ALGO) for a call whose blocks are at
+// most `block` bytes on every rank, a bound every rank knows alike (0: none,
+// as for the v-forms, whose counts each rank knows only for itself: their
+// exchange kernel). Otherwise the exchange kernel. *why: the reason.
+bool exchangeOneShot(const loomComm *comm, size_t block, const char **why);
+
 constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
 
 // LOOM_ALGO's syntax: algorithm names (oneshot, rd, trees, doubling, ll_ring,

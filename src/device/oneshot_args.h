@@ -32,8 +32,9 @@ struct OneShotArgs {
     const void *in;
     void *out;
     size_t bytes;   // the call's block (OneShotBlocks)
-    bool ragged;    // blocks of counts/displs bytes (allgatherv, reduce_scatter with counts)
+    bool ragged;    // blocks of counts/displs bytes (allgatherv, reduce_scatter with counts, alltoall)
     size_t counts[kMaxOneShotRanks], displs[kMaxOneShotRanks];
+    size_t rcounts[kMaxOneShotRanks], rdispls[kMaxOneShotRanks]; // alltoall: this rank's receive tables
     int nranks;
     int rank;
     int nblocks;

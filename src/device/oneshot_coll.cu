@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "device/collectives.h"
+#include "device/conn.h"
 #include "device/dispatch.h"
 #include "device/ll_line.h"
 #include "device/oneshot_schedule.h"
@@ -28,7 +29,9 @@ __global__ void __launch_bounds__(kOneShotThreads) oneShotKernel(OneShotArgs a) 
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     const char *in = (const char *)a.in;
     char *out = (char *)a.out;
-    const OneShotBlocks blocks = {a.ragged ? a.counts : nullptr, a.ragged ? a.displs : nullptr, a.bytes};
+    const bool a2a = a.coll == kOneShotAllToAll;
+    const OneShotBlocks blocks = {a.ragged ? a.counts : nullptr, a.ragged ? a.displs : nullptr, a.bytes,
+                                  a2a && a.ragged ? a.rcounts : nullptr, a2a && a.ragged ? a.rdispls : nullptr};
     // 1. Publish: every peer's piece (at least its token line).
     size_t lines = 1;
     for (int q = 0; q < n; ++q)
@@ -46,15 +49,19 @@ __global__ void __launch_bounds__(kOneShotThreads) oneShotKernel(OneShotArgs a) 
         }
     }
     const unsigned long long start = clock64();
-    auto fail = [&] { *a.abortFlag = 1; };
+    // The peer whose line did not come, for the host's report (conn.h).
+    auto fail = [&](int q) {
+        a.abortFlag[kAbortRecvPeer] = q + 1;
+        a.abortFlag[kAbortSet] = 1;
+    };
     // 2. Tokens: peers with no payload for me still pass one line (the
     // schedule's full-exchange invariant).
     if (blockIdx.x == 0 && threadIdx.x < n && (int)threadIdx.x != me) {
         const int q = threadIdx.x;
         uint64_t v;
-        if (oneShotPiece(a.coll, q, me, a.root, blocks).bytes == 0 &&
+        if (oneShotIncoming(a.coll, q, me, a.root, blocks) == 0 &&
             !llWait(a.mine[q], a.flag, &v, start, a.timeoutCycles)) {
-            fail();
+            fail(q);
             return;
         }
     }
@@ -69,7 +76,7 @@ __global__ void __launch_bounds__(kOneShotThreads) oneShotKernel(OneShotArgs a) 
                 if (q == me) {
                     v = loadUnit(in + own, u * 8, bytes);
                 } else if (!llWait(a.mine[q] + u, a.flag, &v, start, a.timeoutCycles)) {
-                    fail();
+                    fail(q);
                     return;
                 }
                 acc = q == 0 ? v : reduceUnit<T, Op>(acc, v);
@@ -86,7 +93,27 @@ __global__ void __launch_bounds__(kOneShotThreads) oneShotKernel(OneShotArgs a) 
                 if (q == me) {
                     v = loadUnit(in, u * 8, bytes);
                 } else if (!llWait(a.mine[q] + u, a.flag, &v, start, a.timeoutCycles)) {
-                    fail();
+                    fail(q);
+                    return;
+                }
+                storeUnit(to, u * 8, bytes, v);
+            }
+        }
+    } else if (a2a) {
+        // In place (in == out, the same tables on both sides) the thread that
+        // writes unit u of block q read unit u of piece q above.
+        const char *own = in + oneShotBlockDispl(blocks, me);
+        for (int q = 0; q < n; ++q) {
+            const size_t bytes = q == me ? oneShotBlockBytes(blocks, me) : oneShotIncoming(a.coll, q, me, a.root, blocks);
+            const size_t units = (bytes + 7) / 8;
+            char *to = out + oneShotRecvDispl(blocks, q);
+            if (q == me && own == to) continue;
+            for (size_t u = first; u < units; u += stride) {
+                uint64_t v;
+                if (q == me) {
+                    v = loadUnit(own, u * 8, bytes);
+                } else if (!llWait(a.mine[q] + u, a.flag, &v, start, a.timeoutCycles)) {
+                    fail(q);
                     return;
                 }
                 storeUnit(to, u * 8, bytes, v);
@@ -100,7 +127,7 @@ __global__ void __launch_bounds__(kOneShotThreads) oneShotKernel(OneShotArgs a) 
             if (me == a.root) {
                 v = loadUnit(in, u * 8, a.bytes);
             } else if (!llWait(a.mine[a.root] + u, a.flag, &v, start, a.timeoutCycles)) {
-                fail();
+                fail(a.root);
                 return;
             }
             storeUnit(out, u * 8, a.bytes, v);

@@ -12,6 +12,12 @@
  *                   ragged, at any displacements of the output).
  *   broadcast       the root sends its buffer to every peer.
  *   reduce          every rank but the root sends its input to the root.
+ *   alltoall        block q of the input goes to rank q; rank q puts what
+ *                   rank r sent at its receive displacement for r. Each
+ *                   rank has its own tables (alltoall(v), and gather(v) /
+ *                   scatter(v) as alltoalls whose other pairs pass tokens):
+ *                   the sender's say what it sends, the receiver's what
+ *                   arrives and where (MPI makes the two agree).
  *
  * Invariant (why two slot parities are enough, checked by the simulator):
  * every call is a full exchange. Each ordered pair passes at least one line,
@@ -36,21 +42,26 @@ enum OneShotColl : int {
     kOneShotAllGather = 2,
     kOneShotBroadcast = 3,
     kOneShotReduce = 4,
-    kOneShotNumColls = 5
+    kOneShotAllToAll = 5,
+    kOneShotNumColls = 6
 };
 
 constexpr const char *kOneShotNames[kOneShotNumColls] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
-                                                         "reduce"};
+                                                         "reduce",    "alltoall"};
 
 // The call's blocks. `bytes`: the whole buffer for allreduce, broadcast and
 // reduce, one rank's block for reduce_scatter and allgather. Ragged blocks
 // (allgatherv, reduce_scatter with counts): rank q's block has counts[q]
 // bytes at displs[q] (reduce_scatter: of the input; allgather: of the
-// output); counts == nullptr: every block `bytes`, at q * bytes.
+// output); counts == nullptr: every block `bytes`, at q * bytes. alltoall:
+// counts/displs are this rank's send tables, rcounts/rdispls its receive
+// tables (nullptr: `bytes` at q * bytes on both sides).
 struct OneShotBlocks {
     const size_t *counts;
     const size_t *displs;
     size_t bytes;
+    const size_t *rcounts = nullptr;
+    const size_t *rdispls = nullptr;
 };
 
 LOOM_HD size_t oneShotBlockBytes(const OneShotBlocks &b, int q) { return b.counts ? b.counts[q] : b.bytes; }
@@ -67,7 +78,7 @@ LOOM_HD OneShotPiece oneShotPiece(int coll, int from, int to, int root, const On
     OneShotPiece p;
     p.offset = 0;
     p.bytes = b.bytes;
-    if (coll == kOneShotReduceScatter) {
+    if (coll == kOneShotReduceScatter || coll == kOneShotAllToAll) {
         p.offset = oneShotBlockDispl(b, to);
         p.bytes = oneShotBlockBytes(b, to);
     }
@@ -75,6 +86,18 @@ LOOM_HD OneShotPiece oneShotPiece(int coll, int from, int to, int root, const On
     if (coll == kOneShotBroadcast && from != root) p.bytes = 0;
     if (coll == kOneShotReduce && to != root) p.bytes = 0;
     return p;
+}
+
+// What rank `me` receives from rank `from` (!= me), in me's tables: the
+// bytes of from's piece for me (0: its token line).
+LOOM_HD size_t oneShotIncoming(int coll, int from, int me, int root, const OneShotBlocks &b) {
+    if (coll == kOneShotAllToAll) return b.rcounts ? b.rcounts[from] : b.bytes;
+    return oneShotPiece(coll, from, me, root, b).bytes;
+}
+
+// alltoall: where rank `from`'s block lands in this rank's output.
+LOOM_HD size_t oneShotRecvDispl(const OneShotBlocks &b, int from) {
+    return b.rdispls ? b.rdispls[from] : (size_t)from * b.bytes;
 }
 
 // LL lines of one piece: its 8-byte units, or the token line.
@@ -92,9 +115,11 @@ LOOM_HD size_t oneShotReducedBytes(int coll, int me, const OneShotBlocks &b) {
 
 // The largest piece of a call (what must fit a slot).
 LOOM_HD size_t oneShotMaxPiece(int coll, int nranks, const OneShotBlocks &b) {
-    if ((coll != kOneShotReduceScatter && coll != kOneShotAllGather) || !b.counts) return b.bytes;
+    if ((coll != kOneShotReduceScatter && coll != kOneShotAllGather && coll != kOneShotAllToAll) || !b.counts)
+        return b.bytes;
     size_t m = 0;
     for (int q = 0; q < nranks; ++q) m = b.counts[q] > m ? b.counts[q] : m;
+    for (int q = 0; coll == kOneShotAllToAll && b.rcounts && q < nranks; ++q) m = b.rcounts[q] > m ? b.rcounts[q] : m;
     return m;
 }
 

@@ -6,8 +6,13 @@
 //     roots) run by ranks that advance independently in a random order over
 //     slots of two parities; no rank may overwrite a line its owner has not
 //     read, and no sequence may deadlock.
+//  3. alltoall with every rank's own tables (ragged blocks, zeros, gaps, the
+//     receive blocks reversed; gather and scatter shapes): what each rank
+//     expects from a peer is what that peer sends it.
 //  Mutations must fail: a schedule without token lines overwrites unread
-//  lines; a wrong reduce_scatter offset gives wrong results.
+//  lines; a wrong reduce_scatter offset gives wrong results; an alltoall
+//  sending its own block to every peer, or a receiver that files a block
+//  under its sender's displacement, gives wrong results.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -45,7 +50,7 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
                                   bytes};
     size_t whole = 0; // reduce_scatter's input, allgather's output
     for (int q = 0; q < n; ++q) whole = std::max(whole, oneShotBlockDispl(blocks, q) + oneShotBlockBytes(blocks, q));
-    const size_t inBytes = coll == kOneShotReduceScatter ? whole
+    const size_t inBytes = coll == kOneShotReduceScatter || coll == kOneShotAllToAll ? whole
                          : coll == kOneShotAllGather ? oneShotBlockBytes(blocks, 0) : bytes;
     std::vector<std::vector<uint8_t>> in(n), out(n);
     std::mt19937 rng(coll * 131 + n * 17 + root + (unsigned)bytes);
@@ -72,7 +77,8 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
         }
     };
     for (int me = 0; me < n; ++me) {
-        out[me].assign(coll == kOneShotAllGather ? whole : (coll == kOneShotReduce && me != root) ? 0
+        out[me].assign(coll == kOneShotAllGather || coll == kOneShotAllToAll ? whole
+                       : (coll == kOneShotReduce && me != root) ? 0
                        : coll == kOneShotReduceScatter ? oneShotBlockBytes(blocks, me) : bytes, 0);
         if (oneShotReduces(coll, me, root)) {
             const size_t own = piece(coll, me, me, root, blocks).offset, rb = oneShotReducedBytes(coll, me, blocks);
@@ -88,6 +94,14 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
                 const std::vector<uint8_t> &v = q == me ? in[me] : msg[q][me];
                 if (v.size() != oneShotBlockBytes(blocks, q)) return "allgather block missing";
                 copyBytes(out[me].data() + oneShotBlockDispl(blocks, q), v.data(), v.size());
+            }
+        } else if (coll == kOneShotAllToAll) {
+            for (int q = 0; q < n; ++q) {
+                const size_t at = oneShotBlockDispl(blocks, me), b = oneShotBlockBytes(blocks, me);
+                const uint8_t *v = q == me ? in[me].data() + at : msg[q][me].data();
+                const size_t got = q == me ? b : msg[q][me].size();
+                if (got != (q == me ? b : oneShotIncoming(coll, q, me, root, blocks))) return "alltoall block missing";
+                copyBytes(out[me].data() + oneShotRecvDispl(blocks, q), v, got);
             }
         } else if (coll == kOneShotBroadcast) {
             const std::vector<uint8_t> &v = me == root ? in[me] : msg[root][me];
@@ -106,10 +120,81 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
             for (int q = 0; q < n; ++q) copyBytes(ref.data() + oneShotBlockDispl(blocks, q), in[q].data(), in[q].size());
         } else if (coll == kOneShotBroadcast) {
             ref = in[root];
+        } else if (coll == kOneShotAllToAll) {
+            for (int q = 0; q < n; ++q)
+                copyBytes(ref.data() + (size_t)q * bytes, in[q].data() + (size_t)me * bytes, bytes);
         }
         if (ref != out[me]) return "rank " + std::to_string(me) + ": wrong result";
     }
     return "";
+}
+
+// alltoall with per-rank tables: sc[f][t] bytes from rank f to rank t, the
+// send blocks in rank order with gaps, the receive blocks in reverse rank
+// order with gaps. `recvDisplOf`: where the receiver files a block (the
+// schedule's oneShotRecvDispl, or a mutation). Returns "" or why not.
+using RecvDisplFn = std::function<size_t(const OneShotBlocks &b, int from)>;
+std::string runAllToAll(const std::vector<std::vector<size_t>> &sc, unsigned seed, const PieceFn &piece,
+                        const RecvDisplFn &recvDisplOf) {
+    const int n = (int)sc.size();
+    std::mt19937 rng(seed);
+    std::vector<std::vector<size_t>> sd(n, std::vector<size_t>(n)), rc(n, std::vector<size_t>(n)),
+        rd(n, std::vector<size_t>(n));
+    std::vector<std::vector<uint8_t>> in(n), out(n), ref(n);
+    for (int r = 0; r < n; ++r) {
+        size_t at = rng() % 3;
+        for (int q = 0; q < n; ++q) sd[r][q] = at, at += sc[r][q] + rng() % 5;
+        in[r].resize(at);
+        for (auto &b : in[r]) b = (uint8_t)rng();
+        at = rng() % 3;
+        for (int q = n - 1; q >= 0; --q) rc[r][q] = sc[q][r], rd[r][q] = at, at += rc[r][q] + rng() % 5;
+        out[r].assign(at, 0xee);
+    }
+    for (int r = 0; r < n; ++r) { // the definition: rank q's block for r lands at r's displacement for q
+        ref[r] = out[r];
+        for (int q = 0; q < n; ++q) copyBytes(ref[r].data() + rd[r][q], in[q].data() + sd[q][r], sc[q][r]);
+    }
+    auto view = [&](int r) { return OneShotBlocks{sc[r].data(), sd[r].data(), 0, rc[r].data(), rd[r].data()}; };
+    for (int me = 0; me < n; ++me) {
+        const OneShotBlocks mine = view(me);
+        for (int q = 0; q < n; ++q) {
+            const uint8_t *v;
+            size_t bytes;
+            if (q == me) {
+                v = in[me].data() + oneShotBlockDispl(mine, me);
+                bytes = oneShotBlockBytes(mine, me);
+            } else {
+                const OneShotPiece p = piece(kOneShotAllToAll, q, me, 0, view(q)); // in the sender's tables
+                if (p.bytes != oneShotIncoming(kOneShotAllToAll, q, me, 0, mine))
+                    return "rank " + std::to_string(me) + " expects another size from rank " + std::to_string(q);
+                if (p.offset + p.bytes > in[q].size()) return "piece past the input";
+                v = in[q].data() + p.offset;
+                bytes = p.bytes;
+            }
+            if (recvDisplOf(mine, q) + bytes > out[me].size()) return "block past the output";
+            copyBytes(out[me].data() + recvDisplOf(mine, q), v, bytes);
+        }
+        if (out[me] != ref[me]) return "rank " + std::to_string(me) + ": wrong result";
+    }
+    return "";
+}
+
+RecvDisplFn recvDispls() {
+    return [](const OneShotBlocks &b, int from) { return oneShotRecvDispl(b, from); };
+}
+
+// Random alltoall(v), gather and scatter count matrices at n ranks.
+std::vector<std::vector<size_t>> countMatrix(int n, int shape, std::mt19937 &rng) {
+    std::vector<std::vector<size_t>> sc(n, std::vector<size_t>(n, 0));
+    const int root = (int)(rng() % n);
+    const size_t block = rng() % 40;
+    for (int f = 0; f < n; ++f)
+        for (int t = 0; t < n; ++t) {
+            if (shape == 0) sc[f][t] = rng() % 4 == 0 ? 0 : rng() % 300; // alltoallv
+            if (shape == 1 && t == root) sc[f][t] = block;                // gather
+            if (shape == 2 && f == root) sc[f][t] = block;                // scatter
+        }
+    return sc;
 }
 
 // Slot-safety walk: returns "" or the first violation.
@@ -199,6 +284,17 @@ START_TEST(ragged_results_match_reference) {
 }
 END_TEST
 
+START_TEST(alltoall_with_own_tables_matches_reference) {
+    std::mt19937 rng(11);
+    for (int n = 1; n <= 8; ++n)
+        for (int shape = 0; shape < 3; ++shape)
+            for (int trial = 0; trial < 30; ++trial) {
+                std::string err = runAllToAll(countMatrix(n, shape, rng), rng(), schedule(), recvDispls());
+                if (!err.empty()) ck_abort_msg("alltoall n %d shape %d trial %d: %s", n, shape, trial, err.c_str());
+            }
+}
+END_TEST
+
 START_TEST(every_pair_exchanges_a_line) {
     for (int coll = 0; coll < kOneShotNumColls; ++coll)
         for (int n = 2; n <= 8; ++n)
@@ -240,6 +336,22 @@ START_TEST(mutations_fail) {
         return p;
     };
     ck_assert(!runCall(kOneShotReduce, 3, 0, 8, dropOne).empty());
+    // Alltoall sending every peer its own block; a receiver filing blocks in
+    // rank order instead of at its receive displacements.
+    PieceFn ownBlock = [](int c, int f, int t, int r, const OneShotBlocks &b) {
+        OneShotPiece p = oneShotPiece(c, f, t, r, b);
+        if (c == kOneShotAllToAll) p.offset = oneShotBlockDispl(b, f);
+        return p;
+    };
+    std::vector<std::vector<size_t>> sc(3, std::vector<size_t>(3, 16));
+    ck_assert(!runAllToAll(sc, 1, ownBlock, recvDispls()).empty());
+    RecvDisplFn rankOrder = [](const OneShotBlocks &b, int from) {
+        size_t at = 0;
+        for (int q = 0; q < from; ++q) at += b.rcounts[q];
+        return at;
+    };
+    ck_assert(!runAllToAll(sc, 1, schedule(), rankOrder).empty());
+    ck_assert(runAllToAll(sc, 1, schedule(), recvDispls()).empty()); // the unmutated run passes
 }
 END_TEST
 
@@ -251,6 +363,7 @@ Suite *oneshot_schedule_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, results_match_reference);
     tcase_add_test(tc, ragged_results_match_reference);
+    tcase_add_test(tc, alltoall_with_own_tables_matches_reference);
     tcase_add_test(tc, every_pair_exchanges_a_line);
     tcase_add_test(tc, sequences_never_overwrite_or_deadlock);
     tcase_add_test(tc, mutations_fail);
