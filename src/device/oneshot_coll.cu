@@ -83,30 +83,17 @@ __global__ void __launch_bounds__(kOneShotThreads) oneShotKernel(OneShotArgs a) 
             }
             storeUnit(out, u * 8, bytes, acc);
         }
-    } else if (a.coll == kOneShotAllGather) {
+    } else if (a.coll == kOneShotAllGather || a2a) {
+        // n blocks into the output: this rank's own from its input, the
+        // others' from their lines. In place the own block stays where it
+        // is, and (alltoall: one buffer, the same tables on both sides) the
+        // thread that writes unit u of block q read unit u of piece q above.
+        const OneShotPiece mine = oneShotPiece(a.coll, me, me, a.root, blocks);
+        const char *own = in + mine.offset;
         for (int q = 0; q < n; ++q) {
-            const size_t bytes = oneShotBlockBytes(blocks, q), units = (bytes + 7) / 8;
-            char *to = out + oneShotBlockDispl(blocks, q);
-            if (q == me && in == to) continue; // in place
-            for (size_t u = first; u < units; u += stride) {
-                uint64_t v;
-                if (q == me) {
-                    v = loadUnit(in, u * 8, bytes);
-                } else if (!llWait(a.mine[q] + u, a.flag, &v, start, a.timeoutCycles)) {
-                    fail(q);
-                    return;
-                }
-                storeUnit(to, u * 8, bytes, v);
-            }
-        }
-    } else if (a2a) {
-        // In place (in == out, the same tables on both sides) the thread that
-        // writes unit u of block q read unit u of piece q above.
-        const char *own = in + oneShotBlockDispl(blocks, me);
-        for (int q = 0; q < n; ++q) {
-            const size_t bytes = q == me ? oneShotBlockBytes(blocks, me) : oneShotIncoming(a.coll, q, me, a.root, blocks);
+            const size_t bytes = q == me ? mine.bytes : oneShotIncoming(a.coll, q, me, a.root, blocks);
             const size_t units = (bytes + 7) / 8;
-            char *to = out + oneShotRecvDispl(blocks, q);
+            char *to = out + oneShotOutDispl(a.coll, blocks, q);
             if (q == me && own == to) continue;
             for (size_t u = first; u < units; u += stride) {
                 uint64_t v;

@@ -95,9 +95,10 @@ LOOM_HD size_t oneShotIncoming(int coll, int from, int me, int root, const OneSh
     return oneShotPiece(coll, from, me, root, b).bytes;
 }
 
-// alltoall: where rank `from`'s block lands in this rank's output.
-LOOM_HD size_t oneShotRecvDispl(const OneShotBlocks &b, int from) {
-    return b.rdispls ? b.rdispls[from] : (size_t)from * b.bytes;
+// allgather, alltoall: where rank `from`'s block lands in this rank's output.
+LOOM_HD size_t oneShotOutDispl(int coll, const OneShotBlocks &b, int from) {
+    if (coll == kOneShotAllToAll) return b.rdispls ? b.rdispls[from] : (size_t)from * b.bytes;
+    return oneShotBlockDispl(b, from);
 }
 
 // LL lines of one piece: its 8-byte units, or the token line.

@@ -101,7 +101,7 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
                 const uint8_t *v = q == me ? in[me].data() + at : msg[q][me].data();
                 const size_t got = q == me ? b : msg[q][me].size();
                 if (got != (q == me ? b : oneShotIncoming(coll, q, me, root, blocks))) return "alltoall block missing";
-                copyBytes(out[me].data() + oneShotRecvDispl(blocks, q), v, got);
+                copyBytes(out[me].data() + oneShotOutDispl(coll, blocks, q), v, got);
             }
         } else if (coll == kOneShotBroadcast) {
             const std::vector<uint8_t> &v = me == root ? in[me] : msg[root][me];
@@ -132,7 +132,7 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
 // alltoall with per-rank tables: sc[f][t] bytes from rank f to rank t, the
 // send blocks in rank order with gaps, the receive blocks in reverse rank
 // order with gaps. `recvDisplOf`: where the receiver files a block (the
-// schedule's oneShotRecvDispl, or a mutation). Returns "" or why not.
+// schedule's oneShotOutDispl, or a mutation). Returns "" or why not.
 using RecvDisplFn = std::function<size_t(const OneShotBlocks &b, int from)>;
 std::string runAllToAll(const std::vector<std::vector<size_t>> &sc, unsigned seed, const PieceFn &piece,
                         const RecvDisplFn &recvDisplOf) {
@@ -180,7 +180,7 @@ std::string runAllToAll(const std::vector<std::vector<size_t>> &sc, unsigned see
 }
 
 RecvDisplFn recvDispls() {
-    return [](const OneShotBlocks &b, int from) { return oneShotRecvDispl(b, from); };
+    return [](const OneShotBlocks &b, int from) { return oneShotOutDispl(kOneShotAllToAll, b, from); };
 }
 
 // Random alltoall(v), gather and scatter count matrices at n ranks.
