@@ -2,6 +2,8 @@
 // one host with every peer mapped, ranks spanning hosts at 3, 4, 8 and 16
 // ranks, LL thresholds at their defaults. Each case is the algorithm the
 // measurements behind the table call for.
+#include <cstring>
+
 #include "core/select.h"
 #include "device/ring_schedule.h"
 #include "unit_suites.h"
@@ -120,6 +122,28 @@ START_TEST(loom_algo_restricts_the_table) {
 }
 END_TEST
 
+START_TEST(exchanges_one_shot_only_with_a_block_known_alike) {
+    const char *why = nullptr;
+    loomComm c = oneHost(4);
+    ck_assert(exchangeOneShot(&c, 16 << 10, &why));                // alltoall, 16 KiB blocks
+    ck_assert(exchangeOneShot(&c, 512 << 10, &why));               // 1.5 MiB of link bytes at 4 ranks
+    ck_assert(!exchangeOneShot(&c, (512 << 10) + 8, &why));        // past the crossover
+    ck_assert(!exchangeOneShot(&c, 0, &why));                      // a v-form: no bound known alike
+    ck_assert_ptr_nonnull(strstr(why, "v-form"));
+    loomComm two = oneHost(2);
+    ck_assert(exchangeOneShot(&two, 1 << 20, &why));               // a whole slot at 2 ranks
+    ck_assert(!exchangeOneShot(&two, (1 << 20) + 8, &why));        // past the slot
+    loomComm d = oneHost(4);
+    d.allPeersMapped = false;                                      // a pair without p2p: the exchange kernel
+    ck_assert(!exchangeOneShot(&d, 64, &why));
+    loomComm big = oneHost(16);                                    // over 8 ranks: no one-shot slots
+    big.llMaxBytes = 0;
+    ck_assert(!exchangeOneShot(&big, 64, &why));
+    c.algoMask = kAllAlgos & ~(1u << kAlgoOneShot);                // LOOM_ALGO=^oneshot
+    ck_assert(!exchangeOneShot(&c, 64, &why));
+}
+END_TEST
+
 Suite *select_suite(void) {
     Suite *s = suite_create("select");
     TCase *tc = tcase_create("select");
@@ -127,6 +151,7 @@ Suite *select_suite(void) {
     tcase_add_test(tc, across_hosts_doubling_where_it_takes_fewer_hops);
     tcase_add_test(tc, loom_algo_syntax);
     tcase_add_test(tc, loom_algo_restricts_the_table);
+    tcase_add_test(tc, exchanges_one_shot_only_with_a_block_known_alike);
     suite_add_tcase(s, tc);
     return s;
 }
