@@ -72,24 +72,32 @@ static inline bool mca_coll_loom_no_gpu_v(const void *sbuf, const int *scounts, 
 /* alltoallv-like collectives: ragged blocks at displacements (in extents);
  * gpu_try may take the call onto loom's kernels first. In place (sbuf
  * MPI_IN_PLACE, never on the GPU) MPI ignores the send arguments, so they
- * are not read. */
+ * are not read. The spans, computed once, say where each side's bytes are
+ * (mca_coll_loom_span_on_gpu) and what staging copies. */
 #define LOOM_VECTOR_EXCHANGE(name, blocks_of, gpu_try)                                                        \
     static int name##_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,     \
                           void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,           \
                           ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)                         \
     {                                                                                                         \
         const loom_blocks_t b = blocks_of(comm);                                                              \
-        bool s_gpu = mca_coll_loom_v_on_gpu(sbuf, sdt, scounts, sdispls, b.out);                              \
-        bool r_gpu = mca_coll_loom_v_on_gpu(rbuf, rdt, rcounts, rdispls, b.in);                               \
+        loom_span_t s_span = {0, 0}, r_span = {0, 0};                                                         \
+        if (MPI_IN_PLACE != sbuf && NULL != sbuf) {                                                           \
+            const loom_type_shape_t ssh = mca_coll_loom_shape(sdt);                                           \
+            s_span = loom_span_of_v(&ssh, scounts, sdispls, b.out);                                           \
+        }                                                                                                     \
+        if (NULL != rbuf) {                                                                                   \
+            const loom_type_shape_t rsh = mca_coll_loom_shape(rdt);                                           \
+            r_span = loom_span_of_v(&rsh, rcounts, rdispls, b.in);                                            \
+        }                                                                                                     \
+        const bool s_gpu = mca_coll_loom_span_on_gpu(sbuf, s_span);                                           \
+        const bool r_gpu = mca_coll_loom_span_on_gpu(rbuf, r_span);                                           \
         int rc;                                                                                               \
         if (gpu_try(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, m, req, s_gpu || r_gpu,   \
                     &rc))                                                                                     \
             return rc;                                                                                        \
         if (!s_gpu && !r_gpu)                                                                                 \
             LOOM_DELEGATE(m, req, name, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);      \
-        loom_type_shape_t ssh = mca_coll_loom_shape(sdt), rsh = mca_coll_loom_shape(rdt);                     \
-        loom_span_t s_span = s_gpu ? loom_span_of_v(&ssh, scounts, sdispls, b.out) : (loom_span_t){0, 0};    \
-        loom_span_t r_span = loom_span_of_v(&rsh, rcounts, rdispls, b.in);                                    \
+        if (!s_gpu) s_span = (loom_span_t){0, 0};                                                             \
         LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdt, hr, rcounts,  \
                          rdispls, rdt, comm);                                                                 \
     }                                                                                                         \

@@ -156,11 +156,16 @@ static int bootstrap_pairwise(void *ctx, int nsend, const int *to, const void *s
         rc = MCA_PML_CALL(isend(buf + bytes * (size_t)(nrecv + i), bytes, MPI_BYTE, to[i], MCA_COLL_BASE_TAG_ALLTOALLV,
                                 MCA_PML_BASE_SEND_STANDARD, m->comm, &reqs[posted]));
     for (size_t k = 0; k < posted && LOOM_GPU_BROKEN != m->gpu_state; ++k) {
-        char step[96]; /* names the peer: the report of a time-out says whom this rank waited for */
-        if (k < (size_t)nrecv) snprintf(step, sizeof(step), "exchanging buffer descriptions, receiving rank %d's", from[k]);
-        else snprintf(step, sizeof(step), "exchanging buffer descriptions, sending rank %d this rank's", to[k - (size_t)nrecv]);
-        const int done = finish_step(m, &reqs[k], step);
-        if (MPI_SUCCESS == rc) rc = done;
+        /* Peers that are there have answered: the step's text (naming the
+         * peer, for a time-out's report) is made only for a wait. */
+        int done = 0, rk = ompi_request_test(&reqs[k], &done, MPI_STATUS_IGNORE);
+        if (MPI_SUCCESS == rk && !done) {
+            char step[96];
+            if (k < (size_t)nrecv) snprintf(step, sizeof(step), "exchanging buffer descriptions, receiving rank %d's", from[k]);
+            else snprintf(step, sizeof(step), "exchanging buffer descriptions, sending rank %d this rank's", to[k - (size_t)nrecv]);
+            rk = finish_step(m, &reqs[k], step);
+        }
+        if (MPI_SUCCESS == rc) rc = rk;
     }
     if (LOOM_GPU_BROKEN == m->gpu_state) return 1; /* requests abandoned with their buffers */
     if (MPI_SUCCESS == rc) memcpy(recv, buf, bytes * (size_t)nrecv);

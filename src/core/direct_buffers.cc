@@ -29,6 +29,14 @@ struct SharedMapping {
 
 namespace {
 
+// m maps an allocation of d's owner on `device` (still open).
+bool sameOwner(const SharedMapping &m, const BufferDesc &d, int device) {
+    return !m.closed && m.pidNamespace == d.pidNamespace && m.pid == d.pid && m.device == device;
+}
+
+// Ranges [a, a + as) and [b, b + bs) share a byte.
+bool overlap(uint64_t a, uint64_t as, uint64_t b, uint64_t bs) { return a < b + bs && b < a + as; }
+
 std::mutex g_mappingsLock;
 std::vector<std::unique_ptr<SharedMapping>> g_mappings;
 
@@ -37,15 +45,13 @@ std::vector<std::unique_ptr<SharedMapping>> g_mappings;
 cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out) {
     std::lock_guard<std::mutex> lock(g_mappingsLock);
     for (auto &m : g_mappings)
-        if (!m->closed && m->pidNamespace == d.pidNamespace && m->pid == d.pid && m->bufferId == d.bufferId &&
-            m->device == device) {
+        if (sameOwner(*m, d, device) && m->bufferId == d.bufferId) {
             ++m->refs;
             *out = m.get();
             return cudaSuccess;
         }
     for (auto &m : g_mappings) // the owner's allocations that this one replaced
-        if (!m->closed && m->pidNamespace == d.pidNamespace && m->pid == d.pid && m->device == device &&
-            m->base < d.base + d.size && d.base < m->base + m->size) {
+        if (sameOwner(*m, d, device) && overlap(m->base, m->size, d.base, d.size)) {
             LOOM_TRACE(kColl, "direct: pid %d freed its allocation 0x%llx (buffer id %llu): mapping closed", m->pid,
                        (unsigned long long)m->base, (unsigned long long)m->bufferId);
             cudaIpcCloseMemHandle(m->at);
@@ -126,16 +132,17 @@ void DirectBuffers::unmap(Mapped &m) {
     if (m.recorded) cudaEventSynchronize(m.read); // none of this communicator's kernels reads it any more
     cudaEventDestroy(m.read);
     releaseMapping(m.shared);
-    m.at = nullptr;
+    m.shared = nullptr;
 }
 
 loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, const char **at) {
     for (size_t i = 0; i < mapped_.size();) {
         Mapped &m = mapped_[i];
-        if (m.peer == q && m.base < d.base + d.size && d.base < m.base + m.size) {
-            if (m.bufferId == d.bufferId) { // hit
+        const SharedMapping &s = *m.shared;
+        if (m.peer == q && overlap(s.base, s.size, d.base, d.size)) {
+            if (s.bufferId == d.bufferId) { // hit
                 m.used = clock_;
-                *at = m.at + d.offset;
+                *at = s.at + d.offset;
                 return loomSuccess;
             }
             unmap(m); // the peer freed that allocation: its address holds a new one
@@ -156,10 +163,9 @@ loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, const c
         unmap(mapped_[lru]);
         mapped_.erase(mapped_.begin() + lru);
     }
-    Mapped m{q, d.bufferId, d.base, d.size, nullptr, nullptr, nullptr, clock_, false};
+    Mapped m{q, nullptr, nullptr, clock_, false};
     cudaError_t e = acquireMapping(d, cudaDev, &m.shared);
     if (e == cudaSuccess) {
-        m.at = m.shared->at;
         e = cudaEventCreateWithFlags(&m.read, cudaEventDisableTiming);
         if (e != cudaSuccess) releaseMapping(m.shared);
     }
@@ -169,9 +175,9 @@ loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, const c
                     (unsigned long long)d.base, cudaGetErrorString(e));
     }
     mapped_.push_back(m);
-    *at = m.at + d.offset;
+    *at = m.shared->at + d.offset;
     LOOM_TRACE(kColl, "direct: mapped rank %d's allocation 0x%llx (buffer id %llu) at %p", q,
-               (unsigned long long)d.base, (unsigned long long)d.bufferId, static_cast<void *>(m.at));
+               (unsigned long long)d.base, (unsigned long long)d.bufferId, static_cast<void *>(m.shared->at));
     return loomSuccess;
 }
 

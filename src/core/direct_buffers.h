@@ -89,9 +89,7 @@ class DirectBuffers {
     };
     struct Mapped {
         int peer;
-        uint64_t bufferId, base, size;
-        SharedMapping *shared;
-        char *at; // the allocation's start here
+        SharedMapping *shared; // the allocation (owner's id and range) and its start here
         cudaEvent_t read;
         uint64_t used;
         bool recorded;

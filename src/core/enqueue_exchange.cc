@@ -84,11 +84,12 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     if (sendcounts[me] != recvcounts[me])
         return fail(loomInvalidArgument, "loomAllToAllV: rank %d sends itself %zu bytes but receives %zu", me,
                     sendcounts[me], recvcounts[me]);
-    size_t inSpan = 0, outSpan = 0, largest = 0;
+    size_t inSpan = 0, outSpan = 0, largest = 0, sent = 0, received = 0; // sent, received: to and from peers
     for (int q = 0; q < n; ++q) {
         if (sendcounts[q]) inSpan = std::max(inSpan, sdispls[q] + sendcounts[q]);
         if (recvcounts[q]) outSpan = std::max(outSpan, rdispls[q] + recvcounts[q]);
         largest = std::max(largest, std::max(sendcounts[q], recvcounts[q]));
+        if (q != me) sent += sendcounts[q], received += recvcounts[q];
     }
     if ((inSpan && !sendbuff) || (outSpan && !recvbuff)) return fail(loomInvalidArgument, "loomAllToAllV: NULL buffer");
     if (agreedBlock && largest > agreedBlock)
@@ -134,7 +135,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     // connection's steps before this call.
     const size_t N = (size_t)n, C = (size_t)p.channels;
     std::vector<size_t> &tables = p.callTables;
-    tables.resize(6 * N + 2 * N * C);
+    tables.resize(6 * N + 2 * N * C); // the direct tables' room; trimmed below when no pair is direct
     bool direct = false;
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
     loomResult_t r = planDirectPairs(comm, in, sendcounts, sdispls, out, recvcounts, rdispls, tables.data() + 4 * N,
@@ -155,9 +156,6 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     s.channels = p.channels;
     s.lanes = std::max(1, std::min(n - 1, kMaxExchangeLanes / p.channels)) * p.channels;
     s.chunkElems = p.slotBytes;
-    size_t sent = 0, received = 0;
-    for (int q = 0; q < n; ++q)
-        if (q != me) sent += sendcounts[q], received += recvcounts[q];
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below

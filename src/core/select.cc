@@ -28,15 +28,21 @@ constexpr size_t kOneShotLinkBytes[kRingNumColls] = {
     1536 * 1024, // reduce
 };
 
-// Every pair maps the other's memory, the piece fits a slot (LL lines carry
-// 8-byte units: a 16-byte element would straddle two), and the rank's link
-// bytes are below the ring's crossover.
+// Every pair maps the other's memory, the piece fits a slot, and the rank's
+// link bytes (n-1) x piece are at most `crossover` (LOOM_ONESHOT_MAX_BYTES
+// replaces it).
+bool oneShotPieceFits(const loomComm *comm, size_t piece, size_t crossover) {
+    const long limit = params().oneShotMaxBytes;
+    const size_t link = piece * (size_t)(comm->nranks - 1);
+    return comm->allPeersMapped && piece <= comm->llMaxBytes && link <= (limit >= 0 ? (size_t)limit : crossover);
+}
+
+// The same for the table's collectives (LL lines carry 8-byte units: a
+// 16-byte element would straddle two; allreduce: LOOM_LL_MAX_BYTES alone).
 bool oneShotFits(const loomComm *comm, const CallShape &s) {
     if (!comm->allPeersMapped || s.esize > 8) return false;
     if (s.coll == kRingAllReduce) return s.bytes <= comm->llMaxBytes;
-    const long limit = params().oneShotMaxBytes;
-    const size_t link = s.piece * (size_t)(comm->nranks - 1);
-    return s.piece <= comm->llMaxBytes && link <= (limit >= 0 ? (size_t)limit : kOneShotLinkBytes[s.coll]);
+    return oneShotPieceFits(comm, s.piece, kOneShotLinkBytes[s.coll]);
 }
 
 // Recursive doubling won up to 128 KiB at 2-4 ranks across hosts (trees 2x
@@ -99,12 +105,9 @@ const Rule kRules[] = {
 constexpr size_t kExchangeOneShotLinkBytes = 1536 * 1024;
 
 bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
-    const long limit = params().oneShotMaxBytes;
-    const size_t link = block * (size_t)(comm->nranks - 1);
     if (!block) *why = "no block bound known alike (a v-form, or empty blocks)";
-    else if (!(comm->algoMask & (1u << kAlgoOneShot)) || !comm->allPeersMapped || block > comm->llMaxBytes)
-        *why = "one-shot off, a peer not mapped, or the block past a one-shot slot";
-    else if (link > (limit >= 0 ? (size_t)limit : kExchangeOneShotLinkBytes)) *why = "past the one-shot crossover";
+    else if (!(comm->algoMask & (1u << kAlgoOneShot)) || !oneShotPieceFits(comm, block, kExchangeOneShotLinkBytes))
+        *why = "one-shot off, a peer not mapped, or the block past a one-shot slot or the crossover";
     else {
         *why = "every peer mapped, blocks known alike, under the one-shot crossover";
         return true;

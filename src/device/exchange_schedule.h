@@ -220,8 +220,8 @@ inline void exchangeStepCounts(const ExchangeSched &s, unsigned long long *sends
     for (int q = 0; q < s.nranks; ++q)
         for (int c = 0; c < s.channels; ++c) {
             const int k = exchangeConn(s, q, c);
-            sends[k] = q == s.rank ? 0 : exchangeSendDirect(s, q) ? 1 : exchangeSendChunks(s, q, c);
-            recvs[k] = q == s.rank ? 0 : exchangeRecvDirect(s, q) ? 1 : exchangeRecvChunks(s, q, c);
+            sends[k] = q == s.rank ? 0 : exchangeSendDirect(s, q) ? 1 : exchangeChannelChunks(s, s.sendCount[q], c);
+            recvs[k] = q == s.rank ? 0 : exchangeRecvDirect(s, q) ? 1 : exchangeChannelChunks(s, s.recvCount[q], c);
         }
 }
 
