@@ -1,9 +1,9 @@
 // The authenticated side channel (src/btl_gpu/net/side_channel.h) over
 // loopback, no RDMA hardware needed: the secret holder gets through while a
 // seeded fuzzer hammers the port; stalled, wrong and flooding connections are
-// dropped; a replay after the connection finds nothing listening; the
-// listener answers only on its own address; no descriptor leaks. Every wait
-// is bounded.
+// dropped, but none pushes out a peer slow to speak within its grace; a
+// replay after the connection finds nothing listening; the listener answers
+// only on its own address; no descriptor leaks. Every wait is bounded.
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
@@ -176,19 +176,58 @@ START_TEST(a_flood_of_silent_connections_cannot_shut_out_the_peer) {
     std::vector<int> silent;
     std::vector<uint8_t> got(kPayload);
     for (int k = 0; k < 3 * loom::net::kSidePending; ++k) {
+        int fd = dial(addr); // the kernel's queue takes those the listener has no room for yet
+        ck_assert_int_ge(fd, 0);
+        silent.push_back(fd);
+        int none = -1;
+        ck_assert_int_eq(l->poll(got.data(), &none), loomSuccess);
+        ck_assert_int_lt(none, 0);
+    }
+    ck_assert_uint_eq(l->dropped(), 0); // none had its grace yet
+    const double t0 = now();
+    std::thread legit([&] { ck_assert(legitConnect(addr, 0)); });
+    ck_assert_int_eq(acceptOne(l, &got, 10), 0);
+    legit.join();
+    // Behind 96 silent ones, 32 at a time: two graces of waiting.
+    ck_assert_double_ge(now() - t0, 2 * loom::net::kSideGraceSeconds * 0.9);
+    ck_assert(got == legitPayload());
+    ck_assert_uint_eq(l->dropped(), 3 * loom::net::kSidePending);
+    for (int fd : silent) close(fd);
+    delete l;
+    ck_assert_int_eq(openFds(), fds0);
+}
+END_TEST
+
+// The peer connects but its thread is slow to send (a loaded machine): a
+// burst of twice the pending table's connections behind it cannot push it out
+// before its grace.
+START_TEST(a_peer_slow_to_speak_keeps_its_place) {
+    const int fds0 = openFds();
+    SideAddress addr;
+    SideListener *l = nullptr;
+    ck_assert_int_eq(SideListener::open(loopback(), kPayload, &addr, &l), loomSuccess);
+    std::vector<uint8_t> got(kPayload);
+    int peer = dial(addr);
+    ck_assert_int_ge(peer, 0);
+    std::vector<int> silent;
+    for (int k = 0; k < 2 * loom::net::kSidePending; ++k) {
         int fd = dial(addr);
         ck_assert_int_ge(fd, 0);
         silent.push_back(fd);
         int none = -1;
-        ck_assert_int_eq(l->poll(got.data(), &none), loomSuccess); // takes them in
+        ck_assert_int_eq(l->poll(got.data(), &none), loomSuccess);
         ck_assert_int_lt(none, 0);
     }
-    ck_assert_uint_eq(l->dropped(), 2 * loom::net::kSidePending); // the oldest made room
-    std::thread legit([&] { ck_assert(legitConnect(addr, 0)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // within the grace
+    std::vector<uint8_t> payload = legitPayload();
+    std::vector<uint8_t> m = loom::net::sideHello(addr, payload.data(), payload.size());
+    ck_assert(sendAll(peer, m.data(), m.size()));
     ck_assert_int_eq(acceptOne(l, &got, 10), 0);
-    legit.join();
-    ck_assert(got == legitPayload());
-    ck_assert_uint_eq(l->dropped(), 3 * loom::net::kSidePending);
+    ck_assert(got == payload);
+    char reply[4] = {};
+    ck_assert_int_eq(recv(peer, reply, 4, MSG_WAITALL), 4);
+    ck_assert_int_eq(memcmp(reply, "ok!!", 4), 0);
+    close(peer);
     for (int fd : silent) close(fd);
     delete l;
     ck_assert_int_eq(openFds(), fds0);
@@ -248,6 +287,7 @@ Suite *side_channel_suite(void) {
     tcase_add_test(tc, the_secret_holder_gets_through_a_fuzzer);
     tcase_add_test(tc, wrong_secret_and_stalled_hellos_are_dropped);
     tcase_add_test(tc, a_flood_of_silent_connections_cannot_shut_out_the_peer);
+    tcase_add_test(tc, a_peer_slow_to_speak_keeps_its_place);
     tcase_add_test(tc, listens_only_on_its_address);
     tcase_add_test(tc, every_listener_has_its_own_secret);
     suite_add_tcase(s, tc);

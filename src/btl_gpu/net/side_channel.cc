@@ -77,7 +77,7 @@ loomResult_t SideListener::open(uint32_t ip, size_t payloadBytes, SideAddress *a
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = ip;
     socklen_t len = sizeof(sa);
-    if (fd < 0 || bind(fd, (sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, kSidePending) != 0 ||
+    if (fd < 0 || bind(fd, (sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, kSideBacklog) != 0 ||
         getsockname(fd, (sockaddr *)&sa, &len) != 0) {
         int e = errno;
         if (fd >= 0) close(fd);
@@ -121,8 +121,26 @@ void SideListener::drop(Pending &p, const char *why) {
     ++dropped_;
 }
 
+// Room for one more pending handshake: free, or made by dropping the oldest
+// one that has not proved the secret (it had the longest to speak) once it
+// had its grace. One whose header carried the secret is the peer, however
+// slow its payload. False: everyone pending is still within the grace.
+bool SideListener::makeRoom() {
+    if ((int)pending_.size() < kSidePending) return true;
+    const double grace = helloSeconds_ < kSideGraceSeconds ? helloSeconds_ : kSideGraceSeconds;
+    const double t = now();
+    for (size_t i = 0; i < pending_.size(); ++i) {
+        if (pending_[i].proved) continue;
+        if (t - pending_[i].since < grace) return false; // the rest are younger still
+        drop(pending_[i], "too many handshakes at once");
+        pending_.erase(pending_.begin() + (long)i);
+        return true;
+    }
+    return false;
+}
+
 void SideListener::acceptNew() {
-    for (int k = 0; k < kSidePending && listenFd_ >= 0; ++k) {
+    for (int k = 0; k < kSidePending && listenFd_ >= 0 && makeRoom(); ++k) {
         sockaddr_in from;
         socklen_t len = sizeof(from);
         int fd = accept4(listenFd_, (sockaddr *)&from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -133,18 +151,10 @@ void SideListener::acceptNew() {
                 LOOM_INFO(kNet, "side channel: accept: %s", strerror(errno));
             return;
         }
-        if ((int)pending_.size() >= kSidePending) {
-            // Room for the newcomer: the oldest that has not proved the
-            // secret yet (it had the longest to speak). One whose header
-            // carried the secret is the peer, however slow its payload.
-            size_t victim = 0;
-            while (victim + 1 < pending_.size() && pending_[victim].proved) ++victim;
-            drop(pending_[victim], "too many handshakes at once");
-            pending_.erase(pending_.begin() + (long)victim);
-        }
         Pending p;
         p.fd = fd;
-        p.deadline = now() + helloSeconds_;
+        p.since = now();
+        p.deadline = p.since + helloSeconds_;
         p.got = 0;
         p.proved = false;
         p.buf.assign(sizeof(SideHello) + payloadBytes_, 0);

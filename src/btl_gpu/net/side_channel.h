@@ -13,6 +13,11 @@
  *    its deadline. Up to kSidePending handshakes are read at once; beyond
  *    that the oldest one that has not yet proved the secret is dropped, so
  *    a flood of connections that stall cannot shut the legitimate one out.
+ *    None is dropped for room before it had kSideGraceSeconds to speak:
+ *    while every pending one is younger, newcomers wait in the kernel's
+ *    accept queue (first in, first out). Without the grace a burst of 32
+ *    connections could push out a peer whose thread had not yet been
+ *    scheduled to send its header (seen on a loaded 2-core CI machine).
  */
 #pragma once
 
@@ -28,6 +33,8 @@ namespace net {
 constexpr size_t kSideSecretBytes = 16;
 constexpr int kSidePending = 32;          // handshakes read at once
 constexpr double kSideHelloSeconds = 5.0; // to deliver a whole hello
+constexpr double kSideGraceSeconds = 1.0; // never pushed out for room sooner
+constexpr int kSideBacklog = 256;         // the kernel's accept queue
 
 // Where a connector finds a listener, and what it must present there.
 struct SideAddress {
@@ -75,13 +82,15 @@ class SideListener {
   private:
     struct Pending {
         int fd;
-        double deadline;
+        double since;    // accepted at
+        double deadline; // for the whole hello
         size_t got;
         bool proved; // its header carried the secret
         std::vector<uint8_t> buf;
         char peer[48];
     };
     SideListener() = default;
+    bool makeRoom();
     void acceptNew();
     // 1: a valid hello is complete, 0: not yet, -1: dropped (closed).
     int readHello(Pending &p);
