@@ -116,8 +116,8 @@ static loomResult_t launch(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, 
         return loomAllGatherV(in, c->count, out, c->counts, c->displs, c->dt, m->lcomm, NULL);
     case LOOM_GPU_REDUCE_SCATTERV: return loomReduceScatterV(in, out, c->counts, c->dt, c->op, m->lcomm, NULL);
     case LOOM_GPU_ALLTOALLV:
-        return loomExchange(in, c->send_counts, c->send_displs, out, c->counts, c->displs, c->agreed_block, m->lcomm,
-                            NULL);
+        return loomExchange(in, c->send_counts, c->send_displs, out, c->counts, c->displs, c->agreed_block, c->fan_in,
+                            m->lcomm, NULL);
     case LOOM_GPU_SCAN: return loomScan(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
     case LOOM_GPU_EXSCAN: return loomExScan(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
     default: return loomReduceScatter(in, out, c->count, c->dt, c->op, m->lcomm, NULL);

@@ -56,6 +56,7 @@ typedef struct {
     const size_t *send_counts; /* alltoallv: what this rank sends each peer */
     const size_t *send_displs;
     size_t agreed_block; /* alltoall, gather, scatter: their block's bytes, alike on every rank (0: v-forms) */
+    int fan_in;          /* gather(v): one rank receives from all (alike on every rank) */
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
 } loom_gpu_call_t;
 

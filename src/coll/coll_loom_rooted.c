@@ -80,6 +80,7 @@ static bool rooted_gpu(const rooted_args_t *a, int coll, ompi_communicator_t *co
     loom_typed_blocks_t snd, rcv;
     const int me = ompi_comm_rank(comm);
     rank_blocks(a, n, me, ints, &snd, &rcv);
+    c.fan_in = a->gather;
     /* gather, scatter: one block size, known to every rank (not the v-forms,
      * whose leaves may pass NULL for the root's arrays). */
     if (LOOM_COLL_gather == coll || LOOM_COLL_scatter == coll) {

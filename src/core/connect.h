@@ -30,7 +30,7 @@ struct PeerInfo {
     // selects algorithms (one-shot threshold, doubling family): ranks that
     // chose differently would wait for each other forever; LOOM_RINGS (a
     // hash of it), which sets every connection.
-    uint64_t fifoGeometry[14];
+    uint64_t fifoGeometry[15];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

@@ -13,9 +13,9 @@
 
 namespace loom {
 
-loomResult_t planDirectPairs(loomComm *comm, const char *in, const size_t *sendcounts, const size_t *sdispls,
-                             char *out, const size_t *recvcounts, const size_t *rdispls, size_t *directSend,
-                             size_t *directSrc, bool *any, loomResult_t *late) {
+loomResult_t planDirectPairs(loomComm *comm, bool push, const char *in, const size_t *sendcounts,
+                             const size_t *sdispls, char *out, const size_t *recvcounts, const size_t *rdispls,
+                             size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late) {
     PeerConns &p = *comm->peers;
     const int n = comm->nranks, me = comm->rank;
     std::fill(directSend, directSend + n, 0);
@@ -33,47 +33,57 @@ loomResult_t planDirectPairs(loomComm *comm, const char *in, const size_t *sendc
         if (recvcounts[q] >= least) from.push_back(q);
     }
     if (to.empty() && from.empty()) return loomSuccess;
+    // The end that does not copy describes its buffer to the end that does:
+    // pulled, senders their input to the receivers; pushed, receivers their
+    // output to the senders.
+    const std::vector<int> &describeTo = push ? from : to, &learnFrom = push ? to : from;
+    const char *mineAt = push ? out : in;
+    const size_t *myDispls = push ? rdispls : sdispls;
+    size_t *signals = push ? directSrc : directSend; // my halves the peer copies: nonzero
+    size_t *copies = push ? directSend : directSrc;  // my halves I copy: the peer's buffer mapped here
     p.direct.beginCall();
     BufferDesc mine{};
-    if (!to.empty()) mine = p.direct.describe(in, comm->cudaDev);
-    if (!to.empty() && !mine.shareable && !p.unshareableSaid) {
+    if (!describeTo.empty()) mine = p.direct.describe(mineAt, comm->cudaDev);
+    if (!describeTo.empty() && !mine.shareable && !p.unshareableSaid) {
         p.unshareableSaid = true;
-        LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes go through the FIFO: the input at %p cannot be "
+        LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes go through the FIFO: the %s at %p cannot be "
                   "shared with CUDA IPC (pool, VMM, managed, host or another GPU's memory); said once per "
-                  "communicator", me, least, static_cast<const void *>(in));
+                  "communicator", me, least, push ? "output" : "input", static_cast<const void *>(mineAt));
     }
-    p.directOut.assign(to.size(), mine);
-    for (size_t i = 0; i < to.size(); ++i) {
-        p.directOut[i].offset += sdispls[to[i]];
-        directSend[to[i]] = mine.shareable ? 1 : 0;
+    p.directOut.assign(describeTo.size(), mine);
+    for (size_t i = 0; i < describeTo.size(); ++i) {
+        p.directOut[i].offset += myDispls[describeTo[i]];
+        signals[describeTo[i]] = mine.shareable ? 1 : 0;
     }
-    p.directIn.resize(from.size());
-    if (p.bootstrap.pairwise(p.bootstrap.ctx, (int)to.size(), to.data(), p.directOut.data(), (int)from.size(),
-                             from.data(), p.directIn.data(), sizeof(BufferDesc)) != 0)
+    p.directIn.resize(learnFrom.size());
+    if (p.bootstrap.pairwise(p.bootstrap.ctx, (int)describeTo.size(), describeTo.data(), p.directOut.data(),
+                             (int)learnFrom.size(), learnFrom.data(), p.directIn.data(), sizeof(BufferDesc)) != 0)
         return fail(loomRemoteError, "rank %d: exchanging buffer descriptions (%zu to send, %zu to receive) failed",
-                    me, to.size(), from.size());
-    for (size_t j = 0; j < from.size(); ++j) {
-        const int q = from[j];
+                    me, describeTo.size(), learnFrom.size());
+    for (size_t j = 0; j < learnFrom.size(); ++j) {
+        const int q = learnFrom[j];
         if (!p.directIn[j].shareable) continue;
         const char *at = nullptr;
         loomResult_t r = p.direct.map(q, p.directIn[j], comm->cudaDev, &at);
         if (r != loomSuccess) {
             if (*late == loomSuccess) *late = r;
-            at = out + rdispls[q]; // the handshake without the data (see the header)
+            // The handshake without the data: the copy's two ends are one
+            // place, which the kernel skips (see the header).
+            at = push ? in + sdispls[q] : out + rdispls[q];
         }
-        directSrc[q] = reinterpret_cast<size_t>(at);
+        copies[q] = reinterpret_cast<size_t>(at);
     }
     for (int q = 0; q < n; ++q) *any = *any || directSend[q] || directSrc[q];
+    auto count = [n](const size_t *t) { return (int)std::count_if(t, t + n, [](size_t a) { return a != 0; }); };
     if (*any && !p.directSaid) {
         p.directSaid = true;
-        LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes are read in place over p2p (first call: %zu "
-                  "peers' blocks read here); said once per communicator", me, least,
-                  (size_t)std::count_if(directSrc, directSrc + n, [](size_t a) { return a != 0; }));
+        LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes move in place over p2p, copied by their %s "
+                  "(first call: %d copied here); said once per communicator", me, least,
+                  push ? "senders" : "receivers", count(copies));
     }
     if (*any)
-        LOOM_TRACE(kColl, "rank %d: exchange reads %zu peers' blocks in place, %d of its own read in place", me,
-                   (size_t)std::count_if(directSrc, directSrc + n, [](size_t a) { return a != 0; }),
-                   (int)std::count_if(directSend, directSend + n, [](size_t a) { return a != 0; }));
+        LOOM_TRACE(kColl, "rank %d: exchange %s %d peers' buffers in place, %d peers %s its own", me,
+                   push ? "writes into" : "reads", count(copies), count(signals), push ? "write into" : "read");
     return loomSuccess;
 }
 

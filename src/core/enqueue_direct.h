@@ -1,6 +1,7 @@
 /*
- * An exchange call's direct pairs (device/exchange_schedule.h): which of
- * this rank's blocks its p2p peers read in place, and where it reads theirs.
+ * An exchange call's direct pairs (device/exchange_schedule.h): which blocks
+ * move in place between p2p peers, and where the copying end finds the other
+ * end's buffer.
  */
 #pragma once
 
@@ -13,17 +14,17 @@ struct loomComm;
 namespace loom {
 
 // A call's direct tables (n entries each, zero where the pair goes through
-// the FIFO). Pairs inside a host over p2p whose block is at least
-// LOOM_EXCHANGE_DIRECT_BYTES: this rank describes its input to each such
-// receiver and learns each such sender's input through the bootstrap's
-// pairwise exchange (both ends know the pair from the counts). directSend[q]:
-// q reads my block in place; directSrc[q]: q's block for me, mapped here.
-// *any: some pair is direct. A mapping that fails leaves its pair's
-// handshake in place (the block is read from this rank's own output, so the
-// sender is not left waiting) and its error in *late, for the caller to
-// return after the launch.
-loomResult_t planDirectPairs(loomComm *comm, const char *in, const size_t *sendcounts, const size_t *sdispls,
-                             char *out, const size_t *recvcounts, const size_t *rdispls, size_t *directSend,
-                             size_t *directSrc, bool *any, loomResult_t *late);
+// the FIFO; exchange_schedule.h says what they hold). Pairs inside a host
+// over p2p whose block is at least LOOM_EXCHANGE_DIRECT_BYTES: the end that
+// does not copy (pulled: the sender; pushed, `push`: the receiver)
+// describes its buffer to the end that does, through the bootstrap's
+// pairwise exchange (both ends know the pair from the counts), and the
+// copying end maps it. *any: some pair is direct. A mapping that fails
+// leaves its pair's handshake in place (its copy's two ends made one place,
+// so nothing moves and the peer is not left waiting) and its error in *late,
+// for the caller to return after the launch.
+loomResult_t planDirectPairs(loomComm *comm, bool push, const char *in, const size_t *sendcounts,
+                             const size_t *sdispls, char *out, const size_t *recvcounts, const size_t *rdispls,
+                             size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late);
 
 } // namespace loom

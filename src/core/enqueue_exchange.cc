@@ -70,12 +70,12 @@ using namespace loom;
 extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
                                       void *recvbuff, const size_t *recvcounts, const size_t *rdispls, loomComm_t comm,
                                       cudaStream_t stream) {
-    return loomExchange(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, 0, comm, stream);
+    return loomExchange(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, 0, 0, comm, stream);
 }
 
 extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
-                                     size_t agreedBlock, loomComm_t comm, cudaStream_t stream) {
+                                     size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
     if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
     if (comm->failed) return fail(loomRemoteError, "loomAllToAllV: rank %d: communicator failed earlier", comm->rank);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
@@ -138,8 +138,12 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     tables.resize(6 * N + 2 * N * C); // the direct tables' room; trimmed below when no pair is direct
     bool direct = false;
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
-    loomResult_t r = planDirectPairs(comm, in, sendcounts, sdispls, out, recvcounts, rdispls, tables.data() + 4 * N,
-                                     tables.data() + 5 * N, &direct, &late);
+    // Who copies a direct pair: agreed (the setting at creation, fanIn
+    // passed alike by every rank).
+    const int pushMode = params().exchangeDirectPush;
+    const bool push = pushMode == 2 || (pushMode == 1 && fanIn);
+    loomResult_t r = planDirectPairs(comm, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
+                                     tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
     if (r != loomSuccess) return r;
     const size_t stepsAt = (direct ? 6 : 4) * N;
     tables.resize(stepsAt + 2 * N * C);
@@ -157,6 +161,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     s.lanes = std::max(1, std::min(n - 1, kMaxExchangeLanes / p.channels)) * p.channels;
     s.chunkElems = p.slotBytes;
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
+    s.directPush = direct && push;
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;

@@ -79,6 +79,10 @@ const loomParamDef kParams[] = {
      "alltoall(v), gather(v), scatter(v) inside a host over NVLink/PCIe p2p: a block of at least this size is read "
      "by its receiver straight from the sender's buffer (one copy instead of two through the FIFO) where the "
      "buffer can be shared with CUDA IPC (0: never); set it alike on every rank"},
+    {"exchange_direct_push", "LOOM_EXCHANGE_DIRECT_PUSH", LOOM_PARAM_INT, 0, 0, 2, "0",
+     "Who copies a block read in place (LOOM_EXCHANGE_DIRECT_BYTES): 0: its receiver, from the sender's buffer; "
+     "1: in gather(v), the root's peers write their blocks into its buffer (the root's GPU no longer does every "
+     "copy), elsewhere the receiver; 2: always the sender; set it alike on every rank"},
     {"net_nchannels", "LOOM_NET_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxNetChannels, "from NIC bandwidth",
      "Ring channels of a communicator that spans hosts (0: from the NIC's bandwidth, 4 without one)"},
     {"net", "LOOM_NET", LOOM_PARAM_STRING, 0, 0, 0, "auto",

@@ -39,6 +39,7 @@ const Params &params() {
         p.netChannels = (int)paramLong("LOOM_NET_NCHANNELS");
         p.exchangeChannels = (int)paramLong("LOOM_EXCHANGE_CHANNELS");
         p.exchangeDirectBytes = paramLong("LOOM_EXCHANGE_DIRECT_BYTES");
+        p.exchangeDirectPush = (int)paramLong("LOOM_EXCHANGE_DIRECT_PUSH");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         const char *algo = paramString("LOOM_ALGO");
         if (!parseAlgoMask(algo, &p.algoMask)) {

@@ -7,13 +7,14 @@
  * round per call (sends to q in round q - r, receives from q in round
  * r - q) and by one channel, so the lanes never share a counter. Over
  * bytes, on the Simple protocol. A direct half (the receiver reads the
- * sender's input in place: direct_read.h) is one step of its channel,
- * published first in the round and its credit awaited last.
+ * sender's input in place, or the sender writes into the receiver's output:
+ * direct_pair.h) is one step of its channel; the end that does not copy
+ * signals first in the round and awaits the other end last.
  */
 #include <cuda_runtime.h>
 
 #include "device/collectives.h"
-#include "device/direct_read.h"
+#include "device/direct_pair.h"
 #include "device/prims.h"
 #include "device/prims_simple.h"
 
@@ -68,8 +69,19 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         ConnSteps steps;
         steps.send = stepsOf[to].send;
         steps.recv = stepsOf[from].recv;
-        if (directSend) directPublish(pair.send, steps.send);
-        if (directRecv) {
+        // Signals first (they wait on nothing), then the copy, which waits
+        // on the peer's signal, then the wait for the other end's copy.
+        const bool push = s.directPush;
+        if (directSend && !push) directPublish(pair.send, steps.send);
+        if (directRecv && push) directReady(pair.recv, steps.recv);
+        if (directSend && push) {
+            size_t lo, hi;
+            exchangeDirectSlice(s.sendCount[toPeer], s.channels, ch, &lo, &hi);
+            uint8_t *dst = reinterpret_cast<uint8_t *>(s.directSend[toPeer]) + lo;
+            if (!directWrite(pair.send, steps.send, in + s.sendDispl[toPeer] + lo, dst, hi - lo, a.timeoutCycles))
+                return exchangeAbort(a, s, round);
+        }
+        if (directRecv && !push) {
             size_t lo, hi;
             exchangeDirectSlice(s.recvCount[fromPeer], s.channels, ch, &lo, &hi);
             const uint8_t *src = reinterpret_cast<const uint8_t *>(s.directSrc[fromPeer]) + lo;
@@ -85,7 +97,10 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
                 if (!prims.run(o, in, out, nullptr)) return exchangeAbort(a, s, round);
             }
         }
-        if (directSend && !directAwaitRead(pair.send, steps.send, a.timeoutCycles)) return exchangeAbort(a, s, round);
+        if (directSend && !push && !directAwaitRead(pair.send, steps.send, a.timeoutCycles))
+            return exchangeAbort(a, s, round);
+        if (directRecv && push && !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles))
+            return exchangeAbort(a, s, round);
     }
 }
 

@@ -42,6 +42,17 @@
  * from its own buffer, the receiver from the sender's word (the host's
  * per-call exchange of buffer descriptions); the walk skips direct halves.
  *
+ * Pushed direct pairs (directPush, LOOM_EXCHANGE_DIRECT_PUSH: a gather's root
+ * would otherwise do every copy with its own SMs): the mirror image. The
+ * receiver describes its output, the sender maps it; the receiver signals
+ * "ready" (the credit) when its lane enters the round (its output is free:
+ * its kernel runs), the sender waits for it, writes its slice into the
+ * receiver's output and publishes the step, and the receiver's lane leaves
+ * the round only once the step is published. The counters end where a pulled
+ * pair leaves them (one step each way per channel), so either mode and the
+ * FIFO follow one another on a connection. Both ends know the mode: it is
+ * agreed at the communicator's creation and from the call's shape.
+ *
  * The kernel walks a lane with exchangeFirst / exchangeNext (a cursor: no
  * search per op); exchangeStepCounts is the host's count per connection.
  */
@@ -68,10 +79,15 @@ struct ExchangeSched {
     size_t chunkElems;         // one slot
     int channels;              // connections per pair, >= 1
     int selfLanes = 1;         // CTAs of round 0 (the own block), after the others: >= 1
-    // Direct pairs (null: none this call), per peer: directSend[q] != 0 when
-    // q reads my block in place; directSrc[q] the address of q's block for me
-    // in my mapping of q's input (0: through the FIFO).
+    // Direct pairs (null: none this call), per peer (0: through the FIFO).
+    // Pulled: directSend[q] != 0 when q reads my block in place; directSrc[q]
+    // the address of q's block for me in my mapping of q's input. Pushed:
+    // directSend[q] the address of my block's place in my mapping of q's
+    // output; directSrc[q] != 0 when q writes its block into my output. An
+    // address equal to the copy's other end (a mapping that failed) only
+    // signals: nothing is copied.
     const size_t *directSend = nullptr, *directSrc = nullptr;
+    bool directPush = false;
 };
 
 LOOM_HD bool exchangeSendDirect(const ExchangeSched &s, int q) { return s.directSend && s.directSend[q]; }

@@ -175,13 +175,16 @@ loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size
  * bootstrap the communicator was made with, which must still work then. */
 loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls, void *recvbuff,
                            const size_t *recvcounts, const size_t *rdispls, loomComm_t comm, cudaStream_t stream);
-/* loomAllToAllV with `agreedBlock`: a bound on every block of the call that
- * every rank passes alike (MPI_Alltoall's, MPI_Gather's or MPI_Scatter's
- * block bytes; 0: none known alike). Small calls with such a bound may take
- * the one-shot path, which every rank of the call must take together. */
+/* loomAllToAllV with what every rank of the call knows alike:
+ * `agreedBlock`, a bound on every block (MPI_Alltoall's, MPI_Gather's or
+ * MPI_Scatter's block bytes; 0: none known alike): small calls with such a
+ * bound may take the one-shot path, which every rank must take together;
+ * `fanIn`, nonzero for a gather (MPI_Gather(v): one rank receives from every
+ * other): LOOM_EXCHANGE_DIRECT_PUSH may then have the root's peers copy their
+ * large blocks into its buffer instead of the root copying them all. */
 loomResult_t loomExchange(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls, void *recvbuff,
-                          const size_t *recvcounts, const size_t *rdispls, size_t agreedBlock, loomComm_t comm,
-                          cudaStream_t stream);
+                          const size_t *recvcounts, const size_t *rdispls, size_t agreedBlock, int fanIn,
+                          loomComm_t comm, cudaStream_t stream);
 
 /* Prefix reductions in rank order (MPI_Scan, MPI_Exscan): rank r gets op
  * over the inputs of ranks 0..r (Scan) or 0..r-1 (ExScan; rank 0's recvbuff

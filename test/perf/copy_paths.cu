@@ -9,7 +9,9 @@
  *   sm_pull  one kernel per GPU whose CTAs load from the peers' buffers (C CTAs per peer)
  *   sm_push  the same, storing into the peers' buffers
  * and prints per GPU bandwidth (bytes received from peers / time) and time per
- * exchange. Every run checks the received bytes against the pattern.
+ * exchange. Then the same for a gather's fan-in (modes *_in0: only GPU 0
+ * receives, from every other GPU): does GPU 0 pull with its own SMs, or do
+ * the senders push? Every run checks the received bytes against the pattern.
  *
  *   copy_paths [block bytes ...]     (default 1 MiB, 16 MiB, 256 MiB)
  */
@@ -65,6 +67,7 @@ __global__ void fillPattern(unsigned *p, size_t words, unsigned seed) {
 
 int n;
 size_t B;
+bool fanIn; // only the pairs into GPU 0 (a gather)
 char *src[kMaxGpus], *dst[kMaxGpus]; // per GPU: n blocks each (block q of src goes to GPU q)
 cudaStream_t streams[kMaxGpus][kMaxGpus];
 
@@ -78,10 +81,12 @@ void sync() {
 // One exchange by `mode`; C: CTAs per peer (sm modes).
 void exchange(const char *mode, int C) {
     const bool pull = strstr(mode, "pull") != nullptr;
+    // fanIn: GPU 0 pulls from everyone, or everyone else pushes to GPU 0.
+    auto moves = [&](int g, int q) { return q != g && (!fanIn || (pull ? g == 0 : q == 0)); };
     for (int g = 0; g < n; ++g) {
         if (!strncmp(mode, "ce", 2)) {
             for (int q = 0; q < n; ++q) {
-                if (q == g) continue;
+                if (!moves(g, q)) continue;
                 // pull: GPU g reads q's block for g; push: g writes its block for q.
                 if (pull) {
                     CK(cudaSetDevice(g));
@@ -96,11 +101,12 @@ void exchange(const char *mode, int C) {
             Blocks b;
             int k = 0;
             for (int q = 0; q < n; ++q) {
-                if (q == g) continue;
+                if (!moves(g, q)) continue;
                 b.src[k] = (const int4 *)(pull ? src[q] + g * B : src[g] + q * B);
                 b.dst[k] = (int4 *)(pull ? dst[g] + q * B : dst[q] + g * B);
                 ++k;
             }
+            if (!k) continue;
             copyBlocks<<<k * C, 512, 0, streams[g][0]>>>(b, k, C, B / sizeof(int4));
             CK(cudaGetLastError());
         }
@@ -109,7 +115,7 @@ void exchange(const char *mode, int C) {
 
 bool check() {
     std::vector<unsigned> got(B / 4);
-    for (int g = 0; g < n; ++g)
+    for (int g = 0; g < (fanIn ? 1 : n); ++g)
         for (int q = 0; q < n; ++q) {
             if (q == g) continue;
             CK(cudaMemcpy(got.data(), dst[g] + q * B, B, cudaMemcpyDefault));
@@ -141,7 +147,7 @@ void run(const char *mode, int C) {
         sync();
     }
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
-    printf("%-8s %3d %12zu %10.1f %10.1f %s\n", mode, C, B, us, (double)(n - 1) * B / us / 1e3, ok ? "ok" : "WRONG");
+    printf("%-8s%s %3d %12zu %10.1f %10.1f %s\n", mode, fanIn ? "_in0" : "    ", C, B, us, (double)(n - 1) * B / us / 1e3, ok ? "ok" : "WRONG");
     fflush(stdout);
 }
 
@@ -170,7 +176,7 @@ int main(int argc, char **argv) {
     }
     sync();
     printf("# %d GPUs; GB/s = bytes each GPU receives from its peers / time\n", n);
-    printf("%-8s %3s %12s %10s %10s\n", "mode", "C", "block", "us", "GB/s");
+    printf("%-12s %3s %12s %10s %10s\n", "mode", "C", "block", "us", "GB/s");
     for (size_t s : sizes) {
         B = s;
         // The pattern is per GPU over its whole source, so blocks must be re-filled for each B.
@@ -179,11 +185,14 @@ int main(int argc, char **argv) {
             fillPattern<<<1024, 256>>>((unsigned *)src[g], n * B / 4, g);
         }
         sync();
-        run("ce_pull", 0);
-        run("ce_push", 0);
-        for (int C : {4, 8, 16, 32}) {
-            run("sm_pull", C);
-            run("sm_push", C);
+        for (bool in0 : {false, true}) {
+            fanIn = in0;
+            run("ce_pull", 0);
+            run("ce_push", 0);
+            for (int C : {4, 8, 16, 32}) {
+                run("sm_pull", C);
+                run("sm_push", C);
+            }
         }
     }
     return 0;

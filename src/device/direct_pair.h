@@ -9,6 +9,12 @@
  * its input after that). No slot is used: the counters alone carry the
  * handshake, so the FIFO path of later calls finds them consistent.
  *
+ * A pushed pair turns it around (the sender writes into the receiver's
+ * output, mapped at the sender): the receiver signals ready (directReady),
+ * the sender waits for it, copies its slice and publishes (directWrite), and
+ * the receiver waits for the publication before it leaves
+ * (directAwaitWritten). The same counters, the same end state.
+ *
  * Every thread of the CTA calls each function; thread 0 does the flags.
  */
 #pragma once
@@ -47,11 +53,13 @@ __device__ inline bool directAwaitRead(const ConnSend &c, uint64_t step, unsigne
     return ok;
 }
 
-// dst[0..len) <- src[0..len) by the whole CTA; src may be a peer GPU's
-// memory. Pointers that share their misalignment move in 16-byte vectors
-// after a short head.
+// dst[0..len) <- src[0..len) by the whole CTA; src or dst may be a peer
+// GPU's memory. Pointers that share their misalignment move in 16-byte
+// vectors after a short head. src == dst (a pair whose mapping failed:
+// the handshake runs, the host returns the error) copies nothing.
 __device__ inline void directCopy(const uint8_t *src, uint8_t *dst, size_t len) {
     using S = ProtoSimple;
+    if (src == dst) return;
     size_t head = 0;
     if ((((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0) {
         head = (16 - ((uintptr_t)src & 15)) & 15;
@@ -78,6 +86,42 @@ __device__ inline bool directRead(const ConnRecv &c, uint64_t step, const uint8_
         *c.head = step + 1;
     }
     return true;
+}
+
+// Pushed pair, receiver: step `step` of connection c may be written (its
+// output is free: this kernel runs, so the kernels before it are done).
+__device__ inline void directReady(const ConnRecv &c, uint64_t step) {
+    if (threadIdx.x == 0) *c.head = step + 1;
+}
+
+// Pushed pair, sender: waits until the receiver is ready for step `step` of
+// connection c, copies src (its own block slice) to dst (the receiver's
+// output, mapped here), and publishes the step once every store is visible.
+__device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
+                                   unsigned long long timeoutCycles) {
+    if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
+    __syncthreads();
+    if (directShared().failed) return false;
+    if (len) directCopy(src, dst, len);
+    __syncthreads(); // every store of the CTA is issued
+    if (threadIdx.x == 0) {
+        __threadfence_system(); // ... and visible to the receiver before the step
+        *c.tail = step + 1;
+    }
+    return true;
+}
+
+// Pushed pair, receiver: waits until the sender published step `step` (its
+// slice is in this rank's output).
+__device__ inline bool directAwaitWritten(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles) {
+    if (threadIdx.x == 0) {
+        directShared().failed = !Waiter{timeoutCycles}([&] { return *c.tail > step; });
+        __threadfence();
+    }
+    __syncthreads();
+    const bool ok = !directShared().failed;
+    __syncthreads(); // everyone has read the flag before the next step writes it
+    return ok;
 }
 
 } // namespace loom
