@@ -69,19 +69,19 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         ConnSteps steps;
         steps.send = stepsOf[to].send;
         steps.recv = stepsOf[from].recv;
-        // Signals first (they wait on nothing), then the copy, which waits
-        // on the peer's signal, then the wait for the other end's copy.
-        const bool push = s.directPush;
-        if (directSend && !push) directPublish(pair.send, steps.send);
-        if (directRecv && push) directReady(pair.recv, steps.recv);
-        if (directSend && push) {
+        // The round's order (exchange_schedule.h): signals, copies, FIFO ops,
+        // waits for the other ends' copies.
+        const bool sendCopies = exchangeDirectCopies(s, true), recvCopies = exchangeDirectCopies(s, false);
+        if (directSend && !sendCopies) directPublish(pair.send, steps.send);
+        if (directRecv && !recvCopies) directReady(pair.recv, steps.recv);
+        if (directSend && sendCopies) {
             size_t lo, hi;
             exchangeDirectSlice(s.sendCount[toPeer], s.channels, ch, &lo, &hi);
             uint8_t *dst = reinterpret_cast<uint8_t *>(s.directSend[toPeer]) + lo;
             if (!directWrite(pair.send, steps.send, in + s.sendDispl[toPeer] + lo, dst, hi - lo, a.timeoutCycles))
                 return exchangeAbort(a, s, round);
         }
-        if (directRecv && !push) {
+        if (directRecv && recvCopies) {
             size_t lo, hi;
             exchangeDirectSlice(s.recvCount[fromPeer], s.channels, ch, &lo, &hi);
             const uint8_t *src = reinterpret_cast<const uint8_t *>(s.directSrc[fromPeer]) + lo;
@@ -97,9 +97,9 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
                 if (!prims.run(o, in, out, nullptr)) return exchangeAbort(a, s, round);
             }
         }
-        if (directSend && !push && !directAwaitRead(pair.send, steps.send, a.timeoutCycles))
+        if (directSend && !sendCopies && !directAwaitRead(pair.send, steps.send, a.timeoutCycles))
             return exchangeAbort(a, s, round);
-        if (directRecv && push && !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles))
+        if (directRecv && !recvCopies && !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles))
             return exchangeAbort(a, s, round);
     }
 }

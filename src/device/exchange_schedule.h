@@ -93,6 +93,14 @@ struct ExchangeSched {
 LOOM_HD bool exchangeSendDirect(const ExchangeSched &s, int q) { return s.directSend && s.directSend[q]; }
 LOOM_HD bool exchangeRecvDirect(const ExchangeSched &s, int q) { return s.directSrc && s.directSrc[q]; }
 
+// Whether this rank copies its direct half (send half or receive half):
+// the receiver of a pulled pair, the sender of a pushed one. A lane's round
+// runs, in this order: a signal for each direct half it does not copy
+// (waits on nothing), the copy of each it does (waits for the other end's
+// signal), its FIFO ops, and a wait for the other end's copy of each half
+// it does not copy. The kernel runs it; the CPU simulator checks it.
+LOOM_HD bool exchangeDirectCopies(const ExchangeSched &s, bool sendHalf) { return sendHalf == s.directPush; }
+
 // Channel c's slice [*lo, *hi) of a direct block of `bytes`: 16-byte
 // multiples in channel order, the last one ragged (possibly empty ones at
 // the end of a small block: their steps only signal).

@@ -45,7 +45,7 @@ struct Run {
     std::vector<std::map<int, unsigned long long>> sent, recvd; // per rank, per port
 };
 
-constexpr int kMaxPorts = 256; // ring channels, edge slots or all-peer connections of a rank
+constexpr int kMaxPorts = 1024; // ring channels, edge slots, or all-peer connections and their direct handshakes
 
 inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Combine &op) {
     struct Slot {

@@ -2,11 +2,12 @@
 // simulator (sched_sim.h): alltoall with equal and ragged blocks (zeros,
 // displacements in shuffled order with gaps), gather(v) and scatter(v) at
 // every root, 1..64 ranks, 1..5 lane groups of 1 or 3 channels per pair,
-// FIFOs of depth 1 and 2; every
-// rank's output against the definition, the host's counts against the walk,
-// and mutated schedules that must fail. Direct pairs (read in place: the
-// walk skips them, each channel copies its exchangeDirectSlice in one step)
-// at random, with both ends' step counts compared.
+// FIFOs of depth 1 and 2; every rank's output against the definition, the
+// host's counts against the walk, and mutated schedules that must fail.
+// Direct pairs (moved in place: the walk skips them, each channel copies its
+// exchangeDirectSlice in one step), pulled or pushed, at random: their
+// handshakes run as tokens around the FIFO ops in the kernel's order, both
+// ends' step counts are compared, and mutated handshakes must fail.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -88,18 +89,66 @@ DirectPairs randomDirect(const Tables &t, unsigned seed) {
     return d;
 }
 
+// Mutations of the direct pairs' handshake (each must fail).
+enum Handshake {
+    kHandshakeAsBuilt,
+    kAwaitBeforeSignal, // the end that does not copy waits for the other's copy before it signals
+    kReceiversOtherMode, // receivers take pushed pairs for pulled ones and back
+    kNoSignal,           // the end that does not copy never signals
+};
+
+// A lane's ops as the kernel runs them: per round the direct halves'
+// handshake (tokens of no data on ports of their own: D carries the
+// sender's tokens to the receiver, C the receiver's to the sender) around
+// the FIFO ops, in exchange_schedule.h's order. The copies themselves are
+// checked after the run.
+std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, Handshake h) {
+    std::vector<EdgeOp> ops;
+    const int n = s.nranks, C = s.channels, ch = exchangeChannel(s, lane);
+    const int dBase = n * C, cBase = 2 * n * C;
+    auto token = [&](int recvPort, int sendPort, int round) {
+        ops.push_back(edgeOp(recvPort, sendPort, kBufNone, 0, kBufNone, 0, 0, false, edgeKey(0xffffu, (size_t)round)));
+    };
+    ExchangeCursor c = exchangeFirst(s, lane);
+    for (int round = exchangeFirstRound(s, lane); round < n; round = exchangeNextRound(s, lane, round)) {
+        const int to = exchangeTo(s, round), from = exchangeFrom(s, round);
+        const bool ds = round > 0 && exchangeSendDirect(s, to), dr = round > 0 && exchangeRecvDirect(s, from);
+        const bool sendCopies = exchangeDirectCopies(s, true);
+        const bool recvCopies = exchangeDirectCopies(s, false) != (h == kReceiversOtherMode);
+        const int dTo = dBase + to * C + ch, cTo = cBase + to * C + ch;       // the pair with `to`
+        const int dFrom = dBase + from * C + ch, cFrom = cBase + from * C + ch; // the pair with `from`
+        auto signals = [&] {
+            if (h == kNoSignal) return;
+            if (ds && !sendCopies) token(-1, dTo, round);  // published
+            if (dr && !recvCopies) token(-1, cFrom, round); // ready
+        };
+        auto waits = [&] {
+            if (ds && !sendCopies) token(cTo, -1, round);  // the receiver read it
+            if (dr && !recvCopies) token(dFrom, -1, round); // the sender wrote it
+        };
+        if (h == kAwaitBeforeSignal) waits();
+        signals();
+        if (ds && sendCopies) token(cTo, -1, round), token(-1, dTo, round);     // ready -> write -> written
+        if (dr && recvCopies) token(dFrom, -1, round), token(-1, cFrom, round); // published -> read -> credit
+        for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) ops.push_back(opFn(s, lane, c));
+        if (h != kAwaitBeforeSignal) waits();
+    }
+    return ops;
+}
+
 // "" when every rank's output is right, else the first thing wrong.
-// lanes: groups x channels. direct: pairs read in place (their receivers
-// are told unless receiverUnaware).
+// lanes: groups x channels. direct: pairs moved in place (their receivers
+// are told unless receiverUnaware), pulled or pushed.
 std::string simulate(const Tables &t, int groups, int channels, size_t chunk, int depth, const OpFn &opFn = plainOp,
                      const Tables *walked = nullptr, const DirectPairs *direct = nullptr, bool receiverUnaware = false,
-                     int selfLanes = 1) {
+                     int selfLanes = 1, bool push = false, Handshake h = kHandshakeAsBuilt) {
     const int n = t.n, lanes = groups * channels;
     const Tables &w = walked ? *walked : t;
     std::vector<ExchangeSched> sched;
     std::vector<std::vector<size_t>> dSend(n, std::vector<size_t>(n, 0)), dSrc(n, std::vector<size_t>(n, 0));
     for (int r = 0; r < n; ++r) {
         sched.push_back(schedOf(w, r, lanes, chunk, channels, selfLanes));
+        sched[r].directPush = push;
         if (!direct) continue;
         for (int q = 0; q < n; ++q) {
             dSend[r][q] = (*direct)[r][q];
@@ -108,8 +157,6 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
         sched[r].directSend = dSend[r].data();
         sched[r].directSrc = dSrc[r].data();
     }
-    // Per lane a cursor advanced op by op (the simulator asks for op i after op i - 1).
-    auto cursors = std::make_shared<std::vector<std::vector<ExchangeCursor>>>(n);
     std::vector<Rank> ranks(n);
     for (int r = 0; r < n; ++r) {
         Rank &k = ranks[r];
@@ -122,20 +169,13 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
         k.out.assign(outLen, kUntouched);
         k.lanes = lanes + selfLanes;
         for (int q = 0; q < n; ++q)
-            for (int c = 0; q != r && c < channels; ++c) k.sendTo[q * channels + c] = {q, r * channels + c};
-        (*cursors)[r].resize(lanes + selfLanes);
-        const ExchangeSched *s = &sched[r];
-        k.count = [s, cursors, r](int lane) {
-            size_t ops = 0;
-            for (ExchangeCursor c = exchangeFirst(*s, lane); !exchangeDone(*s, c); c = exchangeNext(*s, lane, c)) ++ops;
-            (*cursors)[r][lane] = exchangeFirst(*s, lane);
-            return ops;
-        };
-        k.op = [s, cursors, r, opFn](int lane, size_t i) {
-            ExchangeCursor &c = (*cursors)[r][lane];
-            if (i > 0) c = exchangeNext(*s, lane, c);
-            return opFn(*s, lane, c);
-        };
+            for (int c = 0; q != r && c < channels; ++c)
+                for (int base : {0, n * channels, 2 * n * channels}) // data, D tokens, C tokens
+                    k.sendTo[base + q * channels + c] = {q, base + r * channels + c};
+        auto ops = std::make_shared<std::vector<std::vector<EdgeOp>>>();
+        for (int lane = 0; lane < k.lanes; ++lane) ops->push_back(laneOps(sched[r], lane, opFn, h));
+        k.count = [ops](int lane) { return (*ops)[lane].size(); };
+        k.op = [ops](int lane, size_t i) { return (*ops)[lane][i]; };
     }
     Run run = execute(ranks, depth, chunk, sum);
     if (!run.error.empty()) return run.error;
@@ -160,10 +200,14 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
             for (int c = 0; q != r && c < channels; ++c)
                 if (sends[r][q * channels + c] != recvs[q][r * channels + c])
                     return "ranks " + std::to_string(r) + " -> " + std::to_string(q) + ": step counts differ";
-    // The direct copies: each channel's slice, from the sender's input.
+    // The direct copies: each channel's slice, from the sender's input into
+    // the receiver's output, made by whichever end thinks it copies.
     for (int r = 0; direct && r < n; ++r)
         for (int q = 0; q < n; ++q) {
-            if (!exchangeRecvDirect(sched[q], r)) continue;
+            const bool recvCopies = exchangeDirectCopies(sched[q], false) != (h == kReceiversOtherMode);
+            const bool byReceiver = exchangeRecvDirect(sched[q], r) && recvCopies;
+            const bool bySender = exchangeSendDirect(sched[r], q) && exchangeDirectCopies(sched[r], true);
+            if (!byReceiver && !bySender) continue;
             for (int c = 0; c < channels; ++c) {
                 size_t lo, hi;
                 exchangeDirectSlice(t.send[r][q], channels, c, &lo, &hi);
@@ -192,14 +236,17 @@ void runMatrix(Kind kind, bool ragged) {
                         for (unsigned seed = 0; seed < (n <= 9 ? 4u : 2u); ++seed) {
                             const int root = (int)(seed * 7 + (unsigned)n) % n;
                             Tables t = makeTables(kind, n, root, ragged, seed * 977 + (unsigned)n);
-                            // Odd seeds: some pairs direct.
+                            // Odd seeds: some pairs direct, pulled or pushed.
                             const DirectPairs d = randomDirect(t, seed * 31 + (unsigned)n);
+                            const bool push = (seed / 2 + (unsigned)n) % 2;
                             std::string err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr,
-                                                       seed % 2 ? &d : nullptr, false, 1 + (int)(seed / 2));
+                                                       seed % 2 ? &d : nullptr, false, 1 + (int)(seed / 2), push);
                             if (!err.empty())
                                 ck_abort_msg("%s%s: nranks %d groups %d channels %d chunk %zu depth %d root %d "
-                                             "seed %u: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
-                                             channels, chunk, depth, root, seed, err.c_str());
+                                             "seed %u%s: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
+                                             channels, chunk, depth, root, seed,
+                                             seed % 2 ? (push ? " (pushed pairs)" : " (pulled pairs)") : "",
+                                             err.c_str());
                         }
 }
 
@@ -313,6 +360,30 @@ START_TEST(mutations_fail) {
 }
 END_TEST
 
+// Some alltoall with direct pairs (pulled or pushed) fails under handshake h.
+bool handshakeFails(bool push, Handshake h) {
+    for (int n = 2; n <= 6; ++n)
+        for (int channels : {1, 3}) {
+            Tables t = makeTables(kAllToAll, n, 0, false, 11u + (unsigned)n);
+            const DirectPairs d = randomDirect(t, 5u * (unsigned)n);
+            if (!simulate(t, 2, channels, 4, 1, plainOp, nullptr, &d, false, 1, push, h).empty()) return true;
+        }
+    return false;
+}
+
+START_TEST(direct_handshakes_complete_and_mutations_fail) {
+    for (bool push : {false, true}) {
+        const char *mode = push ? "pushed" : "pulled";
+        ck_assert_msg(!handshakeFails(push, kHandshakeAsBuilt), "%s pairs: the handshake as built fails", mode);
+        ck_assert_msg(handshakeFails(push, kAwaitBeforeSignal), "%s pairs: a wait before the signal was not caught",
+                      mode);
+        ck_assert_msg(handshakeFails(push, kReceiversOtherMode), "%s pairs: ends in different modes were not caught",
+                      mode);
+        ck_assert_msg(handshakeFails(push, kNoSignal), "%s pairs: a missing signal was not caught", mode);
+    }
+}
+END_TEST
+
 START_TEST(pairs_meet_in_one_round_on_both_ends) {
     // Round k: r sends to r + k, and r + k receives from r in its round k.
     for (int n = 1; n <= 17; ++n)
@@ -388,6 +459,7 @@ Suite *exchange_schedule_suite(void) {
     tcase_add_test(tc, scatter_and_scatterv_match_reference);
     tcase_add_test(tc, direct_slices_tile_blocks);
     tcase_add_test(tc, mutations_fail);
+    tcase_add_test(tc, direct_handshakes_complete_and_mutations_fail);
     tcase_add_test(tc, pairs_meet_in_one_round_on_both_ends);
     tcase_add_test(tc, all_peer_fifos_stay_within_budget);
     tcase_add_test(tc, self_lanes_follow_the_own_share);
