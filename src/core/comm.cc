@@ -501,5 +501,12 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
                     dead.empty() ? "" : "; ", dead.c_str());
     }
     comm->collsDone = comm->collsEntered;
+    if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
+        comm->abortFlag[kAbortUndelivered] = 0;
+        return fail(loomRemoteError, "rank %d GPU %d (%s): %s: rank %d could not map this rank's output (CUDA IPC; "
+                    "its error says why), so its block was not delivered; the communicator stays usable "
+                    "(LOOM_EXCHANGE_DIRECT_PUSH=0: receivers map their senders' inputs instead)", comm->rank,
+                    comm->cudaDev, comm->busId, comm->lastColl, q - 1);
+    }
     return loomSuccess;
 }

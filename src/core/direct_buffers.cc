@@ -135,7 +135,7 @@ void DirectBuffers::unmap(Mapped &m) {
     m.shared = nullptr;
 }
 
-loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, const char **at) {
+loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, char **at) {
     for (size_t i = 0; i < mapped_.size();) {
         Mapped &m = mapped_[i];
         const SharedMapping &s = *m.shared;

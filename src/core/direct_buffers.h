@@ -72,8 +72,8 @@ class DirectBuffers {
     // cudaDev: the communicator's GPU (memory elsewhere is not shareable).
     BufferDesc describe(const void *ptr, int cudaDev);
     // Peer q's block as described: its address in this process, on the
-    // communicator's GPU cudaDev.
-    loomResult_t map(int q, const BufferDesc &d, int cudaDev, const char **at);
+    // communicator's GPU cudaDev (written through by a pushed pair).
+    loomResult_t map(int q, const BufferDesc &d, int cudaDev, char **at);
     // After the launch that reads this call's mappings on `stream`.
     loomResult_t markRead(cudaStream_t stream);
     // Every mapping closed (after the kernels that read them).

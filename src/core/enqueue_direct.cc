@@ -44,8 +44,9 @@ loomResult_t planDirectPairs(loomComm *comm, bool push, const char *in, const si
     p.direct.beginCall();
     BufferDesc mine{};
     if (!describeTo.empty()) mine = p.direct.describe(mineAt, comm->cudaDev);
-    if (!describeTo.empty() && !mine.shareable && !p.unshareableSaid) {
-        p.unshareableSaid = true;
+    bool &said = push ? p.unshareableOutSaid : p.unshareableInSaid;
+    if (!describeTo.empty() && !mine.shareable && !said) {
+        said = true;
         LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes go through the FIFO: the %s at %p cannot be "
                   "shared with CUDA IPC (pool, VMM, managed, host or another GPU's memory); said once per "
                   "communicator", me, least, push ? "output" : "input", static_cast<const void *>(mineAt));
@@ -63,23 +64,26 @@ loomResult_t planDirectPairs(loomComm *comm, bool push, const char *in, const si
     for (size_t j = 0; j < learnFrom.size(); ++j) {
         const int q = learnFrom[j];
         if (!p.directIn[j].shareable) continue;
-        const char *at = nullptr;
+        char *at = nullptr;
         loomResult_t r = p.direct.map(q, p.directIn[j], comm->cudaDev, &at);
-        if (r != loomSuccess) {
-            if (*late == loomSuccess) *late = r;
-            // The handshake without the data: the copy's two ends are one
-            // place, which the kernel skips (see the header).
-            at = push ? in + sdispls[q] : out + rdispls[q];
+        if (r == loomSuccess) {
+            copies[q] = reinterpret_cast<size_t>(at);
+            continue;
         }
-        copies[q] = reinterpret_cast<size_t>(at);
+        if (*late == loomSuccess) *late = r;
+        // The handshake without the data: the copy's two ends are one place,
+        // which the kernel never copies (see the header).
+        copies[q] = push ? reinterpret_cast<size_t>(in + sdispls[q]) : reinterpret_cast<size_t>(out + rdispls[q]);
     }
     for (int q = 0; q < n; ++q) *any = *any || directSend[q] || directSrc[q];
     auto count = [n](const size_t *t) { return (int)std::count_if(t, t + n, [](size_t a) { return a != 0; }); };
     if (*any && !p.directSaid) {
         p.directSaid = true;
+        const int mode = params().exchangeDirectPush;
         LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes move in place over p2p, copied by their %s "
-                  "(first call: %d copied here); said once per communicator", me, least,
-                  push ? "senders" : "receivers", count(copies));
+                  "(LOOM_EXCHANGE_DIRECT_PUSH=%d; first call: %d copied here); said once per communicator", me, least,
+                  mode == 2 ? "senders" : mode == 1 ? "senders in gathers, else by their receivers" : "receivers",
+                  mode, count(copies));
     }
     if (*any)
         LOOM_TRACE(kColl, "rank %d: exchange %s %d peers' buffers in place, %d peers %s its own", me,

@@ -213,5 +213,9 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     for (int q = 0; q < n; ++q) commitPeerSteps(p, q, sends.data(), recvs.data());
     LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels + %d for its own block%s",
                comm->rank, inSpan, outSpan, s.lanes, s.channels, s.selfLanes, direct ? ", direct pairs" : "");
+    // A pair whose peer buffer this rank could not map: the kernel runs
+    // the handshake (its peers are not left waiting); the error is returned
+    // once it is done, so no buffer of the call is still in use.
+    if (late != loomSuccess) cudaStreamSynchronize(stream);
     return late;
 }

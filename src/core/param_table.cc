@@ -76,9 +76,10 @@ const loomParamDef kParams[] = {
      "Most channels (CTAs, FIFOs) per pair of ranks for alltoall(v), gather(v), scatter(v): 48 / (ranks - 1) "
      "capped by this; set it alike on every rank"},
     {"exchange_direct_bytes", "LOOM_EXCHANGE_DIRECT_BYTES", LOOM_PARAM_INT, 256 * KiB, 0, 1L << 40, "256 KiB",
-     "alltoall(v), gather(v), scatter(v) inside a host over NVLink/PCIe p2p: a block of at least this size is read "
-     "by its receiver straight from the sender's buffer (one copy instead of two through the FIFO) where the "
-     "buffer can be shared with CUDA IPC (0: never); set it alike on every rank"},
+     "alltoall(v), gather(v), scatter(v) inside a host over NVLink/PCIe p2p: a block of at least this size moves "
+     "in place, read by its receiver straight from the sender's buffer or written by its sender into the "
+     "receiver's (LOOM_EXCHANGE_DIRECT_PUSH): one copy instead of two through the FIFO, where the buffer can be "
+     "shared with CUDA IPC (0: never); set it alike on every rank"},
     {"exchange_direct_push", "LOOM_EXCHANGE_DIRECT_PUSH", LOOM_PARAM_INT, 0, 0, 2, "0",
      "Who copies a block read in place (LOOM_EXCHANGE_DIRECT_BYTES): 0: its receiver, from the sender's buffer; "
      "1: in gather(v), the root's peers write their blocks into its buffer (the root's GPU no longer does every "

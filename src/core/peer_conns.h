@@ -79,7 +79,7 @@ struct PeerConns {
     DirectBuffers direct;
     std::vector<int> directTo, directFrom;
     std::vector<BufferDesc> directOut, directIn;
-    bool directSaid = false, unshareableSaid = false; // the once-per-communicator INFO lines
+    bool directSaid = false, unshareableInSaid = false, unshareableOutSaid = false; // once-per-communicator INFO lines
 };
 
 // Channels per pair at n ranks, at most `cap` (LOOM_EXCHANGE_CHANNELS,

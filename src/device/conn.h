@@ -49,7 +49,9 @@ struct ConnSteps {
 // The host-mapped abort words of a communicator: [kAbortSet] != 0 once a
 // kernel gave up; kernels whose peers are not the ring's (the exchanges,
 // the scan chain) also leave the ranks they were sending to and receiving
-// from (+1; 0: none) for the host's error message.
-enum AbortWord { kAbortSet = 0, kAbortSendPeer = 1, kAbortRecvPeer = 2, kAbortWords = 4 };
+// from (+1; 0: none) for the host's error message. [kAbortUndelivered]: a
+// rank (+1) whose pushed block never came (it could not map this rank's
+// output); the call fails, the communicator stays usable.
+enum AbortWord { kAbortSet = 0, kAbortSendPeer = 1, kAbortRecvPeer = 2, kAbortUndelivered = 3, kAbortWords = 4 };
 
 } // namespace loom

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "device/conn.h"
+#include "device/fifo.h"
 #include "device/prims_simple.h"
 #include "device/reduce_ops.h"
 #include "device/wait.h"
@@ -97,6 +98,8 @@ __device__ inline void directReady(const ConnRecv &c, uint64_t step) {
 // Pushed pair, sender: waits until the receiver is ready for step `step` of
 // connection c, copies src (its own block slice) to dst (the receiver's
 // output, mapped here), and publishes the step once every store is visible.
+// With src == dst (its host could not map the receiver's output) it
+// publishes without marking the step written: the receiver reports it.
 __device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
                                    unsigned long long timeoutCycles) {
     if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
@@ -106,17 +109,25 @@ __device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8
     __syncthreads(); // every store of the CTA is issued
     if (threadIdx.x == 0) {
         __threadfence_system(); // ... and visible to the receiver before the step
+        if (src != dst) {
+            *directWrittenOf(c.tail) = step + 1;
+            __threadfence_system();
+        }
         *c.tail = step + 1;
     }
     return true;
 }
 
-// Pushed pair, receiver: waits until the sender published step `step` (its
-// slice is in this rank's output).
-__device__ inline bool directAwaitWritten(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles) {
+// Pushed pair, receiver: waits until the sender published step `step`; its
+// slice is in this rank's output unless the sender could not write it, which
+// sets *undelivered to `peer` + 1 for the host (the call fails, the
+// communicator stays usable).
+__device__ inline bool directAwaitWritten(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles,
+                                          volatile int *undelivered, int peer) {
     if (threadIdx.x == 0) {
         directShared().failed = !Waiter{timeoutCycles}([&] { return *c.tail > step; });
         __threadfence();
+        if (!directShared().failed && *directWrittenOf(c.tail) != step + 1) *undelivered = peer + 1;
     }
     __syncthreads();
     const bool ok = !directShared().failed;

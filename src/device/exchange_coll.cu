@@ -99,7 +99,8 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         }
         if (directSend && !sendCopies && !directAwaitRead(pair.send, steps.send, a.timeoutCycles))
             return exchangeAbort(a, s, round);
-        if (directRecv && !recvCopies && !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles))
+        if (directRecv && !recvCopies &&
+            !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles, a.abortFlag + kAbortUndelivered, fromPeer))
             return exchangeAbort(a, s, round);
     }
 }

@@ -30,7 +30,11 @@ inline size_t ringSlotDataBytes(int proto, size_t slotBytes) { return proto == k
 // pointer to the receiver's tail is also a pointer to its FifoFlags.
 struct alignas(256) FifoFlags {
     volatile uint64_t recvTail; // slots the sender has written (published)
-    uint64_t pad0[15];
+    // Pushed direct pairs (direct_pair.h): the last step whose block the
+    // sender wrote in full, set before recvTail; a step it could not write
+    // (its mapping of this rank's output failed) leaves it behind.
+    volatile uint64_t directWritten;
+    uint64_t pad0[14];
     volatile uint64_t sendHead; // slots the receiver has consumed (the sender's credit)
     uint64_t pad1[15];
     // Net connections only: bytes of the step in each slot, written by the
@@ -38,6 +42,12 @@ struct alignas(256) FifoFlags {
     volatile uint64_t stepBytes[kMaxSlots];
 };
 static_assert(offsetof(FifoFlags, recvTail) == 0, "stepBytesOf relies on recvTail first");
+static_assert(offsetof(FifoFlags, directWritten) == sizeof(uint64_t), "directWrittenOf: the word after recvTail");
+
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline volatile uint64_t *directWrittenOf(volatile uint64_t *recvTail) { return recvTail + 1; }
 
 #ifdef __CUDACC__
 __host__ __device__

@@ -203,7 +203,9 @@ loomResult_t loomExScan(const void *sendbuff, void *recvbuff, size_t count, loom
 loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr);
 
 /* Blocks until every operation enqueued on loom's own stream has finished;
- * loomRemoteError when a peer stopped answering (the comm is then unusable). */
+ * loomRemoteError when a peer stopped answering (the comm is then unusable),
+ * or when an exchange block a peer was to write into this rank's buffer
+ * never came (it could not map the buffer; the comm stays usable). */
 loomResult_t loomCommWait(loomComm_t comm);
 
 #ifdef __cplusplus
