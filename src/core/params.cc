@@ -41,6 +41,7 @@ const Params &params() {
         p.exchangeDirectBytes = paramLong("LOOM_EXCHANGE_DIRECT_BYTES");
         p.exchangeDirectPush = (int)paramLong("LOOM_EXCHANGE_DIRECT_PUSH");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
+        p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");
         const char *algo = paramString("LOOM_ALGO");
         if (!parseAlgoMask(algo, &p.algoMask)) {
             LOOM_WARN(kInit, "LOOM_ALGO=%s: not a list of oneshot, rd, trees, doubling, ll_ring, ring (^ excludes) "

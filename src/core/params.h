@@ -32,6 +32,7 @@ struct Params {
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
     unsigned algoMask;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)
+    int directMapFail;      // LOOM_DIRECT_MAP_FAIL: this rank's mappings of peers' buffers fail (tests; -1: none)
 };
 
 // Parsed once per process from the parameter table (param_table.h).
