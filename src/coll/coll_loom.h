@@ -15,6 +15,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
+#include "coll_loom_profile.h"
 
 BEGIN_C_DECLS
 
@@ -99,6 +100,7 @@ typedef struct {
     uint64_t why_reported; /* bit per collective: the reason for staging was printed */
     void *exchange_tables; /* host tables of one exchange call (coll_loom_blocks.c), grown on demand */
     size_t exchange_tables_bytes;
+    mca_coll_loom_profile_t *profile; /* LOOM_PROFILE: host time per phase of GPU-path calls (coll_loom_profile.h) */
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);

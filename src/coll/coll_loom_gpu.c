@@ -141,7 +141,7 @@ static bool usable(const mca_coll_loom_module_t *m, loomPointerInfo_t info)
 /* Runs the call, moving this rank's buffers through the scratch buffer where
  * the kernels cannot use them (host memory, another GPU). */
 static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomPointerInfo_t in_info,
-                             loomPointerInfo_t out_info)
+                             loomPointerInfo_t out_info, mca_coll_loom_timer_t *timer)
 {
     const char *in = (const char *)c->in;
     char *out = (char *)c->out;
@@ -161,7 +161,9 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     }
     if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
     if (loomSuccess == r) r = launch(m, c, kin, kout);
+    mca_coll_loom_timer_mark(timer, LOOM_PROFILE_ENQUEUE);
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
+    mca_coll_loom_timer_mark(timer, LOOM_PROFILE_WAIT);
     if (loomSuccess == r && stage_out) {
         if (LOOM_GPU_ALLGATHERV == c->kind || LOOM_GPU_ALLTOALLV == c->kind) { /* the blocks only: gaps are the caller's */
             const int n = ompi_comm_size(m->comm);
@@ -171,6 +173,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
             r = loomMemcpySync(out, kout, c->out_bytes);
         }
     }
+    mca_coll_loom_timer_mark(timer, LOOM_PROFILE_STAGE);
     return r;
 }
 
@@ -221,7 +224,12 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
 {
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
-    loomResult_t r = run_here(m, c, where(c->in), where(c->out));
+    mca_coll_loom_timer_t timer;
+    mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
+    const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
+    mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
+    loomResult_t r = run_here(m, c, in_info, out_info, &timer);
+    mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
     return mpi_error(r);
 }

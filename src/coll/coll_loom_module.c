@@ -32,12 +32,15 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->why_reported = 0;
     m->exchange_tables = NULL;
     m->exchange_tables_bytes = 0;
+    m->profile = NULL;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }
 
 static void loom_module_destruct(mca_coll_loom_module_t *m)
 {
+    if (NULL != m->profile) /* the communicator is being freed: its rank and name are still there */
+        mca_coll_loom_profile_report(&m->profile, ompi_comm_rank(m->comm), m->comm->c_name);
     mca_coll_loom_gpu_release(m);
     free(m->exchange_tables);
 #define LOOM_RELEASE(name, type) \

@@ -1,0 +1,78 @@
+#include "coll_loom_profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll_loom.h"
+#include "core/param_table.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* 0: up to 1 byte, k: up to 4^k bytes. */
+static int size_class(size_t bytes)
+{
+    int k = 0;
+    for (size_t top = 1; top < bytes && k < LOOM_PROFILE_CLASSES - 1; top *= 4) ++k;
+    return k;
+}
+
+void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_timer_t *t, int coll, size_t bytes)
+{
+    static int enabled = -1; /* read once per process */
+    if (enabled < 0) enabled = loomParamLong("LOOM_PROFILE") != 0;
+    memset(t, 0, sizeof(*t));
+    if (!enabled) return;
+    if (NULL == *table) *table = (mca_coll_loom_profile_t *)calloc(LOOM_COLL_COUNT, sizeof(mca_coll_loom_profile_t));
+    if (NULL == *table) return;
+    t->into = *table + coll;
+    t->coll = coll;
+    t->bytes = bytes;
+    t->last = now_ns();
+}
+
+void mca_coll_loom_timer_mark(mca_coll_loom_timer_t *t, int phase)
+{
+    if (NULL == t->into) return;
+    const uint64_t now = now_ns();
+    t->ns[phase] += now - t->last;
+    t->last = now;
+}
+
+void mca_coll_loom_timer_stop(mca_coll_loom_timer_t *t)
+{
+    if (NULL == t->into) return;
+    const int k = size_class(t->bytes);
+    t->into->calls[k] += 1;
+    for (int p = 0; p < LOOM_PROFILE_PHASES; ++p) t->into->ns[k][p] += t->ns[p];
+}
+
+void mca_coll_loom_profile_report(mca_coll_loom_profile_t **table, int rank, const char *comm_name)
+{
+    if (NULL == *table) return;
+    for (int c = 0; c < LOOM_COLL_COUNT; ++c)
+        for (int k = 0; k < LOOM_PROFILE_CLASSES; ++k) {
+            const mca_coll_loom_profile_t *p = *table + c;
+            if (0 == p->calls[k]) continue;
+            double us[LOOM_PROFILE_PHASES], total = 0;
+            for (int ph = 0; ph < LOOM_PROFILE_PHASES; ++ph) {
+                us[ph] = (double)p->ns[k][ph] / 1e3 / (double)p->calls[k];
+                total += us[ph];
+            }
+            const unsigned long long lo = k ? (1ull << (2 * (k - 1))) + 1 : 0, hi = 1ull << (2 * k);
+            opal_output(mca_coll_loom_component.output,
+                        "coll/loom profile rank %d comm %s: %s %llu..%llu%s B: %llu calls, per call: where %.2f us, "
+                        "enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us",
+                        rank, comm_name, mca_coll_loom_coll_names[c], lo, hi,
+                        k == LOOM_PROFILE_CLASSES - 1 ? "+" : "", (unsigned long long)p->calls[k],
+                        us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_ENQUEUE], us[LOOM_PROFILE_WAIT],
+                        us[LOOM_PROFILE_STAGE], total);
+        }
+    free(*table);
+    *table = NULL;
+}

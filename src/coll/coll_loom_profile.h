@@ -1,0 +1,47 @@
+/*
+ * Where a GPU-path call's host time goes (LOOM_PROFILE=1): per collective and
+ * size class (powers of 4 of the call's largest buffer), the calls and the
+ * mean microseconds of each phase of mca_coll_loom_gpu_exec:
+ *   where    the driver's pointer queries of the call's two buffers;
+ *   enqueue  loom's part up to the launch (staging in, planning, host-side
+ *            agreement such as the exchanges' buffer descriptions, launch);
+ *   wait     until loom's stream is done (the kernel, and the host's wait);
+ *   stage    copies out of the scratch buffer (host or other-GPU buffers).
+ * One line per (collective, size class) seen, when the communicator is
+ * freed. For issue 13's small-message latency: which part of a call is the
+ * host's. Off: one branch per call.
+ */
+#ifndef MCA_COLL_LOOM_PROFILE_H
+#define MCA_COLL_LOOM_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { LOOM_PROFILE_WHERE, LOOM_PROFILE_ENQUEUE, LOOM_PROFILE_WAIT, LOOM_PROFILE_STAGE, LOOM_PROFILE_PHASES };
+enum { LOOM_PROFILE_CLASSES = 24 }; /* 4^0 .. 4^23 bytes and more */
+
+typedef struct {
+    uint64_t calls[LOOM_PROFILE_CLASSES];
+    uint64_t ns[LOOM_PROFILE_CLASSES][LOOM_PROFILE_PHASES];
+} mca_coll_loom_profile_t;
+
+/* One call being timed: phase marks since its start. */
+typedef struct {
+    mca_coll_loom_profile_t *into; /* NULL: not profiling */
+    int coll;
+    size_t bytes;
+    uint64_t last;                 /* ns of the previous mark */
+    uint64_t ns[LOOM_PROFILE_PHASES];
+} mca_coll_loom_timer_t;
+
+/* Starts timing a call of `coll` moving `bytes` into *table (made at the
+ * first call; a no-op unless LOOM_PROFILE). */
+void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_timer_t *t, int coll, size_t bytes);
+/* The time since the previous mark goes to `phase`. */
+void mca_coll_loom_timer_mark(mca_coll_loom_timer_t *t, int phase);
+/* Adds the call to its module's table. */
+void mca_coll_loom_timer_stop(mca_coll_loom_timer_t *t);
+/* Prints and frees a module's table (module destruction). */
+void mca_coll_loom_profile_report(mca_coll_loom_profile_t **table, int rank, const char *comm_name);
+
+#endif
