@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_checks.h"
+
 static int rank, size, ndev, failures;
 
 static void report(const char *name, int bad, const char *detail)
@@ -30,33 +32,6 @@ static void report(const char *name, int bad, const char *detail)
     if (bad) fprintf(stderr, "rank %d: %s: %s\n", rank, name, detail);
     if (0 == rank) printf("%s %s\n", any ? "FAIL" : "ok  ", name);
     failures += any != 0;
-}
-
-static void *dalloc(size_t bytes)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
-        fprintf(stderr, "rank %d: cudaMalloc(%zu) failed\n", rank, bytes);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-/* The communicator still works: a small allreduce on device memory. */
-static int still_usable(MPI_Comm comm)
-{
-    int n = 0, me = 0;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_rank(comm, &me);
-    float h[33], *d = dalloc(sizeof(h));
-    for (int i = 0; i < 33; ++i) h[i] = (float)(me + i);
-    cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
-    int rc = MPI_Allreduce(MPI_IN_PLACE, d, 33, MPI_FLOAT, MPI_SUM, comm);
-    cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost);
-    cudaFree(d);
-    int bad = rc != MPI_SUCCESS;
-    for (int i = 0; i < 33; ++i) bad |= h[i] != (float)(n * (n - 1) / 2 + n * i);
-    return bad;
 }
 
 /* MPI_INT resized to an 8-byte extent: every element is followed by a hole

@@ -19,16 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_checks.h"
+
 static int rank, size;
 
 static unsigned char pattern(int from, int to, size_t i) { return (unsigned char)(from * 31 + to * 7 + i); }
-
-static void *dalloc(size_t bytes)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) MPI_Abort(MPI_COMM_WORLD, 2);
-    return p;
-}
 
 /* 0 when every rank saw `bad` == 0; prints the case on rank 0. */
 static int report(const char *name, int bad)
@@ -38,19 +33,6 @@ static int report(const char *name, int bad)
     if (bad) fprintf(stderr, "rank %d: %s: wrong outcome\n", rank, name);
     if (0 == rank) printf("%s %s\n", any ? "FAIL" : "ok  ", name);
     return any != 0;
-}
-
-static int still_usable(void)
-{
-    float h[33], *d = dalloc(sizeof(h));
-    for (int i = 0; i < 33; ++i) h[i] = (float)(rank + i);
-    cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
-    int rc = MPI_Allreduce(MPI_IN_PLACE, d, 33, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost);
-    cudaFree(d);
-    int bad = rc != MPI_SUCCESS;
-    for (int i = 0; i < 33; ++i) bad |= h[i] != (float)(size * (size - 1) / 2 + size * i);
-    return bad;
 }
 
 /* 1 when the block of `per` bytes at `got` is not what `from` sent this rank. */
@@ -93,7 +75,7 @@ int main(int argc, char **argv)
     int bad = rank == F ? rc == MPI_SUCCESS : rc != MPI_SUCCESS;
     for (int q = 0; rank != F && q < size; ++q) bad |= wrong_block(hr + q * per, q, per);
     failures += report("alltoall: the reader whose mappings fail gets an error, the others their data", bad);
-    failures += report("alltoall: the communicator stays usable", still_usable());
+    failures += report("alltoall: the communicator stays usable", still_usable(MPI_COMM_WORLD));
 
     /* Gather to R, pushed: F's write into R's output fails. */
     cudaMemset(dr, 0xEE, per * size);
@@ -103,7 +85,7 @@ int main(int argc, char **argv)
     for (int q = 0; rank == R && q < size; ++q)
         if (q != F) bad |= wrong_block(hr + q * per, q, per);
     failures += report("gather: the writer whose mapping fails and its root get errors, the root the other blocks", bad);
-    failures += report("gather: the communicator stays usable", still_usable());
+    failures += report("gather: the communicator stays usable", still_usable(MPI_COMM_WORLD));
 
     cudaFree(ds);
     cudaFree(dr);
