@@ -26,12 +26,12 @@ void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_ti
 {
     static int enabled = -1; /* read once per process */
     if (enabled < 0) enabled = loomParamLong("LOOM_PROFILE") != 0;
-    memset(t, 0, sizeof(*t));
+    t->into = NULL;
     if (!enabled) return;
     if (NULL == *table) *table = (mca_coll_loom_profile_t *)calloc(LOOM_COLL_COUNT, sizeof(mca_coll_loom_profile_t));
     if (NULL == *table) return;
+    memset(t->ns, 0, sizeof(t->ns));
     t->into = *table + coll;
-    t->coll = coll;
     t->bytes = bytes;
     t->last = now_ns();
 }

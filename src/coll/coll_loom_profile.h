@@ -27,8 +27,7 @@ typedef struct {
 
 /* One call being timed: phase marks since its start. */
 typedef struct {
-    mca_coll_loom_profile_t *into; /* NULL: not profiling */
-    int coll;
+    mca_coll_loom_profile_t *into; /* the call's collective's table; NULL: not profiling */
     size_t bytes;
     uint64_t last;                 /* ns of the previous mark */
     uint64_t ns[LOOM_PROFILE_PHASES];

@@ -3,7 +3,8 @@
  * (device/exchange_schedule.h): this rank describes the allocation under its
  * input (pulled pairs) or output (pushed pairs) to the peers that will copy
  * from or into it (a CUDA IPC handle, cached per allocation), and maps the
- * allocations its peers describe (cached per peer and allocation). Both caches key an allocation by the driver's buffer id
+ * allocations its peers describe (cached per peer and allocation). Both
+ * caches key an allocation by the driver's buffer id
  * (CU_POINTER_ATTRIBUTE_BUFFER_ID, unique in its process for the process's
  * life), so a buffer freed and allocated again at the same address is a new
  * entry, never a stale mapping; a peer's new allocation at an address it

@@ -97,6 +97,12 @@ enum Handshake {
     kNoSignal,           // the end that does not copy never signals
 };
 
+// Whether a rank copies its send or receive half of a direct pair, as the
+// kernel decides it, or as receivers decide it under kReceiversOtherMode.
+bool copiesUnder(const ExchangeSched &s, bool sendHalf, Handshake h) {
+    return exchangeDirectCopies(s, sendHalf) != (!sendHalf && h == kReceiversOtherMode);
+}
+
 // A lane's ops as the kernel runs them: per round the direct halves'
 // handshake (tokens of no data on ports of their own: D carries the
 // sender's tokens to the receiver, C the receiver's to the sender) around
@@ -113,8 +119,7 @@ std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, 
     for (int round = exchangeFirstRound(s, lane); round < n; round = exchangeNextRound(s, lane, round)) {
         const int to = exchangeTo(s, round), from = exchangeFrom(s, round);
         const bool ds = round > 0 && exchangeSendDirect(s, to), dr = round > 0 && exchangeRecvDirect(s, from);
-        const bool sendCopies = exchangeDirectCopies(s, true);
-        const bool recvCopies = exchangeDirectCopies(s, false) != (h == kReceiversOtherMode);
+        const bool sendCopies = copiesUnder(s, true, h), recvCopies = copiesUnder(s, false, h);
         const int dTo = dBase + to * C + ch, cTo = cBase + to * C + ch;       // the pair with `to`
         const int dFrom = dBase + from * C + ch, cFrom = cBase + from * C + ch; // the pair with `from`
         auto signals = [&] {
@@ -204,9 +209,8 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
     // the receiver's output, made by whichever end thinks it copies.
     for (int r = 0; direct && r < n; ++r)
         for (int q = 0; q < n; ++q) {
-            const bool recvCopies = exchangeDirectCopies(sched[q], false) != (h == kReceiversOtherMode);
-            const bool byReceiver = exchangeRecvDirect(sched[q], r) && recvCopies;
-            const bool bySender = exchangeSendDirect(sched[r], q) && exchangeDirectCopies(sched[r], true);
+            const bool byReceiver = exchangeRecvDirect(sched[q], r) && copiesUnder(sched[q], false, h);
+            const bool bySender = exchangeSendDirect(sched[r], q) && copiesUnder(sched[r], true, h);
             if (!byReceiver && !bySender) continue;
             for (int c = 0; c < channels; ++c) {
                 size_t lo, hi;
