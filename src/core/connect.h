@@ -29,8 +29,9 @@ struct PeerInfo {
     // tree and recursive-doubling thresholds, edge slot size; and what
     // selects algorithms (one-shot threshold, doubling family): ranks that
     // chose differently would wait for each other forever; LOOM_RINGS (a
-    // hash of it), which sets every connection.
-    uint64_t fifoGeometry[15];
+    // hash of it), which sets every connection; the exchanges' channels,
+    // direct-pair threshold, push mode and copy-engine threshold.
+    uint64_t fifoGeometry[16];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

@@ -62,7 +62,8 @@ struct Published {
 // Frees what a connection attempt made, keeping what the communicator's
 // creation left (bootstrap, hosts, reach) for the next attempt.
 void dropConnections(PeerConns &p, std::chrono::steady_clock::time_point netDeadline) {
-    p.direct.release(); // after the kernels that read peers' buffers
+    p.engines.release(); // after the copies that read peers' buffers
+    p.direct.release();  // after the kernels that read peers' buffers
     for (NetLinks &l : p.net) netClose(&l, netDeadline);
     p.net.clear();
     for (char *b : p.peerRegion)

@@ -54,6 +54,34 @@ bool sameLayout(const char *in, const size_t *sendcounts, const size_t *sdispls,
     return true;
 }
 
+// Whether a call's direct pairs are pushed (their senders copy): agreed, from
+// the settings at creation and what every rank passes alike (fanIn, and a
+// gather's agreed block: one of at least LOOM_EXCHANGE_COPY_ENGINE_BYTES
+// pushes on the copy engines below).
+bool pushDirectPairs(int fanIn, size_t agreedBlock) {
+    const int mode = params().exchangeDirectPush;
+    const size_t engines = (size_t)params().exchangeCopyEngineBytes;
+    return mode == 2 || (fanIn && (mode == 1 || (engines && agreedBlock >= engines)));
+}
+
+// Whether this rank's pushed direct sends go on its copy engines
+// (exchange_schedule.h: deferred copies): a pushed fan-in where this rank
+// writes some block of at least LOOM_EXCHANGE_COPY_ENGINE_BYTES. This rank's
+// own choice: the root's kernel runs the same either way.
+bool deferToEngines(loomComm *comm, const ExchangeSched &s, int fanIn, const size_t *directSend) {
+    const size_t least = (size_t)params().exchangeCopyEngineBytes;
+    if (!least || !exchangeMayDeferCopies(s, fanIn != 0)) return false;
+    bool any = false;
+    for (int q = 0; q < s.nranks; ++q) any = any || (q != s.rank && directSend[q] && s.sendCount[q] >= least);
+    PeerConns &p = *comm->peers;
+    if (any && !p.enginesSaid) {
+        p.enginesSaid = true;
+        LOOM_INFO(kColl, "rank %d: gather blocks of >= LOOM_EXCHANGE_COPY_ENGINE_BYTES=%zu are written into the "
+                  "root's output by this GPU's copy engines; said once per communicator", s.rank, least);
+    }
+    return any;
+}
+
 // n == 1: the rank's own block.
 loomResult_t selfCopy(loomComm *comm, const char *in, char *out, size_t bytes, cudaStream_t stream) {
     if (!bytes || in == out) return loomSuccess;
@@ -138,10 +166,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     tables.resize(6 * N + 2 * N * C); // the direct tables' room; trimmed below when no pair is direct
     bool direct = false;
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
-    // Who copies a direct pair: agreed (the setting at creation, fanIn
-    // passed alike by every rank).
-    const int pushMode = params().exchangeDirectPush;
-    const bool push = pushMode == 2 || (pushMode == 1 && fanIn);
+    const bool push = pushDirectPairs(fanIn, agreedBlock);
     loomResult_t r = planDirectPairs(comm, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
     if (r != loomSuccess) return r;
@@ -157,11 +182,16 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     ExchangeSched s;
     s.rank = me;
     s.nranks = n;
+    s.sendCount = sendcounts;
+    s.sendDispl = sdispls;
+    s.recvCount = recvcounts;
+    s.recvDispl = rdispls;
     s.channels = p.channels;
     s.lanes = std::max(1, std::min(n - 1, kMaxExchangeLanes / p.channels)) * p.channels;
     s.chunkElems = p.slotBytes;
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     s.directPush = direct && push;
+    s.deferCopies = s.directPush && deferToEngines(comm, s, fanIn, tables.data() + 4 * N);
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;
@@ -192,16 +222,24 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
     cudaError_t e = launchExchange(a, stream);
-    if (e == cudaSuccess && a.steps) e = cudaEventRecord(p.tablesRead, stream);
     if (e != cudaSuccess) return cudaFail(comm, "launch", e);
+    if (s.deferCopies) { // the pushed direct blocks on the copy engines, then their publications
+        p.engineBlocks.clear();
+        for (int q = 0; q < n; ++q)
+            if (q != me && tables[4 * N + q])
+                p.engineBlocks.push_back({in + sdispls[q], reinterpret_cast<char *>(tables[4 * N + q]), sendcounts[q]});
+        // The publications follow even when the copies could not be
+        // enqueued: the root is not left waiting; the call fails after.
+        r = p.engines.copy(p.engineBlocks, stream, me);
+        if (late == loomSuccess) late = r;
+        e = launchExchangeAfterCopies(a, stream);
+        if (e != cudaSuccess) return cudaFail(comm, "launch of the signals after the copies", e);
+    }
+    if (a.steps && (e = cudaEventRecord(p.tablesRead, stream)) != cudaSuccess) return cudaFail(comm, "launch", e);
     if (direct && (r = p.direct.markRead(stream)) != loomSuccess) return r;
 
     // Commit: the host's copy of the schedule says what each peer's
     // connection moved (and the proxy is promised it on net links).
-    s.sendCount = sendcounts;
-    s.sendDispl = sdispls;
-    s.recvCount = recvcounts;
-    s.recvDispl = rdispls;
     if (direct) {
         s.directSend = tables.data() + 4 * N;
         s.directSrc = tables.data() + 5 * N;

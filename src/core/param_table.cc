@@ -84,6 +84,12 @@ const loomParamDef kParams[] = {
      "Who copies a block read in place (LOOM_EXCHANGE_DIRECT_BYTES): 0: its receiver, from the sender's buffer; "
      "1: in gather(v), the root's peers write their blocks into its buffer (the root's GPU no longer does every "
      "copy), elsewhere the receiver; 2: always the sender; set it alike on every rank"},
+    {"exchange_copy_engine_bytes", "LOOM_EXCHANGE_COPY_ENGINE_BYTES", LOOM_PARAM_INT, 64 * MiB, 0, 1L << 40,
+     "64 MiB",
+     "gather whose block is at least this size (inside a host over p2p): the root's peers write their blocks into "
+     "its output with their copy engines, whatever LOOM_EXCHANGE_DIRECT_PUSH says; gatherv pushed by "
+     "LOOM_EXCHANGE_DIRECT_PUSH: a sender's block of at least this size the same way (0: never); set it alike on "
+     "every rank"},
     {"net_nchannels", "LOOM_NET_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxNetChannels, "from NIC bandwidth",
      "Ring channels of a communicator that spans hosts (0: from the NIC's bandwidth, 4 without one)"},
     {"net", "LOOM_NET", LOOM_PARAM_STRING, 0, 0, 0, "auto",

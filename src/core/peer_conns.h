@@ -36,6 +36,7 @@
 #include "btl_gpu/p2p/p2p.h"
 #include "btl_gpu/shm/shm.h"
 #include "core/direct_buffers.h"
+#include "core/engine_copies.h"
 #include "device/conn.h"
 #include "device/exchange_schedule.h"
 #include "loom.h"
@@ -80,6 +81,11 @@ struct PeerConns {
     std::vector<int> directTo, directFrom;
     std::vector<BufferDesc> directOut, directIn;
     bool directSaid = false, unshareableInSaid = false, unshareableOutSaid = false; // once-per-communicator INFO lines
+    // A gather root's copy-engine receives (core/engine_copies.h) and a
+    // call's blocks for them.
+    EngineCopies engines;
+    std::vector<EngineBlock> engineBlocks;
+    bool enginesSaid = false;
 };
 
 // Channels per pair at n ranks, at most `cap` (LOOM_EXCHANGE_CHANNELS,

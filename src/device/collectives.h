@@ -30,6 +30,10 @@ cudaError_t launchEdgeBytes(const EdgeArgs &a, cudaStream_t stream);
 // a.s.lanes CTAs) on stream.
 cudaError_t launchExchange(const ExchangeArgs &a, cudaStream_t stream);
 
+// After an exchange whose direct copies are deferred (a.s.deferCopies) and
+// those copies: the signals that follow them (exchange_schedule.h).
+cudaError_t launchExchangeAfterCopies(const ExchangeArgs &a, cudaStream_t stream);
+
 // Enqueues one scan or exclusive scan (a.s; a.s.channels CTAs) on stream,
 // per (dtype, op).
 cudaError_t launchScan(const ScanArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);

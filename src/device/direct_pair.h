@@ -89,6 +89,29 @@ __device__ inline bool directRead(const ConnRecv &c, uint64_t step, const uint8_
     return true;
 }
 
+// Pushed pair, sender, its copy deferred (copy-engine copies,
+// exchange_schedule.h): waits until the receiver is ready for step `step` of
+// connection c; the copy engines write, directPublishWritten publishes.
+__device__ inline bool directAwaitReady(const ConnSend &c, uint64_t step, unsigned long long timeoutCycles) {
+    if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
+    __syncthreads();
+    const bool ok = !directShared().failed;
+    __syncthreads(); // everyone has read the flag before the next step writes it
+    return ok;
+}
+
+// After a deferred copy (the copy engines' writes are done: stream order):
+// one thread publishes step `step` of connection c, marked written unless
+// `mapped` is false (its host could not map the receiver's output).
+__device__ inline void directPublishWritten(const ConnSend &c, uint64_t step, bool mapped) {
+    __threadfence_system();
+    if (mapped) {
+        *directWrittenOf(c.tail) = step + 1;
+        __threadfence_system();
+    }
+    *c.tail = step + 1;
+}
+
 // Pushed pair, receiver: step `step` of connection c may be written (its
 // output is free: this kernel runs, so the kernels before it are done).
 __device__ inline void directReady(const ConnRecv &c, uint64_t step) {

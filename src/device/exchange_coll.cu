@@ -9,7 +9,9 @@
  * bytes, on the Simple protocol. A direct half (the receiver reads the
  * sender's input in place, or the sender writes into the receiver's output:
  * direct_pair.h) is one step of its channel; the end that does not copy
- * signals first in the round and awaits the other end last.
+ * signals first in the round and awaits the other end last. Copies left to
+ * the copy engines (a gather's direct pairs) take a second kernel,
+ * exchangeAfterCopiesKernel.
  */
 #include <cuda_runtime.h>
 
@@ -21,8 +23,6 @@
 namespace loom {
 namespace {
 
-// __grid_constant__: the inlined tables are read in place (their address is
-// taken), not copied per thread.
 // Where a lane gave up: who its round waited on, for the host's message.
 __device__ void exchangeAbort(const ExchangeArgs &a, const ExchangeSched &s, int round) {
     if (threadIdx.x == 0) {
@@ -32,12 +32,11 @@ __device__ void exchangeAbort(const ExchangeArgs &a, const ExchangeSched &s, int
     }
 }
 
-// __grid_constant__: the inlined tables are read in place (their address is
-// taken), not copied per thread.
-__global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_constant__ ExchangeArgs a) {
-    using P = Prims<ProtoSimple, uint8_t, OpSum, 1>;
+// The call's schedule with its tables resolved (in the parameters, or in
+// device memory), and each connection's steps before the call.
+__device__ ExchangeSched exchangeTables(const ExchangeArgs &a, const ConnSteps **stepsOf) {
     ExchangeSched s = a.s;
-    const ConnSteps *stepsOf = a.steps;
+    *stepsOf = a.steps;
     if (!s.sendCount) { // the tables are in the parameters
         const size_t n = (size_t)s.nranks;
         s.sendCount = a.inlined;
@@ -48,8 +47,17 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
             s.directSend = a.inlined + 4 * n;
             s.directSrc = a.inlined + 5 * n;
         }
-        stepsOf = reinterpret_cast<const ConnSteps *>(a.inlined + (a.direct ? 6 : 4) * n);
+        *stepsOf = reinterpret_cast<const ConnSteps *>(a.inlined + (a.direct ? 6 : 4) * n);
     }
+    return s;
+}
+
+// __grid_constant__: the inlined tables are read in place (their address is
+// taken), not copied per thread.
+__global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_constant__ ExchangeArgs a) {
+    using P = Prims<ProtoSimple, uint8_t, OpSum, 1>;
+    const ConnSteps *stepsOf;
+    const ExchangeSched s = exchangeTables(a, &stepsOf);
     const int lane = blockIdx.x, ch = exchangeChannel(s, lane);
     const uint8_t *in = (const uint8_t *)a.in;
     uint8_t *out = (uint8_t *)a.out;
@@ -74,7 +82,9 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         const bool sendCopies = exchangeDirectCopies(s, true), recvCopies = exchangeDirectCopies(s, false);
         if (directSend && !sendCopies) directPublish(pair.send, steps.send);
         if (directRecv && !recvCopies) directReady(pair.recv, steps.recv);
-        if (directSend && sendCopies) {
+        if (directSend && sendCopies && s.deferCopies) {
+            if (!directAwaitReady(pair.send, steps.send, a.timeoutCycles)) return exchangeAbort(a, s, round);
+        } else if (directSend && sendCopies) {
             size_t lo, hi;
             exchangeDirectSlice(s.sendCount[toPeer], s.channels, ch, &lo, &hi);
             uint8_t *dst = reinterpret_cast<uint8_t *>(s.directSend[toPeer]) + lo;
@@ -105,10 +115,31 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
     }
 }
 
+// Deferred copies (exchange_schedule.h): after the exchange kernel and the
+// copy engines' writes (done: stream order), the publication of every
+// channel of each pushed direct send. One thread per connection.
+__global__ void exchangeAfterCopiesKernel(const __grid_constant__ ExchangeArgs a) {
+    const ConnSteps *stepsOf;
+    const ExchangeSched s = exchangeTables(a, &stepsOf);
+    const int conns = s.nranks * s.channels;
+    const char *in = static_cast<const char *>(a.in);
+    for (int k = threadIdx.x; k < conns; k += blockDim.x) {
+        const int q = k / s.channels;
+        if (q != s.rank && exchangeSendDirect(s, q)) // mapped: the copy's two ends differ
+            directPublishWritten(a.conns[k].send, stepsOf[k].send,
+                                 s.directSend[q] != reinterpret_cast<size_t>(in + s.sendDispl[q]));
+    }
+}
+
 } // namespace
 
 cudaError_t launchExchange(const ExchangeArgs &a, cudaStream_t stream) {
     exchangeKernel<<<exchangeAllLanes(a.s), a.nthreads, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+cudaError_t launchExchangeAfterCopies(const ExchangeArgs &a, cudaStream_t stream) {
+    exchangeAfterCopiesKernel<<<1, 256, 0, stream>>>(a);
     return cudaGetLastError();
 }
 

@@ -1,14 +1,17 @@
 /* A peer's buffer that cannot be mapped for an in-place exchange block
  * (fault injected: LOOM_DIRECT_MAP_FAIL names rank F, whose mappings fail as
  * if CUDA IPC refused them). Every block moves in place
- * (LOOM_EXCHANGE_DIRECT_BYTES=1, one-shot off) and gathers push
- * (LOOM_EXCHANGE_DIRECT_PUSH=1); the .mpitest sets them.
+ * (LOOM_EXCHANGE_DIRECT_BYTES=1, one-shot off); gathers push where
+ * LOOM_EXCHANGE_DIRECT_PUSH is 1 or 2, else they pull (on the root's copy
+ * engines with LOOM_EXCHANGE_COPY_ENGINE_BYTES); the .mpitest sets them.
  *  - MPI_Alltoall, pulled: F cannot map its senders' inputs. F's call must
  *    fail; every other rank's must succeed with every block right (F's
  *    blocks included: its peers map F's input).
  *  - MPI_Gather to root R != F (argv[1], default F + 1), pushed: F cannot map
  *    R's output. F's call fails (its own mapping) and R's fails (F's block
  *    never came); the others succeed, and R holds every other rank's block.
+ *  - Or, pulled: MPI_Gather to root F, which cannot map its senders' inputs:
+ *    F's call fails, the others' succeed, and F's own block is right.
  *  - After each, an allreduce on device buffers succeeds on every rank: the
  *    communicator stays usable.
  * Prints one line per case; exit status: the number of cases that went wrong
@@ -77,14 +80,25 @@ int main(int argc, char **argv)
     failures += report("alltoall: the reader whose mappings fail gets an error, the others their data", bad);
     failures += report("alltoall: the communicator stays usable", still_usable(MPI_COMM_WORLD));
 
-    /* Gather to R, pushed: F's write into R's output fails. */
-    cudaMemset(dr, 0xEE, per * size);
-    rc = MPI_Gather(ds + (size_t)R * per, (int)per, MPI_BYTE, dr, (int)per, MPI_BYTE, R, MPI_COMM_WORLD);
-    cudaMemcpy(hr, dr, per * size, cudaMemcpyDeviceToHost);
-    bad = rank == F || rank == R ? rc == MPI_SUCCESS : rc != MPI_SUCCESS;
-    for (int q = 0; rank == R && q < size; ++q)
-        if (q != F) bad |= wrong_block(hr + q * per, q, per);
-    failures += report("gather: the writer whose mapping fails and its root get errors, the root the other blocks", bad);
+    const char *push = getenv("LOOM_EXCHANGE_DIRECT_PUSH");
+    if (push && atoi(push) >= 1) {
+        /* Gather to R, pushed: F's write into R's output fails. */
+        cudaMemset(dr, 0xEE, per * size);
+        rc = MPI_Gather(ds + (size_t)R * per, (int)per, MPI_BYTE, dr, (int)per, MPI_BYTE, R, MPI_COMM_WORLD);
+        cudaMemcpy(hr, dr, per * size, cudaMemcpyDeviceToHost);
+        bad = rank == F || rank == R ? rc == MPI_SUCCESS : rc != MPI_SUCCESS;
+        for (int q = 0; rank == R && q < size; ++q)
+            if (q != F) bad |= wrong_block(hr + q * per, q, per);
+        failures += report("gather: the writer whose mapping fails and its root get errors, the root the other "
+                           "blocks", bad);
+    } else {
+        /* Gather to F, pulled: F's reads of its senders' inputs fail. */
+        cudaMemset(dr, 0xEE, per * size);
+        rc = MPI_Gather(ds + (size_t)F * per, (int)per, MPI_BYTE, dr, (int)per, MPI_BYTE, F, MPI_COMM_WORLD);
+        cudaMemcpy(hr, dr, per * size, cudaMemcpyDeviceToHost);
+        bad = rank == F ? rc == MPI_SUCCESS || wrong_block(hr + (size_t)F * per, F, per) : rc != MPI_SUCCESS;
+        failures += report("gather: the root whose mappings fail gets an error, its senders succeed", bad);
+    }
     failures += report("gather: the communicator stays usable", still_usable(MPI_COMM_WORLD));
 
     cudaFree(ds);

@@ -7,7 +7,10 @@
 // Direct pairs (moved in place: the walk skips them, each channel copies its
 // exchangeDirectSlice in one step), pulled or pushed, at random: their
 // handshakes run as tokens around the FIFO ops in the kernel's order, both
-// ends' step counts are compared, and mutated handshakes must fail.
+// ends' step counts are compared, and mutated handshakes must fail. In a
+// pushed gather the senders may defer their writes past their kernels
+// (copy-engine copies): a second kernel, after every lane of the first,
+// publishes them; deferring where the call is no fan-in must deadlock.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -95,6 +98,8 @@ enum Handshake {
     kAwaitBeforeSignal, // the end that does not copy waits for the other's copy before it signals
     kReceiversOtherMode, // receivers take pushed pairs for pulled ones and back
     kNoSignal,           // the end that does not copy never signals
+    kDeferEverywhere,    // every rank defers its pushed direct sends, fan-in or not
+    kDeferredNeverSignalled, // the second kernel publishes nothing
 };
 
 // Whether a rank copies its send or receive half of a direct pair, as the
@@ -107,11 +112,13 @@ bool copiesUnder(const ExchangeSched &s, bool sendHalf, Handshake h) {
 // handshake (tokens of no data on ports of their own: D carries the
 // sender's tokens to the receiver, C the receiver's to the sender) around
 // the FIFO ops, in exchange_schedule.h's order. The copies themselves are
-// checked after the run.
+// checked after the run. With deferred credits every lane ends with a token
+// to the second kernel (port E + lane of its own rank).
+constexpr unsigned kLaneDoneKey = 0xfffeu;
 std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, Handshake h) {
     std::vector<EdgeOp> ops;
     const int n = s.nranks, C = s.channels, ch = exchangeChannel(s, lane);
-    const int dBase = n * C, cBase = 2 * n * C;
+    const int dBase = n * C, cBase = 2 * n * C, eBase = 3 * n * C;
     auto token = [&](int recvPort, int sendPort, int round) {
         ops.push_back(edgeOp(recvPort, sendPort, kBufNone, 0, kBufNone, 0, 0, false, edgeKey(0xffffu, (size_t)round)));
     };
@@ -133,20 +140,45 @@ std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, 
         };
         if (h == kAwaitBeforeSignal) waits();
         signals();
-        if (ds && sendCopies) token(cTo, -1, round), token(-1, dTo, round);     // ready -> write -> written
+        if (ds && sendCopies) {
+            token(cTo, -1, round);                     // ready -> write
+            if (!s.deferCopies) token(-1, dTo, round); // -> written (deferred: the second kernel's)
+        }
         if (dr && recvCopies) token(dFrom, -1, round), token(-1, cFrom, round); // published -> read -> credit
         for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) ops.push_back(opFn(s, lane, c));
         if (h != kAwaitBeforeSignal) waits();
+    }
+    if (s.deferCopies)
+        ops.push_back(edgeOp(-1, eBase + lane, kBufNone, 0, kBufNone, 0, 0, false, edgeKey(kLaneDoneKey, 0)));
+    return ops;
+}
+
+// The second kernel of deferred copies (after the copies): once every lane
+// of the first is done, every channel's publication of each pushed direct
+// send.
+std::vector<EdgeOp> afterCopiesOps(const ExchangeSched &s, int lanes, Handshake h) {
+    std::vector<EdgeOp> ops;
+    const int n = s.nranks, C = s.channels, dBase = n * C, eBase = 3 * n * C;
+    for (int lane = 0; lane < lanes; ++lane)
+        ops.push_back(edgeOp(eBase + lane, -1, kBufNone, 0, kBufNone, 0, 0, false, edgeKey(kLaneDoneKey, 0)));
+    for (int round = 1; round < n && h != kDeferredNeverSignalled; ++round) {
+        const int to = exchangeTo(s, round);
+        if (!exchangeSendDirect(s, to) || !exchangeDirectCopies(s, true)) continue;
+        for (int c = 0; c < C; ++c)
+            ops.push_back(edgeOp(-1, dBase + to * C + c, kBufNone, 0, kBufNone, 0, 0, false,
+                                 edgeKey(0xffffu, (size_t)round)));
     }
     return ops;
 }
 
 // "" when every rank's output is right, else the first thing wrong.
 // lanes: groups x channels. direct: pairs moved in place (their receivers
-// are told unless receiverUnaware), pulled or pushed.
+// are told unless receiverUnaware), pulled or pushed. fanIn: the call is a
+// gather (whose copying ends defer their copies where exchangeMayDeferCopies
+// lets them).
 std::string simulate(const Tables &t, int groups, int channels, size_t chunk, int depth, const OpFn &opFn = plainOp,
                      const Tables *walked = nullptr, const DirectPairs *direct = nullptr, bool receiverUnaware = false,
-                     int selfLanes = 1, bool push = false, Handshake h = kHandshakeAsBuilt) {
+                     int selfLanes = 1, bool push = false, Handshake h = kHandshakeAsBuilt, bool fanIn = false) {
     const int n = t.n, lanes = groups * channels;
     const Tables &w = walked ? *walked : t;
     std::vector<ExchangeSched> sched;
@@ -161,6 +193,8 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
         }
         sched[r].directSend = dSend[r].data();
         sched[r].directSrc = dSrc[r].data();
+        sched[r].deferCopies = exchangeMayDeferCopies(sched[r], fanIn) || (h == kDeferEverywhere && push);
+        if (sched[r].deferCopies && !push) return "rank " + std::to_string(r) + " defers pulled copies";
     }
     std::vector<Rank> ranks(n);
     for (int r = 0; r < n; ++r) {
@@ -179,6 +213,12 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
                     k.sendTo[base + q * channels + c] = {q, base + r * channels + c};
         auto ops = std::make_shared<std::vector<std::vector<EdgeOp>>>();
         for (int lane = 0; lane < k.lanes; ++lane) ops->push_back(laneOps(sched[r], lane, opFn, h));
+        if (sched[r].deferCopies) { // the second kernel: one more lane, fed by every lane's E port
+            for (int lane = 0; lane < k.lanes; ++lane)
+                k.sendTo[3 * n * channels + lane] = {r, 3 * n * channels + lane};
+            ops->push_back(afterCopiesOps(sched[r], k.lanes, h));
+            ++k.lanes;
+        }
         k.count = [ops](int lane) { return (*ops)[lane].size(); };
         k.op = [ops](int lane, size_t i) { return (*ops)[lane][i]; };
     }
@@ -244,7 +284,8 @@ void runMatrix(Kind kind, bool ragged) {
                             const DirectPairs d = randomDirect(t, seed * 31 + (unsigned)n);
                             const bool push = (seed / 2 + (unsigned)n) % 2;
                             std::string err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr,
-                                                       seed % 2 ? &d : nullptr, false, 1 + (int)(seed / 2), push);
+                                                       seed % 2 ? &d : nullptr, false, 1 + (int)(seed / 2), push,
+                                                       kHandshakeAsBuilt, kind == kGather);
                             if (!err.empty())
                                 ck_abort_msg("%s%s: nranks %d groups %d channels %d chunk %zu depth %d root %d "
                                              "seed %u%s: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
@@ -364,13 +405,15 @@ START_TEST(mutations_fail) {
 }
 END_TEST
 
-// Some alltoall with direct pairs (pulled or pushed) fails under handshake h.
-bool handshakeFails(bool push, Handshake h) {
+// Some alltoall (or gather) with direct pairs (pulled or pushed) fails under
+// handshake h.
+bool handshakeFails(bool push, Handshake h, Kind kind = kAllToAll) {
     for (int n = 2; n <= 6; ++n)
         for (int channels : {1, 3}) {
-            Tables t = makeTables(kAllToAll, n, 0, false, 11u + (unsigned)n);
+            Tables t = makeTables(kind, n, n / 2, false, 11u + (unsigned)n);
             const DirectPairs d = randomDirect(t, 5u * (unsigned)n);
-            if (!simulate(t, 2, channels, 4, 1, plainOp, nullptr, &d, false, 1, push, h).empty()) return true;
+            if (!simulate(t, 2, channels, 4, 1, plainOp, nullptr, &d, false, 1, push, h, kind == kGather).empty())
+                return true;
         }
     return false;
 }
@@ -385,6 +428,13 @@ START_TEST(direct_handshakes_complete_and_mutations_fail) {
                       mode);
         ck_assert_msg(handshakeFails(push, kNoSignal), "%s pairs: a missing signal was not caught", mode);
     }
+    // Copy-engine copies: a pushed gather's senders defer their writes; that
+    // completes, and fails without the publications after or outside a
+    // fan-in. Pulled gathers never defer (simulate checks it).
+    ck_assert_msg(!handshakeFails(false, kHandshakeAsBuilt, kGather), "pulled gathers fail");
+    ck_assert_msg(!handshakeFails(true, kHandshakeAsBuilt, kGather), "pushed gathers with deferred writes fail");
+    ck_assert_msg(handshakeFails(true, kDeferredNeverSignalled, kGather), "deferred writes never published: not caught");
+    ck_assert_msg(handshakeFails(true, kDeferEverywhere), "writes deferred outside a fan-in: no deadlock caught");
 }
 END_TEST
 
