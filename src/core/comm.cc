@@ -233,14 +233,14 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[16] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[17] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
                                    (uint64_t)(int64_t)params().doubling, (uint64_t)params().algoMask,
                                    rings ? fnv1a(rings) : 0, (uint64_t)params().exchangeChannels,
                                    (uint64_t)params().exchangeDirectBytes, (uint64_t)params().exchangeDirectPush,
-                                   (uint64_t)params().exchangeCopyEngineBytes};
+                                   (uint64_t)params().exchangeCopyEngineBytes, (uint64_t)params().gatherDirectBytes};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");

@@ -64,14 +64,16 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (unsigned long long)peers[q].fifoGeometry[10], (long long)peers[0].fifoGeometry[8],
                         (long long)peers[0].fifoGeometry[9], (unsigned long long)peers[0].fifoGeometry[10]);
     for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry + 12, peers[0].fifoGeometry + 12, 4 * sizeof(uint64_t)) != 0)
+        if (memcmp(peers[q].fifoGeometry + 12, peers[0].fifoGeometry + 12, 5 * sizeof(uint64_t)) != 0) {
+            const uint64_t *a = peers[q].fifoGeometry + 12, *b = peers[0].fifoGeometry + 12;
             return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_EXCHANGE_CHANNELS/"
-                        "LOOM_EXCHANGE_DIRECT_BYTES/LOOM_EXCHANGE_DIRECT_PUSH/LOOM_EXCHANGE_COPY_ENGINE_BYTES "
-                        "(%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu): set them alike on every rank", me, q,
-                        (unsigned long long)peers[q].fifoGeometry[12], (unsigned long long)peers[q].fifoGeometry[13],
-                        (unsigned long long)peers[q].fifoGeometry[14], (unsigned long long)peers[q].fifoGeometry[15],
-                        (unsigned long long)peers[0].fifoGeometry[12], (unsigned long long)peers[0].fifoGeometry[13],
-                        (unsigned long long)peers[0].fifoGeometry[14], (unsigned long long)peers[0].fifoGeometry[15]);
+                        "LOOM_EXCHANGE_DIRECT_BYTES/LOOM_EXCHANGE_DIRECT_PUSH/LOOM_EXCHANGE_COPY_ENGINE_BYTES/"
+                        "LOOM_GATHER_DIRECT_BYTES (%llu/%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu/%llu): set them "
+                        "alike on every rank", me, q, (unsigned long long)a[0], (unsigned long long)a[1],
+                        (unsigned long long)a[2], (unsigned long long)a[3], (unsigned long long)a[4],
+                        (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[2],
+                        (unsigned long long)b[3], (unsigned long long)b[4]);
+        }
     for (int q = 0; q < n; ++q)
         if (peers[q].fifoGeometry[11] != peers[0].fifoGeometry[11])
             return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_RINGS (%s): set it alike on every "

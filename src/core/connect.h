@@ -30,8 +30,8 @@ struct PeerInfo {
     // selects algorithms (one-shot threshold, doubling family): ranks that
     // chose differently would wait for each other forever; LOOM_RINGS (a
     // hash of it), which sets every connection; the exchanges' channels,
-    // direct-pair threshold, push mode and copy-engine threshold.
-    uint64_t fifoGeometry[16];
+    // direct-pair thresholds, push mode and copy-engine threshold.
+    uint64_t fifoGeometry[17];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

@@ -13,7 +13,7 @@
 
 namespace loom {
 
-loomResult_t planDirectPairs(loomComm *comm, bool push, const char *in, const size_t *sendcounts,
+loomResult_t planDirectPairs(loomComm *comm, bool fanIn, bool push, const char *in, const size_t *sendcounts,
                              const size_t *sdispls, char *out, const size_t *recvcounts, const size_t *rdispls,
                              size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late) {
     PeerConns &p = *comm->peers;
@@ -22,7 +22,7 @@ loomResult_t planDirectPairs(loomComm *comm, bool push, const char *in, const si
     std::fill(directSrc, directSrc + n, 0);
     *any = false;
     *late = loomSuccess;
-    const size_t least = (size_t)params().exchangeDirectBytes;
+    const size_t least = (size_t)(fanIn ? params().gatherDirectBytes : params().exchangeDirectBytes);
     if (!least || !p.bootstrap.pairwise) return loomSuccess;
     std::vector<int> &to = p.directTo, &from = p.directFrom;
     to.clear();

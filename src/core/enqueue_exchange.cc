@@ -167,7 +167,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     bool direct = false;
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
     const bool push = pushDirectPairs(fanIn, agreedBlock);
-    loomResult_t r = planDirectPairs(comm, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
+    loomResult_t r = planDirectPairs(comm, fanIn != 0, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
     if (r != loomSuccess) return r;
     const size_t stepsAt = (direct ? 6 : 4) * N;
@@ -232,8 +232,12 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
         // enqueued: the root is not left waiting; the call fails after.
         r = p.engines.copy(p.engineBlocks, stream, me);
         if (late == loomSuccess) late = r;
+        a.enginesFailed = r != loomSuccess; // the root is told its blocks did not come
         e = launchExchangeAfterCopies(a, stream);
-        if (e != cudaSuccess) return cudaFail(comm, "launch of the signals after the copies", e);
+        if (e != cudaSuccess) { // the root's ready is spent and copies may be in flight: no later call is safe
+            comm->failed = true;
+            return cudaFail(comm, "launch of the publications after the copies", e);
+        }
     }
     if (a.steps && (e = cudaEventRecord(p.tablesRead, stream)) != cudaSuccess) return cudaFail(comm, "launch", e);
     if (direct && (r = p.direct.markRead(stream)) != loomSuccess) return r;

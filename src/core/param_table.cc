@@ -84,6 +84,10 @@ const loomParamDef kParams[] = {
      "Who copies a block read in place (LOOM_EXCHANGE_DIRECT_BYTES): 0: its receiver, from the sender's buffer; "
      "1: in gather(v), the root's peers write their blocks into its buffer (the root's GPU no longer does every "
      "copy), elsewhere the receiver; 2: always the sender; set it alike on every rank"},
+    {"gather_direct_bytes", "LOOM_GATHER_DIRECT_BYTES", LOOM_PARAM_INT, 8 * MiB, 0, 1L << 40, "8 MiB",
+     "LOOM_EXCHANGE_DIRECT_BYTES for gather(v): below it a root's FIFOs, written by its peers, beat reading "
+     "every block itself (4x H200, 4 ranks: 1-8 MiB per block 1.0-1.04x NCCL through the FIFOs, 0.80-0.89x in "
+     "place); set it alike on every rank"},
     {"exchange_copy_engine_bytes", "LOOM_EXCHANGE_COPY_ENGINE_BYTES", LOOM_PARAM_INT, 64 * MiB, 0, 1L << 40,
      "64 MiB",
      "gather whose block is at least this size (inside a host over p2p): the root's peers write their blocks into "

@@ -40,6 +40,7 @@ const Params &params() {
         p.exchangeChannels = (int)paramLong("LOOM_EXCHANGE_CHANNELS");
         p.exchangeDirectBytes = paramLong("LOOM_EXCHANGE_DIRECT_BYTES");
         p.exchangeDirectPush = (int)paramLong("LOOM_EXCHANGE_DIRECT_PUSH");
+        p.gatherDirectBytes = paramLong("LOOM_GATHER_DIRECT_BYTES");
         p.exchangeCopyEngineBytes = paramLong("LOOM_EXCHANGE_COPY_ENGINE_BYTES");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");

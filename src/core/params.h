@@ -29,7 +29,8 @@ struct Params {
     int exchangeChannels;   // LOOM_EXCHANGE_CHANNELS: most channels per pair of the all-peer exchanges
     long exchangeDirectBytes; // LOOM_EXCHANGE_DIRECT_BYTES: exchange blocks read in place from this size (0: never)
     int exchangeDirectPush;   // LOOM_EXCHANGE_DIRECT_PUSH: 0 receivers copy direct blocks, 1 senders in gathers, 2 senders
-    long exchangeCopyEngineBytes; // LOOM_EXCHANGE_COPY_ENGINE_BYTES: a gather's root copies direct blocks from this size on its copy engines (0: never)
+    long gatherDirectBytes;   // LOOM_GATHER_DIRECT_BYTES: gather(v) blocks read in place from this size (0: never)
+    long exchangeCopyEngineBytes; // LOOM_EXCHANGE_COPY_ENGINE_BYTES: gathers of blocks from this size pushed by the root's peers' copy engines (0: never)
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
     unsigned algoMask;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)

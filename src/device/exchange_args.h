@@ -33,6 +33,7 @@ struct ExchangeArgs {
     unsigned long long timeoutCycles; // a peer silent for this long fails the call
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     int direct;                       // some pair is direct: the inlined tables include directSend, directSrc
+    int enginesFailed;                // deferred copies the host could not enqueue: published as not written
     // Small calls: send counts, send displacements, receive counts, receive
     // displacements (n each), with direct pairs directSend and directSrc (n
     // each), then the steps (2 words per connection).

@@ -117,17 +117,22 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
 
 // Deferred copies (exchange_schedule.h): after the exchange kernel and the
 // copy engines' writes (done: stream order), the publication of every
-// channel of each pushed direct send. One thread per connection.
+// channel of each pushed direct send. One thread per connection. Marked
+// written only where the block was: not where the mapping failed, the
+// copies could not be enqueued, or the first kernel gave up (it timed out
+// waiting for the root's ready: the copies may have landed in an output
+// the root had not freed, so its call must fail, not take them).
 __global__ void exchangeAfterCopiesKernel(const __grid_constant__ ExchangeArgs a) {
     const ConnSteps *stepsOf;
     const ExchangeSched s = exchangeTables(a, &stepsOf);
     const int conns = s.nranks * s.channels;
     const char *in = static_cast<const char *>(a.in);
+    const bool wrote = !a.enginesFailed && !a.abortFlag[kAbortSet];
     for (int k = threadIdx.x; k < conns; k += blockDim.x) {
         const int q = k / s.channels;
         if (q != s.rank && exchangeSendDirect(s, q)) // mapped: the copy's two ends differ
             directPublishWritten(a.conns[k].send, stepsOf[k].send,
-                                 s.directSend[q] != reinterpret_cast<size_t>(in + s.sendDispl[q]));
+                                 wrote && s.directSend[q] != reinterpret_cast<size_t>(in + s.sendDispl[q]));
     }
 }
 

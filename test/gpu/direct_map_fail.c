@@ -1,9 +1,10 @@
 /* A peer's buffer that cannot be mapped for an in-place exchange block
  * (fault injected: LOOM_DIRECT_MAP_FAIL names rank F, whose mappings fail as
  * if CUDA IPC refused them). Every block moves in place
- * (LOOM_EXCHANGE_DIRECT_BYTES=1, one-shot off); gathers push where
- * LOOM_EXCHANGE_DIRECT_PUSH is 1 or 2, else they pull (on the root's copy
- * engines with LOOM_EXCHANGE_COPY_ENGINE_BYTES); the .mpitest sets them.
+ * (LOOM_EXCHANGE_DIRECT_BYTES=1 LOOM_GATHER_DIRECT_BYTES=1, one-shot off);
+ * gathers push where LOOM_EXCHANGE_DIRECT_PUSH is 1 or 2 or the block is at
+ * least LOOM_EXCHANGE_COPY_ENGINE_BYTES (its peers' copy engines write),
+ * else the root's SMs pull; the .mpitest sets them.
  *  - MPI_Alltoall, pulled: F cannot map its senders' inputs. F's call must
  *    fail; every other rank's must succeed with every block right (F's
  *    blocks included: its peers map F's input).
@@ -80,8 +81,9 @@ int main(int argc, char **argv)
     failures += report("alltoall: the reader whose mappings fail gets an error, the others their data", bad);
     failures += report("alltoall: the communicator stays usable", still_usable(MPI_COMM_WORLD));
 
-    const char *push = getenv("LOOM_EXCHANGE_DIRECT_PUSH");
-    if (push && atoi(push) >= 1) {
+    const char *push = getenv("LOOM_EXCHANGE_DIRECT_PUSH"), *engines = getenv("LOOM_EXCHANGE_COPY_ENGINE_BYTES");
+    const long engine_bytes = engines ? atol(engines) : 64L << 20; /* the default */
+    if ((push && atoi(push) >= 1) || (engine_bytes > 0 && (size_t)engine_bytes <= per)) {
         /* Gather to R, pushed: F's write into R's output fails. */
         cudaMemset(dr, 0xEE, per * size);
         rc = MPI_Gather(ds + (size_t)R * per, (int)per, MPI_BYTE, dr, (int)per, MPI_BYTE, R, MPI_COMM_WORLD);
