@@ -45,8 +45,10 @@ __device__ inline void directPublish(const ConnSend &c, uint64_t step) {
     }
 }
 
-// Sender: waits until the receiver has read step `step` (its credit is back).
-__device__ inline bool directAwaitRead(const ConnSend &c, uint64_t step, unsigned long long timeoutCycles) {
+// Sender: waits until the receiver has moved c's head past step `step`:
+// pulled, it has read the step (its credit is back); pushed, it is ready
+// for the step (directReady).
+__device__ inline bool directAwaitHead(const ConnSend &c, uint64_t step, unsigned long long timeoutCycles) {
     if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
     __syncthreads();
     const bool ok = !directShared().failed;
@@ -89,16 +91,9 @@ __device__ inline bool directRead(const ConnRecv &c, uint64_t step, const uint8_
     return true;
 }
 
-// Pushed pair, sender, its copy deferred (copy-engine copies,
-// exchange_schedule.h): waits until the receiver is ready for step `step` of
-// connection c; the copy engines write, directPublishWritten publishes.
-__device__ inline bool directAwaitReady(const ConnSend &c, uint64_t step, unsigned long long timeoutCycles) {
-    if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
-    __syncthreads();
-    const bool ok = !directShared().failed;
-    __syncthreads(); // everyone has read the flag before the next step writes it
-    return ok;
-}
+// A pushed pair's sender whose copy is deferred (copy-engine copies,
+// exchange_schedule.h) only awaits the ready (directAwaitHead): the copy
+// engines write, and then directPublishWritten publishes.
 
 // After a deferred copy (the copy engines' writes are done: stream order):
 // one thread publishes step `step` of connection c, marked written unless
@@ -125,9 +120,7 @@ __device__ inline void directReady(const ConnRecv &c, uint64_t step) {
 // publishes without marking the step written: the receiver reports it.
 __device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
                                    unsigned long long timeoutCycles) {
-    if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
-    __syncthreads();
-    if (directShared().failed) return false;
+    if (!directAwaitHead(c, step, timeoutCycles)) return false;
     if (len) directCopy(src, dst, len);
     __syncthreads(); // every store of the CTA is issued
     if (threadIdx.x == 0) {

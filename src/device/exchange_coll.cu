@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         if (directSend && !sendCopies) directPublish(pair.send, steps.send);
         if (directRecv && !recvCopies) directReady(pair.recv, steps.recv);
         if (directSend && sendCopies && s.deferCopies) {
-            if (!directAwaitReady(pair.send, steps.send, a.timeoutCycles)) return exchangeAbort(a, s, round);
+            if (!directAwaitHead(pair.send, steps.send, a.timeoutCycles)) return exchangeAbort(a, s, round);
         } else if (directSend && sendCopies) {
             size_t lo, hi;
             exchangeDirectSlice(s.sendCount[toPeer], s.channels, ch, &lo, &hi);
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
                 if (!prims.run(o, in, out, nullptr)) return exchangeAbort(a, s, round);
             }
         }
-        if (directSend && !sendCopies && !directAwaitRead(pair.send, steps.send, a.timeoutCycles))
+        if (directSend && !sendCopies && !directAwaitHead(pair.send, steps.send, a.timeoutCycles))
             return exchangeAbort(a, s, round);
         if (directRecv && !recvCopies &&
             !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles, a.abortFlag + kAbortUndelivered, fromPeer))
