@@ -48,7 +48,10 @@ void mca_coll_loom_timer_stop(mca_coll_loom_timer_t *t)
 {
     if (NULL == t->into) return;
     const int k = size_class(t->bytes);
-    t->into->calls[k] += 1;
+    if (0 == t->into->calls[k]++) {
+        for (int p = 0; p < LOOM_PROFILE_PHASES; ++p) t->into->first_ns[k] += t->ns[p];
+        return;
+    }
     for (int p = 0; p < LOOM_PROFILE_PHASES; ++p) t->into->ns[k][p] += t->ns[p];
 }
 
@@ -59,19 +62,25 @@ void mca_coll_loom_profile_report(mca_coll_loom_profile_t **table, int rank, con
         for (int k = 0; k < LOOM_PROFILE_CLASSES; ++k) {
             const mca_coll_loom_profile_t *p = *table + c;
             if (0 == p->calls[k]) continue;
+            const unsigned long long lo = k ? (1ull << (2 * (k - 1))) + 1 : 0, hi = 1ull << (2 * k);
+            const char *plus = k == LOOM_PROFILE_CLASSES - 1 ? "+" : "";
+            const double first = (double)p->first_ns[k] / 1e3;
+            if (1 == p->calls[k]) {
+                opal_output(mca_coll_loom_component.output, "coll/loom profile rank %d comm %s: %s %llu..%llu%s B: "
+                            "1 call, %.2f us", rank, comm_name, mca_coll_loom_coll_names[c], lo, hi, plus, first);
+                continue;
+            }
             double us[LOOM_PROFILE_PHASES], total = 0;
             for (int ph = 0; ph < LOOM_PROFILE_PHASES; ++ph) {
-                us[ph] = (double)p->ns[k][ph] / 1e3 / (double)p->calls[k];
+                us[ph] = (double)p->ns[k][ph] / 1e3 / (double)(p->calls[k] - 1);
                 total += us[ph];
             }
-            const unsigned long long lo = k ? (1ull << (2 * (k - 1))) + 1 : 0, hi = 1ull << (2 * k);
             opal_output(mca_coll_loom_component.output,
-                        "coll/loom profile rank %d comm %s: %s %llu..%llu%s B: %llu calls, per call: where %.2f us, "
-                        "enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us",
-                        rank, comm_name, mca_coll_loom_coll_names[c], lo, hi,
-                        k == LOOM_PROFILE_CLASSES - 1 ? "+" : "", (unsigned long long)p->calls[k],
-                        us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_ENQUEUE], us[LOOM_PROFILE_WAIT],
-                        us[LOOM_PROFILE_STAGE], total);
+                        "coll/loom profile rank %d comm %s: %s %llu..%llu%s B: %llu calls; after the first, per "
+                        "call: where %.2f us, enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us; the "
+                        "first %.2f us", rank, comm_name, mca_coll_loom_coll_names[c], lo, hi, plus,
+                        (unsigned long long)p->calls[k], us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_ENQUEUE],
+                        us[LOOM_PROFILE_WAIT], us[LOOM_PROFILE_STAGE], total, first);
         }
     free(*table);
     *table = NULL;

@@ -1,7 +1,9 @@
 /*
  * Where a GPU-path call's host time goes (LOOM_PROFILE=1): per collective and
  * size class (powers of 4 of the call's largest buffer), the calls and the
- * mean microseconds of each phase of mca_coll_loom_gpu_exec:
+ * mean microseconds of each phase of mca_coll_loom_gpu_exec over the calls
+ * after the first (a first call may connect peers or map new buffers: its
+ * milliseconds would hide the steady state; its total is printed apart):
  *   where    the driver's pointer queries of the call's two buffers;
  *   enqueue  loom's part up to the launch (staging in, planning, host-side
  *            agreement such as the exchanges' buffer descriptions, launch);
@@ -22,7 +24,8 @@ enum { LOOM_PROFILE_CLASSES = 24 }; /* 4^0 .. 4^23 bytes and more */
 
 typedef struct {
     uint64_t calls[LOOM_PROFILE_CLASSES];
-    uint64_t ns[LOOM_PROFILE_CLASSES][LOOM_PROFILE_PHASES];
+    uint64_t first_ns[LOOM_PROFILE_CLASSES];                   /* the first call's total */
+    uint64_t ns[LOOM_PROFILE_CLASSES][LOOM_PROFILE_PHASES];    /* the later calls' */
 } mca_coll_loom_profile_t;
 
 /* One call being timed: phase marks since its start. */
