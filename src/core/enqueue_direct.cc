@@ -10,6 +10,7 @@
 #include "core/debug.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
+#include "core/select.h"
 
 namespace loom {
 
@@ -22,7 +23,7 @@ loomResult_t planDirectPairs(loomComm *comm, bool fanIn, bool push, const char *
     std::fill(directSrc, directSrc + n, 0);
     *any = false;
     *late = loomSuccess;
-    const size_t least = (size_t)(fanIn ? params().gatherDirectBytes : params().exchangeDirectBytes);
+    const size_t least = exchangeDirectLeast(exchangeKnobs(), fanIn);
     if (!least || !p.bootstrap.pairwise) return loomSuccess;
     std::vector<int> &to = p.directTo, &from = p.directFrom;
     to.clear();

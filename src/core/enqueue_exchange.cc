@@ -54,30 +54,20 @@ bool sameLayout(const char *in, const size_t *sendcounts, const size_t *sdispls,
     return true;
 }
 
-// Whether a call's direct pairs are pushed (their senders copy): agreed, from
-// the settings at creation and what every rank passes alike (fanIn, and a
-// gather's agreed block: one of at least LOOM_EXCHANGE_COPY_ENGINE_BYTES
-// pushes on the copy engines below).
-bool pushDirectPairs(int fanIn, size_t agreedBlock) {
-    const int mode = params().exchangeDirectPush;
-    const size_t engines = (size_t)params().exchangeCopyEngineBytes;
-    return mode == 2 || (fanIn && (mode == 1 || (engines && agreedBlock >= engines)));
-}
-
 // Whether this rank's pushed direct sends go on its copy engines
 // (exchange_schedule.h: deferred copies): a pushed fan-in where this rank
-// writes some block of at least LOOM_EXCHANGE_COPY_ENGINE_BYTES. This rank's
-// own choice: the root's kernel runs the same either way.
+// writes some block that select.h's rule puts on them.
 bool deferToEngines(loomComm *comm, const ExchangeSched &s, int fanIn, const size_t *directSend) {
-    const size_t least = (size_t)params().exchangeCopyEngineBytes;
-    if (!least || !exchangeMayDeferCopies(s, fanIn != 0)) return false;
+    const ExchangeKnobs k = exchangeKnobs();
+    if (!exchangeMayDeferCopies(s, fanIn != 0)) return false;
     bool any = false;
-    for (int q = 0; q < s.nranks; ++q) any = any || (q != s.rank && directSend[q] && s.sendCount[q] >= least);
+    for (int q = 0; q < s.nranks; ++q)
+        any = any || (q != s.rank && directSend[q] && exchangeBlockOnEngines(k, s.sendCount[q]));
     PeerConns &p = *comm->peers;
     if (any && !p.enginesSaid) {
         p.enginesSaid = true;
         LOOM_INFO(kColl, "rank %d: gather blocks of >= LOOM_EXCHANGE_COPY_ENGINE_BYTES=%zu are written into the "
-                  "root's output by this GPU's copy engines; said once per communicator", s.rank, least);
+                  "root's output by this GPU's copy engines; said once per communicator", s.rank, k.copyEngineBytes);
     }
     return any;
 }
@@ -166,7 +156,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     tables.resize(6 * N + 2 * N * C); // the direct tables' room; trimmed below when no pair is direct
     bool direct = false;
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
-    const bool push = pushDirectPairs(fanIn, agreedBlock);
+    const bool push = exchangePushes(exchangeKnobs(), fanIn != 0, agreedBlock);
     loomResult_t r = planDirectPairs(comm, fanIn != 0, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
     if (r != loomSuccess) return r;

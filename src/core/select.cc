@@ -115,6 +115,23 @@ bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
     return false;
 }
 
+// Gathers: through the root's FIFOs (its peers' SMs write, the root copies
+// locally) below gatherDirectBytes; pushed by the peers' copy engines from
+// copyEngineBytes (4x H200: contrib/bench/results/README.md, 2026-11-27
+// direct_bytes and engines entries; core/engine_copies.h).
+ExchangeKnobs exchangeKnobs() {
+    return ExchangeKnobs{(size_t)params().exchangeDirectBytes, (size_t)params().gatherDirectBytes,
+                         params().exchangeDirectPush, (size_t)params().exchangeCopyEngineBytes};
+}
+
+size_t exchangeDirectLeast(const ExchangeKnobs &k, bool fanIn) { return fanIn ? k.gatherDirectBytes : k.directBytes; }
+
+bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock) {
+    return k.push == 2 || (fanIn && (k.push == 1 || (k.copyEngineBytes && agreedBlock >= k.copyEngineBytes)));
+}
+
+bool exchangeBlockOnEngines(const ExchangeKnobs &k, size_t bytes) { return k.copyEngineBytes && bytes >= k.copyEngineBytes; }
+
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
     for (const Rule &r : kRules)
         if ((comm->algoMask & (1u << r.algo)) && (r.colls & bit(s.coll)) && r.fits(comm, s))

@@ -49,6 +49,30 @@ Choice selectAlgorithm(const loomComm *comm, const CallShape &s);
 // exchange kernel). Otherwise the exchange kernel. *why: the reason.
 bool exchangeOneShot(const loomComm *comm, size_t block, const char **why);
 
+// How the exchange kernel moves a call's blocks inside a host over p2p: the
+// settings every rank agreed at the communicator's creation.
+struct ExchangeKnobs {
+    size_t directBytes;       // LOOM_EXCHANGE_DIRECT_BYTES: blocks moved in place from this size (0: never)
+    size_t gatherDirectBytes; // LOOM_GATHER_DIRECT_BYTES: the same for gather(v)
+    int push;                 // LOOM_EXCHANGE_DIRECT_PUSH: 0 receivers copy, 1 senders in gathers, 2 senders
+    size_t copyEngineBytes;   // LOOM_EXCHANGE_COPY_ENGINE_BYTES: gathers pushed by the senders' copy engines from here
+};
+ExchangeKnobs exchangeKnobs(); // from params()
+
+// The smallest block a pair moves in place (0: none) in an exchange that is a
+// fan-in (a gather(v): fanIn) or not. Both ends of a pair know its size and
+// the call's kind: they decide alike.
+size_t exchangeDirectLeast(const ExchangeKnobs &k, bool fanIn);
+
+// Whether a call's in-place pairs are pushed (their senders copy), from what
+// every rank passes alike: fanIn, and a gather's block (agreedBlock; 0 for
+// the v-forms): one of at least copyEngineBytes is pushed whatever `push`.
+bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock);
+
+// Whether a sender of a pushed gather writes a block of `bytes` with its copy
+// engines (its own choice: the root's kernel runs the same either way).
+bool exchangeBlockOnEngines(const ExchangeKnobs &k, size_t bytes);
+
 constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
 
 // LOOM_ALGO's syntax: algorithm names (oneshot, rd, trees, doubling, ll_ring,

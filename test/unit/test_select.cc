@@ -144,6 +144,36 @@ START_TEST(exchanges_one_shot_only_with_a_block_known_alike) {
 }
 END_TEST
 
+START_TEST(exchanges_choose_in_place_push_and_copy_engines_alike) {
+    const size_t MiB = 1 << 20;
+    const ExchangeKnobs k{256 << 10, 8 * MiB, 0, 64 * MiB}; // the defaults
+    // In place: alltoall and scatter from 256 KiB; gathers through the
+    // root's FIFOs up to 8 MiB.
+    ck_assert_uint_eq(exchangeDirectLeast(k, false), 256 << 10);
+    ck_assert_uint_eq(exchangeDirectLeast(k, true), 8 * MiB);
+    // Pushed: only gathers whose agreed block reaches the copy engines'
+    // threshold; never a v-form (no agreed block) nor an alltoall.
+    ck_assert(!exchangePushes(k, true, 16 * MiB));
+    ck_assert(exchangePushes(k, true, 64 * MiB));
+    ck_assert(!exchangePushes(k, true, 0));
+    ck_assert(!exchangePushes(k, false, 256 * MiB));
+    ck_assert(!exchangeBlockOnEngines(k, 64 * MiB - 1));
+    ck_assert(exchangeBlockOnEngines(k, 64 * MiB));
+    // LOOM_EXCHANGE_DIRECT_PUSH: 1 pushes every gather (v-forms too) and no
+    // alltoall, 2 every call.
+    ExchangeKnobs one = k, two = k;
+    one.push = 1;
+    two.push = 2;
+    ck_assert(exchangePushes(one, true, 0) && exchangePushes(one, true, 4096) && !exchangePushes(one, false, 4096));
+    ck_assert(exchangePushes(two, false, 4096) && exchangePushes(two, true, 0));
+    // LOOM_EXCHANGE_COPY_ENGINE_BYTES=0: no copy engines, gathers pulled.
+    ExchangeKnobs off = k;
+    off.copyEngineBytes = 0;
+    ck_assert(!exchangePushes(off, true, 1024 * MiB));
+    ck_assert(!exchangeBlockOnEngines(off, 1024 * MiB));
+}
+END_TEST
+
 Suite *select_suite(void) {
     Suite *s = suite_create("select");
     TCase *tc = tcase_create("select");
@@ -152,6 +182,7 @@ Suite *select_suite(void) {
     tcase_add_test(tc, loom_algo_syntax);
     tcase_add_test(tc, loom_algo_restricts_the_table);
     tcase_add_test(tc, exchanges_one_shot_only_with_a_block_known_alike);
+    tcase_add_test(tc, exchanges_choose_in_place_push_and_copy_engines_alike);
     suite_add_tcase(s, tc);
     return s;
 }
