@@ -13,7 +13,7 @@ namespace loom {
 namespace {
 
 loomResult_t cudaFail(int rank, const char *what, cudaError_t e) {
-    return fail(loomUnhandledCudaError, "rank %d: copy-engine receives: %s: %s", rank, what, cudaGetErrorString(e));
+    return fail(loomUnhandledCudaError, "rank %d: copy-engine copies: %s: %s", rank, what, cudaGetErrorString(e));
 }
 
 } // namespace

@@ -10,11 +10,10 @@
 #include "core/debug.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
-#include "core/select.h"
 
 namespace loom {
 
-loomResult_t planDirectPairs(loomComm *comm, bool fanIn, bool push, const char *in, const size_t *sendcounts,
+loomResult_t planDirectPairs(loomComm *comm, size_t least, bool push, const char *in, const size_t *sendcounts,
                              const size_t *sdispls, char *out, const size_t *recvcounts, const size_t *rdispls,
                              size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late) {
     PeerConns &p = *comm->peers;
@@ -23,7 +22,6 @@ loomResult_t planDirectPairs(loomComm *comm, bool fanIn, bool push, const char *
     std::fill(directSrc, directSrc + n, 0);
     *any = false;
     *late = loomSuccess;
-    const size_t least = exchangeDirectLeast(exchangeKnobs(), fanIn);
     if (!least || !p.bootstrap.pairwise) return loomSuccess;
     std::vector<int> &to = p.directTo, &from = p.directFrom;
     to.clear();

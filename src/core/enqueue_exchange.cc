@@ -57,8 +57,8 @@ bool sameLayout(const char *in, const size_t *sendcounts, const size_t *sdispls,
 // Whether this rank's pushed direct sends go on its copy engines
 // (exchange_schedule.h: deferred copies): a pushed fan-in where this rank
 // writes some block that select.h's rule puts on them.
-bool deferToEngines(loomComm *comm, const ExchangeSched &s, int fanIn, const size_t *directSend) {
-    const ExchangeKnobs k = exchangeKnobs();
+bool deferToEngines(loomComm *comm, const ExchangeKnobs &k, const ExchangeSched &s, int fanIn,
+                    const size_t *directSend) {
     if (!exchangeMayDeferCopies(s, fanIn != 0)) return false;
     bool any = false;
     for (int q = 0; q < s.nranks; ++q)
@@ -156,8 +156,9 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     tables.resize(6 * N + 2 * N * C); // the direct tables' room; trimmed below when no pair is direct
     bool direct = false;
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
-    const bool push = exchangePushes(exchangeKnobs(), fanIn != 0, agreedBlock);
-    loomResult_t r = planDirectPairs(comm, fanIn != 0, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
+    const ExchangeKnobs knobs = exchangeKnobs();
+    const bool push = exchangePushes(knobs, fanIn != 0, agreedBlock);
+    loomResult_t r = planDirectPairs(comm, exchangeDirectLeast(knobs, fanIn != 0), push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
     if (r != loomSuccess) return r;
     const size_t stepsAt = (direct ? 6 : 4) * N;
@@ -181,7 +182,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     s.chunkElems = p.slotBytes;
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     s.directPush = direct && push;
-    s.deferCopies = s.directPush && deferToEngines(comm, s, fanIn, tables.data() + 4 * N);
+    s.deferCopies = s.directPush && deferToEngines(comm, knobs, s, fanIn, tables.data() + 4 * N);
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;

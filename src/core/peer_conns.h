@@ -81,8 +81,8 @@ struct PeerConns {
     std::vector<int> directTo, directFrom;
     std::vector<BufferDesc> directOut, directIn;
     bool directSaid = false, unshareableInSaid = false, unshareableOutSaid = false; // once-per-communicator INFO lines
-    // A gather root's copy-engine receives (core/engine_copies.h) and a
-    // call's blocks for them.
+    // A pushed gather's copy-engine writes by this rank (core/engine_copies.h)
+    // and a call's blocks for them.
     EngineCopies engines;
     std::vector<EngineBlock> engineBlocks;
     bool enginesSaid = false;

@@ -126,11 +126,11 @@ ExchangeKnobs exchangeKnobs() {
 
 size_t exchangeDirectLeast(const ExchangeKnobs &k, bool fanIn) { return fanIn ? k.gatherDirectBytes : k.directBytes; }
 
-bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock) {
-    return k.push == 2 || (fanIn && (k.push == 1 || (k.copyEngineBytes && agreedBlock >= k.copyEngineBytes)));
-}
-
 bool exchangeBlockOnEngines(const ExchangeKnobs &k, size_t bytes) { return k.copyEngineBytes && bytes >= k.copyEngineBytes; }
+
+bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock) {
+    return k.push == 2 || (fanIn && (k.push == 1 || exchangeBlockOnEngines(k, agreedBlock)));
+}
 
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
     for (const Rule &r : kRules)
