@@ -18,6 +18,8 @@
 #include "core/debug.h"
 #include "core/bootstrap.h"
 #include "core/peer_conns.h"
+#include "core/enqueue_zerocopy.h"
+#include "device/zerocopy_schedule.h"
 #include "core/connect.h"
 #include "core/params.h"
 #include "btl_gpu/net/net_transport.h"
@@ -176,6 +178,9 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     comm->edgeFifoBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->edgeSlotBytes;
     const bool edges = comm->treeMaxBytes || comm->rdMaxBytes;
     size_t regionBytes = comm->edgeOffset + (edges ? kEdgeSlots * comm->edgeFifoBytes : 0);
+    // The zero-copy allreduce's flag words (zeroed with the region: calls count from 1).
+    comm->zeroCopyOffset = (regionBytes + 255) / 256 * 256;
+    if (comm->nranks <= kMaxZeroCopyRanks) regionBytes = comm->zeroCopyOffset + zeroCopyFlagBytes(comm->nranks);
     return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
 }
 
@@ -233,14 +238,17 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[17] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[22] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
                                    (uint64_t)(int64_t)params().doubling, (uint64_t)params().algoMask,
                                    rings ? fnv1a(rings) : 0, (uint64_t)params().exchangeChannels,
                                    (uint64_t)params().exchangeDirectBytes, (uint64_t)params().exchangeDirectPush,
-                                   (uint64_t)params().exchangeCopyEngineBytes, (uint64_t)params().gatherDirectBytes};
+                                   (uint64_t)params().exchangeCopyEngineBytes, (uint64_t)params().gatherDirectBytes,
+                                   (uint64_t)params().zeroCopyMinBytes, (uint64_t)params().zeroCopyMaxBytes,
+                                   (uint64_t)params().zeroCopyOneShotBytes, (uint64_t)params().zeroCopyCtas,
+                                   (uint64_t)params().zeroCopyCtaBytes};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
@@ -266,6 +274,10 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
             pc->hostOf.push_back(peers[q].hostHash);
             pc->p2pWith.push_back(reach.p2p(rank, q));
         }
+        // Zero-copy allreduce: from agreed facts only (every pair mapped, one host).
+        comm->zeroCopyReady = comm->allPeersMapped && !comm->spansHosts && n <= kMaxZeroCopyRanks &&
+                              bs->pairwise && params().zeroCopyMaxBytes > 0;
+        if (comm->zeroCopyReady) comm->zeroCopy = new ZeroCopyState;
     }
     r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
     if (r != loomSuccess) return r;
@@ -290,6 +302,7 @@ void releaseComm(loomComm *comm) {
     }
     for (NetLinks &l : comm->edgeNet) netClose(&l, end);
     releasePeers(comm, end);
+    delete comm->zeroCopy; // its mappings close (the stream is idle)
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
     for (RingLink &ring : comm->rings) {
@@ -504,6 +517,11 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     comm->collsDone = comm->collsEntered;
     if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
         comm->abortFlag[kAbortUndelivered] = 0;
+        if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/enqueue_zerocopy.h)
+            return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d could not map a peer's buffer "
+                        "(CUDA IPC; its error says why), so no rank moved data and this call's result is missing; "
+                        "the communicator stays usable (LOOM_ALGO=^zerocopy: the FIFO path only)", comm->rank,
+                        comm->cudaDev, comm->busId, q - 1);
         return fail(loomRemoteError, "rank %d GPU %d (%s): %s: rank %d could not map this rank's output (CUDA IPC; "
                     "its error says why), so its block was not delivered; the communicator stays usable "
                     "(LOOM_EXCHANGE_DIRECT_PUSH=0: receivers map their senders' inputs instead)", comm->rank,

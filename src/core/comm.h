@@ -26,6 +26,7 @@
 
 namespace loom {
 struct PeerConns; // core/peer_conns.h
+struct ZeroCopyState; // core/enqueue_zerocopy.h
 }
 
 struct loomComm {
@@ -93,6 +94,12 @@ struct loomComm {
     void *vInput = nullptr;
     size_t vInputBytes = 0;
     loom::PeerConns *peers = nullptr; // all-peer connections (exchanges): made on first need
+    // The zero-copy allreduce (core/enqueue_zerocopy.h): its flag words in the
+    // region (nranks x kMaxZeroCopyCtas) and its state; ready where every
+    // pair is mapped inside one host (agreed: from gathered data).
+    size_t zeroCopyOffset = 0;
+    bool zeroCopyReady = false;
+    loom::ZeroCopyState *zeroCopy = nullptr;
     const char *lastColl = "";   // the collective last enqueued (for errors)
     uint64_t collsEntered = 0;   // collectives enqueued so far
     uint64_t collsDone = 0;      // ... of which loomCommWait saw finish

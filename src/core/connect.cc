@@ -75,6 +75,16 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
                         (unsigned long long)b[3], (unsigned long long)b[4]);
         }
     for (int q = 0; q < n; ++q)
+        if (memcmp(peers[q].fifoGeometry + 17, peers[0].fifoGeometry + 17, 5 * sizeof(uint64_t)) != 0) {
+            const uint64_t *a = peers[q].fifoGeometry + 17, *b = peers[0].fifoGeometry + 17;
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_ZERO_COPY_MIN_BYTES/MAX_BYTES/"
+                        "ONESHOT_BYTES/CTAS/CTA_BYTES (%llu/%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu/%llu): set them "
+                        "alike on every rank", me, q, (unsigned long long)a[0], (unsigned long long)a[1],
+                        (unsigned long long)a[2], (unsigned long long)a[3], (unsigned long long)a[4],
+                        (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[2],
+                        (unsigned long long)b[3], (unsigned long long)b[4]);
+        }
+    for (int q = 0; q < n; ++q)
         if (peers[q].fifoGeometry[11] != peers[0].fifoGeometry[11])
             return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_RINGS (%s): set it alike on every "
                         "rank", me, q, peers[q].fifoGeometry[11] && peers[0].fifoGeometry[11] ? "values differ"

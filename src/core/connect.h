@@ -31,7 +31,7 @@ struct PeerInfo {
     // chose differently would wait for each other forever; LOOM_RINGS (a
     // hash of it), which sets every connection; the exchanges' channels,
     // direct-pair thresholds, push mode and copy-engine threshold.
-    uint64_t fifoGeometry[17];
+    uint64_t fifoGeometry[22];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

@@ -129,8 +129,8 @@ BufferDesc DirectBuffers::describe(const void *ptr, int cudaDev) {
 }
 
 void DirectBuffers::unmap(Mapped &m) {
-    if (m.recorded) cudaEventSynchronize(m.read); // none of this communicator's kernels reads it any more
-    cudaEventDestroy(m.read);
+    if (m.read) cudaEventSynchronize(*m.read); // none of this communicator's kernels reads it any more
+    m.read.reset();
     releaseMapping(m.shared);
     m.shared = nullptr;
 }
@@ -163,12 +163,8 @@ loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, char **
         unmap(mapped_[lru]);
         mapped_.erase(mapped_.begin() + lru);
     }
-    Mapped m{q, nullptr, nullptr, clock_, false};
+    Mapped m{q, nullptr, nullptr, clock_};
     cudaError_t e = acquireMapping(d, cudaDev, &m.shared);
-    if (e == cudaSuccess) {
-        e = cudaEventCreateWithFlags(&m.read, cudaEventDisableTiming);
-        if (e != cudaSuccess) releaseMapping(m.shared);
-    }
     if (e != cudaSuccess) {
         cudaGetLastError();
         return fail(loomUnhandledCudaError, "direct: cannot map rank %d's buffer (allocation at 0x%llx): %s", q,
@@ -182,14 +178,30 @@ loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, char **
 }
 
 loomResult_t DirectBuffers::markRead(cudaStream_t stream) {
+    bool any = false;
+    for (const Mapped &m : mapped_) any = any || m.used == clock_;
+    if (!any) return loomSuccess;
+    cudaEvent_t ev = nullptr;
+    cudaError_t e = cudaSuccess;
+    if (!freeEvents_.empty()) {
+        ev = freeEvents_.back();
+        freeEvents_.pop_back();
+    } else {
+        e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    }
+    if (e == cudaSuccess && (e = cudaEventRecord(ev, stream)) != cudaSuccess) freeEvents_.push_back(ev);
+    if (e != cudaSuccess) // the mappings keep their older events: released only at the communicator's end
+        return fail(loomUnhandledCudaError, "direct: recording the read of the call's peer buffers: %s",
+                    cudaGetErrorString(e));
+    // One event for the call, held by each mapping it read; back in the pool
+    // when the last of them lets go (re-recording it then is safe: nothing
+    // waits for its old capture any more).
+    std::shared_ptr<cudaEvent_t> read(new cudaEvent_t(ev), [this](cudaEvent_t *p) {
+        freeEvents_.push_back(*p);
+        delete p;
+    });
     for (Mapped &m : mapped_)
-        if (m.used == clock_) {
-            cudaError_t e = cudaEventRecord(m.read, stream);
-            if (e != cudaSuccess)
-                return fail(loomUnhandledCudaError, "direct: recording the read of rank %d's buffer: %s", m.peer,
-                            cudaGetErrorString(e));
-            m.recorded = true;
-        }
+        if (m.used == clock_) m.read = read;
     return loomSuccess;
 }
 
@@ -197,6 +209,8 @@ void DirectBuffers::release() {
     for (Mapped &m : mapped_) unmap(m);
     mapped_.clear();
     described_.clear();
+    for (cudaEvent_t e : freeEvents_) cudaEventDestroy(e);
+    freeEvents_.clear();
 }
 
 } // namespace loom

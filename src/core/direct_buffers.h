@@ -32,7 +32,9 @@
  *
  * Bounds: kDescribed allocations described, kMappedPerPeer mappings per
  * peer and communicator (least recently used goes, once the kernels that
- * read it are done: each entry has the event of its last reading call). A
+ * read it are done: each entry holds the event of its last reading call,
+ * one event per call, shared by every mapping the call used, and back in a
+ * pool once no entry holds it). A
  * mapping keeps the peer's memory allocated until it is released, so at most
  * kMappedPerPeer of a peer's freed buffers per communicator stay alive
  * through this cache.
@@ -40,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -79,6 +82,9 @@ class DirectBuffers {
     loomResult_t markRead(cudaStream_t stream);
     // Every mapping closed (after the kernels that read them).
     void release();
+    DirectBuffers() = default;
+    DirectBuffers(const DirectBuffers &) = delete; // its events' deleters point here
+    DirectBuffers &operator=(const DirectBuffers &) = delete;
     ~DirectBuffers() { release(); }
 
   private:
@@ -91,14 +97,14 @@ class DirectBuffers {
     struct Mapped {
         int peer;
         SharedMapping *shared; // the allocation (owner's id and range) and its start here
-        cudaEvent_t read;
+        std::shared_ptr<cudaEvent_t> read; // recorded after the last call that read it (null: none yet)
         uint64_t used;
-        bool recorded;
     };
     void unmap(Mapped &m);
 
     std::vector<Described> described_;
     std::vector<Mapped> mapped_;
+    std::vector<cudaEvent_t> freeEvents_; // recorded once, held by no mapping any more
     uint64_t clock_ = 0;
 };
 

@@ -12,6 +12,7 @@
 
 #include "core/comm.h"
 #include "core/enqueue.h"
+#include "core/enqueue_zerocopy.h"
 #include "core/debug.h"
 #include "core/params.h"
 #include "core/select.h"
@@ -157,7 +158,14 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
     if (!stream) stream = comm->stream;
     const size_t esize = loomTypeSize(datatype), bytes = count * esize;
-    const Choice ch = choose(comm, kRingAllReduce, bytes, bytes, esize);
+    Choice ch = choose(comm, kRingAllReduce, bytes, bytes, esize);
+    if (ch.algo == kAlgoZeroCopy) {
+        bool ran = false;
+        r = zeroCopyAllReduce(comm, sendbuff, recvbuff, count, datatype, op, stream, &ran);
+        if (ran || r != loomSuccess) return r;
+        // Some rank's buffer cannot be shared (every rank saw it): the FIFO path.
+        ch = selectAlgorithm(comm, CallShape{kRingAllReduce, bytes, bytes, esize, false}, kAllAlgos & ~(1u << kAlgoZeroCopy));
+    }
     if (ch.algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotAllReduce, sendbuff, recvbuff, bytes, datatype, op, 0, stream);
     if (ch.algo == kAlgoRecursiveDoubling || ch.algo == kAlgoTrees) {

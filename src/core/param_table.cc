@@ -49,6 +49,22 @@ const loomParamDef kParams[] = {
     {"ll_max_bytes", "LOOM_LL_MAX_BYTES", LOOM_PARAM_INT, 1 * MiB, 0, 16 * MiB, "1 MiB",
      "One-shot LL allreduce up to this size, and the largest piece any one-shot collective sends a peer (0: no "
      "one-shot)"},
+    {"zero_copy_min_bytes", "LOOM_ZERO_COPY_MIN_BYTES", LOOM_PARAM_INT, 256 * KiB, 0, 1L << 40, "256 KiB",
+     "Allreduce inside a host (every pair of GPUs mapped) straight from the ranks' own buffers, mapped with CUDA "
+     "IPC, from this size (4x H200, 4 ranks: below it one-shot LL wins, 1.2x NCCL at 8-128 KiB); buffers that "
+     "cannot be shared take the FIFO path; set it alike on every rank"},
+    {"zero_copy_max_bytes", "LOOM_ZERO_COPY_MAX_BYTES", LOOM_PARAM_INT, 16 * MiB, 0, 1L << 40, "16 MiB",
+     "The zero-copy allreduce up to this size, above it the ring (4x H200: zero-copy 1.04-1.06x NCCL at 16-32 "
+     "MiB and 0.92x at 512 MiB at 4 ranks, where the ring gives 1.03-1.08x; at 2 ranks the ring wins from 16 "
+     "MiB); 0: never; set it alike on every rank"},
+    {"zero_copy_oneshot_bytes", "LOOM_ZERO_COPY_ONESHOT_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 40, "0",
+     "Zero-copy allreduce up to this size in one shot (every rank reads every input whole) instead of two "
+     "(each rank reduces its slice into every output); never in place; set it alike on every rank"},
+    {"zero_copy_ctas", "LOOM_ZERO_COPY_CTAS", LOOM_PARAM_INT, 32, 1, 64, "32",
+     "Most CTAs of a zero-copy allreduce; set it alike on every rank"},
+    {"zero_copy_cta_bytes", "LOOM_ZERO_COPY_CTA_BYTES", LOOM_PARAM_INT, 16 * KiB, 512, 1L << 30, "16 KiB",
+     "A zero-copy allreduce runs one CTA per this many bytes a rank reduces (its slice; in one shot the whole "
+     "buffer), up to LOOM_ZERO_COPY_CTAS; set it alike on every rank"},
     {"oneshot_max_bytes", "LOOM_ONESHOT_MAX_BYTES", LOOM_PARAM_INT, -1, -1, 1L << 40, "measured per collective",
      "One-shot LL broadcast, reduce, allgather and reduce_scatter inside a host while the bytes a rank moves, "
      "(ranks - 1) x piece, stay below this (-1: the measured table in select.cc: bcast 768 KiB, the others 1.5 MiB; "
@@ -65,7 +81,7 @@ const loomParamDef kParams[] = {
      "recursive-halving reduce_scatter; -1 where they take fewer than half the ring's hops (from 8 ranks), 1 always, "
      "0 never"},
     {"algo", "LOOM_ALGO", LOOM_PARAM_STRING, 0, 0, 0, "all",
-     "Algorithms loom may choose, comma-separated: oneshot, rd, trees, doubling, ll_ring, ring (^ excludes the "
+     "Algorithms loom may choose, comma-separated: oneshot, zerocopy, rd, trees, doubling, ll_ring, ring (^ excludes the "
      "listed ones); the selection table's other conditions still apply, the ring where nothing else fits; set it "
      "alike on every rank"},
     {"tree_max_bytes", "LOOM_TREE_MAX_BYTES", LOOM_PARAM_INT, 64 * KiB, 0, 1L << 40, "64 KiB",

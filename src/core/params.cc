@@ -42,11 +42,16 @@ const Params &params() {
         p.exchangeDirectPush = (int)paramLong("LOOM_EXCHANGE_DIRECT_PUSH");
         p.gatherDirectBytes = paramLong("LOOM_GATHER_DIRECT_BYTES");
         p.exchangeCopyEngineBytes = paramLong("LOOM_EXCHANGE_COPY_ENGINE_BYTES");
+        p.zeroCopyMinBytes = paramLong("LOOM_ZERO_COPY_MIN_BYTES");
+        p.zeroCopyMaxBytes = paramLong("LOOM_ZERO_COPY_MAX_BYTES");
+        p.zeroCopyOneShotBytes = paramLong("LOOM_ZERO_COPY_ONESHOT_BYTES");
+        p.zeroCopyCtas = (int)paramLong("LOOM_ZERO_COPY_CTAS");
+        p.zeroCopyCtaBytes = paramLong("LOOM_ZERO_COPY_CTA_BYTES");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");
         const char *algo = paramString("LOOM_ALGO");
         if (!parseAlgoMask(algo, &p.algoMask)) {
-            LOOM_WARN(kInit, "LOOM_ALGO=%s: not a list of oneshot, rd, trees, doubling, ll_ring, ring (^ excludes) "
+            LOOM_WARN(kInit, "LOOM_ALGO=%s: not a list of oneshot, zerocopy, rd, trees, doubling, ll_ring, ring (^ excludes) "
                       "that leaves one: every algorithm stays allowed", algo);
             p.algoMask = kAllAlgos;
         }

@@ -31,6 +31,11 @@ struct Params {
     int exchangeDirectPush;   // LOOM_EXCHANGE_DIRECT_PUSH: 0 receivers copy direct blocks, 1 senders in gathers, 2 senders
     long gatherDirectBytes;   // LOOM_GATHER_DIRECT_BYTES: gather(v) blocks read in place from this size (0: never)
     long exchangeCopyEngineBytes; // LOOM_EXCHANGE_COPY_ENGINE_BYTES: gathers of blocks from this size pushed by the root's peers' copy engines (0: never)
+    long zeroCopyMinBytes;  // LOOM_ZERO_COPY_MIN_BYTES: allreduce straight from mapped user buffers from this size
+    long zeroCopyMaxBytes;  // LOOM_ZERO_COPY_MAX_BYTES: ... up to this size (0: never)
+    long zeroCopyOneShotBytes; // LOOM_ZERO_COPY_ONESHOT_BYTES: zero-copy one-shot (every rank reduces all) up to this
+    int zeroCopyCtas;       // LOOM_ZERO_COPY_CTAS: most CTAs of a zero-copy allreduce
+    long zeroCopyCtaBytes;  // LOOM_ZERO_COPY_CTA_BYTES: one CTA per this many bytes a rank reduces
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
     unsigned algoMask;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)

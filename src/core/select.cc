@@ -70,6 +70,14 @@ bool doublingFits(const loomComm *comm, const CallShape &s) {
 // The LL ring (off by default: on 4x H200 it won only at 1-4 MiB).
 bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->llRingMaxBytes && s.esize <= 8; }
 
+// The zero-copy allreduce (enqueue_zerocopy.cc): every pair of GPUs mapped
+// inside one host, the bootstrap able to pass buffer descriptions per call,
+// and the size within LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES.
+bool zeroCopyFits(const loomComm *comm, const CallShape &s) {
+    return comm->zeroCopyReady && s.bytes >= (size_t)params().zeroCopyMinBytes &&
+           s.bytes <= (size_t)params().zeroCopyMaxBytes;
+}
+
 bool always(const loomComm *, const CallShape &) { return true; }
 
 constexpr unsigned bit(int coll) { return 1u << coll; }
@@ -85,6 +93,7 @@ struct Rule {
 };
 
 const Rule kRules[] = {
+    {kAllReduce, kAlgoZeroCopy, zeroCopyFits, "every peer mapped, within LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES"},
     {kAll, kAlgoOneShot, oneShotFits, "every peer mapped, under the one-shot crossover"},
     {kAllReduce, kAlgoRecursiveDoubling, rdFits, "ranks span hosts, up to LOOM_RD_MAX_BYTES"},
     {kAllReduce, kAlgoTrees, treesFit, "ranks span hosts, up to LOOM_TREE_MAX_BYTES"},
@@ -132,9 +141,11 @@ bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock) {
     return k.push == 2 || (fanIn && (k.push == 1 || exchangeBlockOnEngines(k, agreedBlock)));
 }
 
-Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
+Choice selectAlgorithm(const loomComm *comm, const CallShape &s) { return selectAlgorithm(comm, s, kAllAlgos); }
+
+Choice selectAlgorithm(const loomComm *comm, const CallShape &s, unsigned allowed) {
     for (const Rule &r : kRules)
-        if ((comm->algoMask & (1u << r.algo)) && (r.colls & bit(s.coll)) && r.fits(comm, s))
+        if ((comm->algoMask & allowed & (1u << r.algo)) && (r.colls & bit(s.coll)) && r.fits(comm, s))
             return Choice{r.algo, r.why};
     return Choice{kAlgoRing, "LOOM_ALGO leaves no other algorithm that fits this call"};
 }
@@ -142,7 +153,8 @@ Choice selectAlgorithm(const loomComm *comm, const CallShape &s) {
 namespace {
 const NamedBit kAlgoKeys[kNumAlgos] = {{"oneshot", 1u << kAlgoOneShot},   {"rd", 1u << kAlgoRecursiveDoubling},
                                        {"trees", 1u << kAlgoTrees},       {"doubling", 1u << kAlgoDoubling},
-                                       {"ll_ring", 1u << kAlgoRingLL},    {"ring", 1u << kAlgoRing}};
+                                       {"ll_ring", 1u << kAlgoRingLL},    {"ring", 1u << kAlgoRing},
+                                       {"zerocopy", 1u << kAlgoZeroCopy}};
 } // namespace
 
 bool parseAlgoMask(const char *text, unsigned *mask) {
@@ -159,7 +171,7 @@ bool parseAlgoMask(const char *text, unsigned *mask) {
 
 const char *algoName(int algo) {
     static const char *const names[kNumAlgos] = {"one-shot", "recursive doubling", "trees", "doubling family",
-                                                 "ring (LL)", "ring"};
+                                                 "ring (LL)", "ring", "zero-copy"};
     return algo >= 0 && algo < kNumAlgos ? names[algo] : "?";
 }
 

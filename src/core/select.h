@@ -20,6 +20,7 @@ enum Algo : int {
     kAlgoDoubling,            // bcast/reduce/allgather/reduce_scatter across hosts (device/doubling_schedule.h)
     kAlgoRingLL,              // the ring on LL
     kAlgoRing,                // the ring (chains for bcast and reduce) on Simple
+    kAlgoZeroCopy,            // allreduce from mapped user buffers inside a host (device/zerocopy_schedule.h)
     kNumAlgos
 };
 
@@ -41,6 +42,9 @@ struct Choice {
 // The table's rows whose algorithm is in comm->algoMask (LOOM_ALGO) are
 // tried; when none of them fits, the ring.
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s);
+// The same among the algorithms of `allowed` only (a call that found it
+// cannot run zero-copy asks again without it).
+Choice selectAlgorithm(const loomComm *comm, const CallShape &s, unsigned allowed);
 
 // The exchanges (alltoall, gather, scatter: enqueue_exchange.cc): one-shot
 // (every peer mapped, one-shot in LOOM_ALGO) for a call whose blocks are at
@@ -75,7 +79,7 @@ bool exchangeBlockOnEngines(const ExchangeKnobs &k, size_t bytes);
 
 constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
 
-// LOOM_ALGO's syntax: algorithm names (oneshot, rd, trees, doubling, ll_ring,
+// LOOM_ALGO's syntax: algorithm names (oneshot, zerocopy, rd, trees, doubling, ll_ring,
 // ring) separated by commas, all of them if empty or null; a leading ^
 // excludes the listed ones instead. False (and *mask untouched) for a name it
 // does not know or a list that leaves nothing.

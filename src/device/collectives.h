@@ -11,6 +11,7 @@
 #include "device/edge_args.h"
 #include "device/exchange_args.h"
 #include "device/scan_args.h"
+#include "device/zerocopy_args.h"
 #include "loom.h"
 
 namespace loom {
@@ -42,5 +43,8 @@ cudaError_t launchScan(const ScanArgs &a, loomDataType_t dtype, loomRedOp_t op, 
 // reductions per (dtype, op); allgather and broadcast over bytes.
 cudaError_t launchOneShotColl(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 cudaError_t launchOneShotBytes(const OneShotArgs &a, cudaStream_t stream);
+
+// Enqueues one zero-copy allreduce (a.ctas CTAs) on stream, per (dtype, op).
+cudaError_t launchZeroCopyAllReduce(const ZeroCopyArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
 } // namespace loom

@@ -99,7 +99,29 @@ START_TEST(loom_algo_syntax) {
     m = 7;
     ck_assert(!parseAlgoMask("tree", &m) && m == 7);  // unknown name: refused, mask untouched
     ck_assert(!parseAlgoMask("ring,", &m) && m == 7); // an empty name
-    ck_assert(!parseAlgoMask("^oneshot,rd,trees,doubling,ll_ring,ring", &m) && m == 7); // nothing left
+    ck_assert(!parseAlgoMask("^oneshot,zerocopy,rd,trees,doubling,ll_ring,ring", &m) && m == 7); // nothing left
+    ck_assert(parseAlgoMask("zerocopy", &m) && m == 1u << kAlgoZeroCopy);
+}
+END_TEST
+
+// The zero-copy allreduce where the communicator can run it (every pair
+// mapped inside one host), LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES (256 KiB..16 MiB); a
+// call that finds an unshareable buffer asks again without it.
+START_TEST(zero_copy_allreduce_from_its_threshold) {
+    loomComm c = oneHost(4);
+    c.zeroCopyReady = true;
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, (256 << 10) - 4, (256 << 10) - 4, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 256 << 10, 256 << 10, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 16 << 20, 16 << 20, 16), kAlgoZeroCopy); // any element size
+    ck_assert_int_eq(pick(c, kRingAllReduce, (16 << 20) + 4, (16 << 20) + 4, 4), kAlgoRing); // past LOOM_ZERO_COPY_MAX_BYTES
+    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 256 << 10, 1), kAlgoOneShot); // allreduce only
+    const CallShape mib{kRingAllReduce, 1 << 20, 1 << 20, 4, false};
+    ck_assert_int_eq(selectAlgorithm(&c, mib, kAllAlgos & ~(1u << kAlgoZeroCopy)).algo, kAlgoOneShot);
+    c.algoMask = kAllAlgos & ~(1u << kAlgoZeroCopy); // LOOM_ALGO=^zerocopy
+    ck_assert_int_eq(pick(c, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
+    loomComm d = oneHost(4); // not ready (ranks span hosts, a pair unmapped, no pairwise bootstrap)
+    ck_assert_int_eq(pick(d, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
 }
 END_TEST
 
@@ -181,6 +203,7 @@ Suite *select_suite(void) {
     tcase_add_test(tc, across_hosts_doubling_where_it_takes_fewer_hops);
     tcase_add_test(tc, loom_algo_syntax);
     tcase_add_test(tc, loom_algo_restricts_the_table);
+    tcase_add_test(tc, zero_copy_allreduce_from_its_threshold);
     tcase_add_test(tc, exchanges_one_shot_only_with_a_block_known_alike);
     tcase_add_test(tc, exchanges_choose_in_place_push_and_copy_engines_alike);
     suite_add_tcase(s, tc);

@@ -18,3 +18,4 @@ Suite *select_suite(void);
 Suite *params_suite(void);
 Suite *side_channel_suite(void);
 Suite *arrival_suite(void);
+Suite *zerocopy_schedule_suite(void);

@@ -1,0 +1,126 @@
+/*
+ * core/enqueue_zerocopy.h: describe, exchange, map, launch.
+ */
+#include "core/enqueue_zerocopy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/debug.h"
+#include "core/params.h"
+#include "core/peer_conns.h"
+#include "device/collectives.h"
+#include "device/zerocopy_args.h"
+
+namespace loom {
+
+namespace {
+
+// Rank q's input and output share a byte of one allocation (MPI_IN_PLACE,
+// or a buffer the caller passed twice).
+bool inPlace(const BufferDesc &in, const BufferDesc &out, size_t bytes) {
+    return in.bufferId == out.bufferId && in.pid == out.pid && in.pidNamespace == out.pidNamespace &&
+           in.offset < out.offset + bytes && out.offset < in.offset + bytes;
+}
+
+} // namespace
+
+loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
+                               loomRedOp_t op, cudaStream_t stream, bool *ran) {
+    *ran = false;
+    ZeroCopyState &z = *comm->zeroCopy;
+    const loomBootstrap_t &bs = comm->peers->bootstrap;
+    const int n = comm->nranks, me = comm->rank;
+    const size_t bytes = count * loomTypeSize(dtype);
+    if (z.peers.empty())
+        for (int q = 0; q < n; ++q)
+            if (q != me) z.peers.push_back(q);
+    // 1. Every rank's input and output descriptions, on every rank.
+    z.buffers.beginCall();
+    const BufferDesc mine[2] = {z.buffers.describe(in, comm->cudaDev), z.buffers.describe(out, comm->cudaDev)};
+    std::vector<BufferDesc> &rec = z.records;
+    rec.resize(2 * (size_t)n + 2 * (size_t)(n - 1)); // all ranks', then the n - 1 copies of mine to send
+    BufferDesc *send = rec.data() + 2 * n;
+    for (int i = 0; i < n - 1; ++i) send[2 * i] = mine[0], send[2 * i + 1] = mine[1];
+    std::vector<BufferDesc> &got = z.received;
+    got.resize(2 * (size_t)(n - 1));
+    if (bs.pairwise(bs.ctx, n - 1, z.peers.data(), send, n - 1, z.peers.data(), got.data(), 2 * sizeof(BufferDesc)) !=
+        0)
+        return fail(loomRemoteError, "rank %d: allreduce: exchanging buffer descriptions with %d peers failed", me,
+                    n - 1);
+    for (int i = 0; i < n - 1; ++i) rec[2 * z.peers[i]] = got[2 * i], rec[2 * z.peers[i] + 1] = got[2 * i + 1];
+    rec[2 * me] = mine[0];
+    rec[2 * me + 1] = mine[1];
+    // 2. The choices, from what every rank now holds alike.
+    int unshareable = -1;
+    bool anyInPlace = false;
+    for (int q = 0; q < n; ++q) {
+        if (unshareable < 0 && (!rec[2 * q].shareable || !rec[2 * q + 1].shareable)) unshareable = q;
+        anyInPlace = anyInPlace || inPlace(rec[2 * q], rec[2 * q + 1], bytes);
+    }
+    if (unshareable >= 0) {
+        if (!z.unshareableSaid) {
+            z.unshareableSaid = true;
+            LOOM_INFO(kColl, "rank %d: allreduce of %zu B through the FIFOs: rank %d's %s cannot be shared with CUDA "
+                      "IPC (pool, VMM, managed or host memory), so no rank reads it in place; said once per "
+                      "communicator, chosen per call", me, bytes, unshareable,
+                      rec[2 * unshareable].shareable ? "output" : "input");
+        }
+        LOOM_TRACE(kColl, "rank %d: allreduce %zu B: not zero-copy (rank %d's buffers not shareable)", me, bytes,
+                   unshareable);
+        return loomSuccess;
+    }
+    const bool oneShot = bytes <= (size_t)params().zeroCopyOneShotBytes && !anyInPlace;
+    // 3. The peers' buffers mapped here (one-shot reads inputs only).
+    ZeroCopyArgs a;
+    memset(static_cast<void *>(&a), 0, sizeof(a));
+    a.in[me] = in;
+    a.out[me] = out;
+    loomResult_t late = loomSuccess;
+    for (int q = 0; q < n && late == loomSuccess; ++q) {
+        if (q == me) continue;
+        for (int side = 0; side < (oneShot ? 1 : 2) && late == loomSuccess; ++side) {
+            char *at = nullptr;
+            late = params().directMapFail == me
+                       ? fail(loomUnhandledCudaError, "allreduce: cannot map rank %d's buffer: failure injected by "
+                              "LOOM_DIRECT_MAP_FAIL=%d", q, me)
+                       : z.buffers.map(q, rec[2 * q + side], comm->cudaDev, &at);
+            if (side == 0) a.in[q] = at;
+            else a.out[q] = at;
+        }
+    }
+    // 4. The kernel: it runs even when a mapping failed, so that no peer is
+    // left waiting; then it moves nothing on any rank and each rank's call fails.
+    a.rank = me;
+    a.nranks = n;
+    a.oneShot = oneShot;
+    a.mapFailed = late != loomSuccess;
+    a.count = count;
+    a.ctas = zeroCopyCtas(oneShot, bytes, n, (size_t)params().zeroCopyCtaBytes, params().zeroCopyCtas);
+    a.mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zeroCopyOffset);
+    for (int q = 0; q < n; ++q)
+        if (q != me) a.peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);
+    a.call = ++z.calls;
+    a.timeoutCycles = comm->timeoutCycles;
+    a.abortFlag = comm->abortFlagDev;
+    enterCollective(comm, "allreduce");
+    cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
+    if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
+        comm->failed = true;
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): zero-copy allreduce launch: %s", me, comm->cudaDev,
+                    comm->busId, cudaGetErrorString(e));
+    }
+    *ran = true;
+    loomResult_t r = z.buffers.markRead(stream);
+    if (!z.said) {
+        z.said = true;
+        LOOM_INFO(kColl, "rank %d: allreduce from %ld B reads and writes the ranks' own buffers in place (zero-copy, "
+                  "%s-shot first: %d CTAs); said once per communicator", me, params().zeroCopyMinBytes,
+                  oneShot ? "one" : "two", a.ctas);
+    }
+    LOOM_TRACE(kColl, "rank %d: allreduce %zu B zero-copy, %s-shot, %d CTAs%s", me, bytes, oneShot ? "one" : "two",
+               a.ctas, anyInPlace ? ", a rank in place" : "");
+    return late != loomSuccess ? late : r;
+}
+
+} // namespace loom

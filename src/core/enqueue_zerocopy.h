@@ -1,0 +1,47 @@
+/*
+ * The zero-copy allreduce, host side (device/zerocopy_schedule.h): per call,
+ * every rank describes its input and output (core/direct_buffers.h: a CUDA
+ * IPC handle per allocation, cached by the driver's buffer id) to every peer
+ * through the bootstrap's pairwise exchange, maps the peers' (cached per
+ * peer and allocation), and launches one kernel that reduces straight from
+ * the mapped buffers. Every rank receives every rank's descriptions, so the
+ * choices that follow are alike everywhere: all buffers shareable, or every
+ * rank takes the FIFO path for this call; one-shot or two-shot.
+ *
+ * Cost per call on a cache hit: two cuPointerGetAttributes, the exchange
+ * (n - 1 small point-to-point messages each way on the MPI PML), an event
+ * record per mapping; on a miss add cudaIpcGetMemHandle at the owner and
+ * cudaIpcOpenMemHandle here (tens to hundreds of microseconds, once per
+ * allocation). The exchange makes the call wait on the host for every peer
+ * to arrive: fine for blocking calls, not for non-blocking ones (issue 14).
+ */
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "core/comm.h"
+#include "core/direct_buffers.h"
+#include "loom.h"
+
+namespace loom {
+
+struct ZeroCopyState {
+    DirectBuffers buffers;            // this communicator's descriptions and mappings
+    std::vector<BufferDesc> records;  // a call's: per rank, input then output; then what this rank sends
+    std::vector<BufferDesc> received; // ... and receives, per peer
+    std::vector<int> peers;           // every other rank
+    uint64_t calls = 0;               // zero-copy kernels launched (the flags' call number)
+    bool unshareableSaid = false, said = false;
+};
+
+// Runs the allreduce zero-copy when every rank's buffers can be mapped
+// (*ran = true), else leaves it to the caller's FIFO path (*ran = false,
+// alike on every rank). A peer buffer this rank cannot map fails the call on
+// every rank (the kernel tells them); the communicator stays usable.
+loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
+                               loomRedOp_t op, cudaStream_t stream, bool *ran);
+
+} // namespace loom

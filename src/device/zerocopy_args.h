@@ -1,0 +1,32 @@
+/*
+ * The zero-copy allreduce's launch arguments (zerocopy_schedule.h), shared by
+ * host (core/enqueue_zerocopy.cc) and device (zerocopy_coll.cu).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/zerocopy_schedule.h"
+
+namespace loom {
+
+struct ZeroCopyArgs {
+    int rank, nranks, ctas;
+    bool oneShot;
+    bool mapFailed;   // this rank's host could not map some peer buffer: every rank skips the data
+    size_t count;     // elements
+    // Every rank's input and output as this rank addresses them (its own, or
+    // its mapping of the peer's allocation). Null where mapFailed.
+    const void *in[kMaxZeroCopyRanks];
+    void *out[kMaxZeroCopyRanks];
+    // mine: this rank's flag words, [peer][cta]; peer[q]: q's words, at row
+    // `rank` (what this rank's CTAs write).
+    volatile uint64_t *mine;
+    volatile uint64_t *peer[kMaxZeroCopyRanks];
+    uint64_t call;    // >= 1, counted alike on every rank
+    unsigned long long timeoutCycles;
+    volatile int *abortFlag; // conn.h's AbortWord
+};
+
+} // namespace loom

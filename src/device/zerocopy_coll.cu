@@ -1,0 +1,157 @@
+/*
+ * The zero-copy allreduce (zerocopy_schedule.h): each CTA posts its arrive to
+ * every peer, waits for theirs, reduces its range straight from every rank's
+ * mapped input into every rank's mapped output (two-shot) or its own
+ * (one-shot), posts its done and waits for the peers' done.
+ *
+ * Thread q (< nranks, != rank) of a CTA writes peer q's flag word and waits
+ * on q's word here: one flag per thread, all peers in parallel.
+ */
+#include <cuda_runtime.h>
+
+#include "device/collectives.h"
+#include "device/conn.h"
+#include "device/dispatch.h"
+#include "device/prims_simple.h"
+#include "device/wait.h"
+#include "device/zerocopy_args.h"
+
+namespace loom {
+namespace {
+
+struct ZeroCopyShared {
+    int timedOut; // peer + 1 whose flag never came
+    int failed;   // peer + 1 whose host could not map a buffer (kZeroCopyFailed)
+};
+
+// Posts `value` (marked failed if this rank's host could not map) into every
+// peer's word of this CTA, then waits until every peer's word here reaches
+// `want`. False on a time-out (the abort words name the peer).
+__device__ bool zeroCopyExchangeFlags(const ZeroCopyArgs &a, uint64_t value, uint64_t want, ZeroCopyShared &sh) {
+    const int q = threadIdx.x, b = blockIdx.x;
+    if (q < a.nranks && q != a.rank) {
+        a.peer[q][(size_t)a.rank * kMaxZeroCopyCtas + b] = value | (a.mapFailed ? kZeroCopyFailed : 0);
+        volatile uint64_t *w = a.mine + (size_t)q * kMaxZeroCopyCtas + b;
+        uint64_t seen = 0;
+        if (!Waiter{a.timeoutCycles}([&] { return ((seen = *w) & ~kZeroCopyFailed) >= want; })) sh.timedOut = q + 1;
+        else if (seen & kZeroCopyFailed) sh.failed = q + 1;
+    }
+    __syncthreads();
+    if (sh.timedOut) {
+        if (threadIdx.x == 0) {
+            a.abortFlag[kAbortRecvPeer] = sh.timedOut;
+            a.abortFlag[kAbortSet] = 1;
+        }
+        return false;
+    }
+    return true;
+}
+
+// Elements [lo, hi): in 16-byte vectors where `vectors` (every pointer
+// aligned), else element by element.
+template <typename T, typename Op>
+__device__ void zeroCopyMove(const ZeroCopyArgs &a, size_t lo, size_t hi, bool vectors) {
+    constexpr int W = 16;
+    using Word = typename VectorWord<W>::type;
+    constexpr int V = W / sizeof(T);
+    constexpr int U = 2; // vectors per thread in flight, each loaded from every rank
+    union Vec { Word u; T t[V]; };
+    const int n = a.nranks, nthr = blockDim.x;
+    const size_t nvec = vectors ? (hi - lo) / V : 0;
+    const Word *in[kMaxZeroCopyRanks];
+    Word *out[kMaxZeroCopyRanks];
+#pragma unroll
+    for (int q = 0; q < kMaxZeroCopyRanks; ++q) {
+        in[q] = q < n ? reinterpret_cast<const Word *>(static_cast<const T *>(a.in[q]) + lo) : nullptr;
+        out[q] = q < n ? reinterpret_cast<Word *>(static_cast<T *>(a.out[q]) + lo) : nullptr;
+    }
+    size_t v = threadIdx.x;
+    for (; v + (U - 1) * (size_t)nthr < nvec; v += U * (size_t)nthr) {
+        Vec x[U][kMaxZeroCopyRanks];
+#pragma unroll
+        for (int q = 0; q < kMaxZeroCopyRanks; ++q)
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (q < n) x[u][q].u = __ldcg(in[q] + v + u * nthr);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+            for (int q = 1; q < kMaxZeroCopyRanks; ++q)
+                if (q < n)
+#pragma unroll
+                    for (int k = 0; k < V; ++k) x[u][0].t[k] = reduce<T, Op>(x[u][0].t[k], x[u][q].t[k]);
+            if (a.oneShot) {
+                out[a.rank][v + u * nthr] = x[u][0].u;
+            } else {
+#pragma unroll
+                for (int q = 0; q < kMaxZeroCopyRanks; ++q)
+                    if (q < n) out[q][v + u * nthr] = x[u][0].u;
+            }
+        }
+    }
+    for (; v < nvec; v += nthr) {
+        Vec acc, x;
+        acc.u = __ldcg(in[0] + v);
+        for (int q = 1; q < n; ++q) {
+            x.u = __ldcg(in[q] + v);
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc.t[k] = reduce<T, Op>(acc.t[k], x.t[k]);
+        }
+        for (int q = 0; q < n; ++q)
+            if (!a.oneShot || q == a.rank) out[q][v] = acc.u;
+    }
+    // The buffer's ragged end (only the last range has one), or everything
+    // when some pointer is not 16-byte aligned.
+    for (size_t i = lo + nvec * V + threadIdx.x; i < hi; i += nthr) {
+        // Plain loads: the inputs do not change during the kernel, and a
+        // 16-byte type may be only 8-byte aligned here.
+        T acc = static_cast<const T *>(a.in[0])[i];
+        for (int q = 1; q < n; ++q) acc = reduce<T, Op>(acc, static_cast<const T *>(a.in[q])[i]);
+        for (int q = 0; q < n; ++q)
+            if (!a.oneShot || q == a.rank) static_cast<T *>(a.out[q])[i] = acc;
+    }
+}
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kZeroCopyThreads) zeroCopyKernel(ZeroCopyArgs a) {
+    __shared__ ZeroCopyShared sh;
+    if (threadIdx.x == 0) sh.timedOut = sh.failed = 0;
+    __syncthreads();
+    // 1. Arrive (no fence first: the kernels that wrote this rank's input are
+    // done, their stores performed, before this one starts).
+    if (!zeroCopyExchangeFlags(a, zeroCopyArrive(a.call), zeroCopyArrive(a.call), sh)) return;
+    const bool move = !a.mapFailed && !sh.failed;
+    // A peer's failure fails this rank's call when its host waits (its own
+    // failure its host returned already).
+    if (!move && !a.mapFailed && threadIdx.x == 0) a.abortFlag[kAbortUndelivered] = sh.failed;
+    // 2. This CTA's range.
+    if (move) {
+        size_t lo, hi;
+        zeroCopyRange(a.oneShot, a.count, sizeof(T), a.nranks, a.rank, a.ctas, blockIdx.x, &lo, &hi);
+        uintptr_t bits = 0;
+        for (int q = 0; q < a.nranks; ++q) {
+            bits |= (uintptr_t)(static_cast<const T *>(a.in[q]) + lo);
+            if (!a.oneShot || q == a.rank) bits |= (uintptr_t)(static_cast<T *>(a.out[q]) + lo);
+        }
+        if (hi > lo) zeroCopyMove<T, Op>(a, lo, hi, (bits & 15) == 0);
+    }
+    // 3. Done, once every store of the CTA is visible to the peers.
+    __threadfence_system();
+    __syncthreads();
+    zeroCopyExchangeFlags(a, zeroCopyDone(a.call), zeroCopyDone(a.call), sh);
+}
+
+template <typename T, typename Op> struct ZeroCopyKernel {
+    static cudaError_t launch(const ZeroCopyArgs &a, cudaStream_t stream) {
+        zeroCopyKernel<T, Op><<<a.ctas, kZeroCopyThreads, 0, stream>>>(a);
+        return cudaGetLastError();
+    }
+};
+
+} // namespace
+
+cudaError_t launchZeroCopyAllReduce(const ZeroCopyArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream) {
+    return dispatchTypeOp<ZeroCopyKernel>(dtype, op, a, stream);
+}
+
+} // namespace loom
