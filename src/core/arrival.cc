@@ -23,46 +23,47 @@ uint64_t pidNamespace() {
 
 } // namespace
 
-loomResult_t ArrivalBoard::map(int fd, const std::string &name, int nslots, ArrivalBoard **out) {
-    const size_t bytes = (size_t)nslots * sizeof(ArrivalSlot);
+loomResult_t ArrivalBoard::map(int fd, const std::string &name, int nslots, size_t extraBytes, ArrivalBoard **out) {
+    const size_t bytes = (size_t)nslots * sizeof(ArrivalSlot) + extraBytes;
     void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) return fail(loomSystemError, "arrival board %s: mmap: %s", name.c_str(), strerror(errno));
     ArrivalBoard *b = new ArrivalBoard;
     b->slots_ = static_cast<ArrivalSlot *>(p);
     b->nslots_ = nslots;
+    b->extraBytes_ = extraBytes;
     b->name_ = name;
     *out = b;
     return loomSuccess;
 }
 
-loomResult_t ArrivalBoard::create(const std::string &name, int nslots, ArrivalBoard **out) {
+loomResult_t ArrivalBoard::create(const std::string &name, int nslots, size_t extraBytes, ArrivalBoard **out) {
     *out = nullptr;
     if (nslots < 1) return fail(loomInternalError, "arrival board %s: %d slots", name.c_str(), nslots);
     int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) return fail(loomSystemError, "arrival board: shm_open(%s): %s", name.c_str(), strerror(errno));
-    if (ftruncate(fd, (off_t)((size_t)nslots * sizeof(ArrivalSlot))) != 0) {
+    if (ftruncate(fd, (off_t)((size_t)nslots * sizeof(ArrivalSlot) + extraBytes)) != 0) {
         int e = errno;
         close(fd);
         shm_unlink(name.c_str());
         return fail(loomSystemError, "arrival board %s: %s", name.c_str(), strerror(e));
     }
-    loomResult_t r = map(fd, name, nslots, out);
+    loomResult_t r = map(fd, name, nslots, extraBytes, out);
     if (r != loomSuccess) shm_unlink(name.c_str());
     else (*out)->owner_ = true;
     return r;
 }
 
-loomResult_t ArrivalBoard::open(const std::string &name, int nslots, ArrivalBoard **out) {
+loomResult_t ArrivalBoard::open(const std::string &name, int nslots, size_t extraBytes, ArrivalBoard **out) {
     *out = nullptr;
     int fd = shm_open(name.c_str(), O_RDWR, 0600);
     if (fd < 0) return fail(loomSystemError, "arrival board: shm_open(%s): %s", name.c_str(), strerror(errno));
-    return map(fd, name, nslots, out);
+    return map(fd, name, nslots, extraBytes, out);
 }
 
 ArrivalBoard::~ArrivalBoard() {
     unlink();
-    if (slots_) munmap(slots_, (size_t)nslots_ * sizeof(ArrivalSlot));
+    if (slots_) munmap(slots_, bytes());
 }
 
 void ArrivalBoard::unlink() {

@@ -14,6 +14,10 @@
  * The segment is created 0600 by the host's lowest rank, opened by the
  * others after an agreement, and unlinked after a second one: nothing is
  * left in /dev/shm however the job ends later.
+ *
+ * An optional area after the slots (extraBytes, zero-filled) carries what
+ * the host's ranks pass each other per call without the MPI library: the
+ * zero-copy allreduce's buffer descriptions (core/enqueue_zerocopy.h).
  */
 #pragma once
 
@@ -34,7 +38,7 @@ struct ArrivalSlot {
     char host[20];
     uint64_t pidNs; // the pid namespace pid belongs to (containers sharing /dev/shm may differ)
 };
-static_assert(sizeof(ArrivalSlot) <= 64, "one cache line per rank");
+static_assert(sizeof(ArrivalSlot) == 64, "one cache line per rank (the extra area starts aligned)");
 
 // What a rank's slot said when it was read.
 struct Arrival {
@@ -48,8 +52,8 @@ class ArrivalBoard {
   public:
     // The host's lowest rank creates the segment (0600, a new name);
     // the others open it once that is agreed.
-    static loomResult_t create(const std::string &name, int nslots, ArrivalBoard **out);
-    static loomResult_t open(const std::string &name, int nslots, ArrivalBoard **out);
+    static loomResult_t create(const std::string &name, int nslots, size_t extraBytes, ArrivalBoard **out);
+    static loomResult_t open(const std::string &name, int nslots, size_t extraBytes, ArrivalBoard **out);
     ~ArrivalBoard();
     ArrivalBoard(const ArrivalBoard &) = delete;
     ArrivalBoard &operator=(const ArrivalBoard &) = delete;
@@ -62,12 +66,16 @@ class ArrivalBoard {
     void enter(int slot, uint64_t entered) { slots_[slot].entered.store(entered, std::memory_order_relaxed); }
     Arrival read(int slot) const;
     int slots() const { return nslots_; }
+    // The area after the slots (null when made without one).
+    void *extra() const { return extraBytes_ ? static_cast<void *>(slots_ + nslots_) : nullptr; }
 
   private:
     ArrivalBoard() = default;
-    static loomResult_t map(int fd, const std::string &name, int nslots, ArrivalBoard **out);
+    static loomResult_t map(int fd, const std::string &name, int nslots, size_t extraBytes, ArrivalBoard **out);
+    size_t bytes() const { return (size_t)nslots_ * sizeof(ArrivalSlot) + extraBytes_; }
     ArrivalSlot *slots_ = nullptr;
     int nslots_ = 0;
+    size_t extraBytes_ = 0;
     std::string name_;
     bool owner_ = false;
 };

@@ -4,6 +4,7 @@
  */
 #include "core/comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -197,13 +198,16 @@ loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std:
     char name[64];
     snprintf(name, sizeof(name), "/loom-arrive-%d-%016llx", peers[locals[0]].pid, (unsigned long long)comm->commTag);
     ArrivalBoard *board = nullptr;
-    loomResult_t made = leader ? ArrivalBoard::create(name, (int)locals.size(), &board) : loomSuccess;
+    // Every rank on this host: room for the zero-copy allreduce's per-call
+    // buffer descriptions (core/desc_board.h) after the slots.
+    const size_t extra = (int)locals.size() == n && n <= kMaxZeroCopyRanks ? zeroCopyBoardBytes(n) : 0;
+    loomResult_t made = leader ? ArrivalBoard::create(name, (int)locals.size(), extra, &board) : loomSuccess;
     loomResult_t r = agreeAll(bs, me, n, loomSuccess, "arrival board creation");
     if (r != loomSuccess) {
         delete board;
         return r;
     }
-    if (!leader) made = ArrivalBoard::open(name, (int)locals.size(), &board);
+    if (!leader) made = ArrivalBoard::open(name, (int)locals.size(), extra, &board);
     r = agreeAll(bs, me, n, loomSuccess, "arrival board mapping");
     if (board) board->unlink();
     if (r != loomSuccess) {
@@ -277,7 +281,19 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
         // Zero-copy allreduce: from agreed facts only (every pair mapped, one host).
         comm->zeroCopyReady = comm->allPeersMapped && !comm->spansHosts && n <= kMaxZeroCopyRanks &&
                               bs->pairwise && params().zeroCopyMaxBytes > 0;
-        if (comm->zeroCopyReady) comm->zeroCopy = new ZeroCopyState;
+        if (comm->zeroCopyReady) {
+            comm->zeroCopy = new ZeroCopyState;
+            // Its descriptions through the host's board where every rank has
+            // one (agreed), else through the PML.
+            const uint8_t mineOk =
+                params().zeroCopyBoard && comm->arrivals && comm->arrivals->extra() && comm->arrivalSlot == rank;
+            std::vector<uint8_t> ok((size_t)n);
+            if (bs->allgather(bs->ctx, &mineOk, ok.data(), 1) != 0)
+                return fail(loomRemoteError, "rank %d: bootstrap allgather of the descriptor board failed", rank);
+            if (std::count(ok.begin(), ok.end(), 1) == n)
+                comm->zeroCopy->board.reset(
+                    new DescBoard(comm->arrivals->extra(), n, rank, 2 * sizeof(BufferDesc)));
+        }
     }
     r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
     if (r != loomSuccess) return r;
@@ -471,6 +487,11 @@ void abandonNets(loomComm *comm) {
 }
 
 } // namespace
+
+namespace loom {
+std::string describeAbsentPeers(const loomComm *comm) { return whoDidNotArrive(comm); }
+} // namespace loom
+
 
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");

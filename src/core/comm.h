@@ -120,6 +120,18 @@ inline void enterCollective(loomComm *comm, const char *name) {
     if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
 }
 
+// A call that entered (enterCollective) and goes on under another
+// algorithm, which enters it again: the first entry is taken back.
+inline void withdrawEntry(loomComm *comm) {
+    --comm->collsEntered;
+    if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
+}
+
+// What the host's arrival board says about the ranks missing from the
+// oldest unfinished call ("did not arrive: rank 1 (host ...) entered 1 of 2
+// calls"), for a wait that timed out.
+std::string describeAbsentPeers(const loomComm *comm);
+
 // A device buffer of the communicator's that grows on demand (in whole MiB,
 // on the communicator's GPU): scratch, the in-place reduce_scatter copy, the
 // doubling accumulator. The old buffer goes with cudaFree, which waits for

@@ -35,22 +35,34 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     if (z.peers.empty())
         for (int q = 0; q < n; ++q)
             if (q != me) z.peers.push_back(q);
-    // 1. Every rank's input and output descriptions, on every rank.
+    // 1. Every rank's input and output descriptions, on every rank (the call
+    // counts as entered from here: a rank that never comes is named).
+    enterCollective(comm, "allreduce");
     z.buffers.beginCall();
     const BufferDesc mine[2] = {z.buffers.describe(in, comm->cudaDev), z.buffers.describe(out, comm->cudaDev)};
     std::vector<BufferDesc> &rec = z.records;
     rec.resize(2 * (size_t)n + 2 * (size_t)(n - 1)); // all ranks', then the n - 1 copies of mine to send
-    BufferDesc *send = rec.data() + 2 * n;
-    for (int i = 0; i < n - 1; ++i) send[2 * i] = mine[0], send[2 * i + 1] = mine[1];
-    std::vector<BufferDesc> &got = z.received;
-    got.resize(2 * (size_t)(n - 1));
-    if (bs.pairwise(bs.ctx, n - 1, z.peers.data(), send, n - 1, z.peers.data(), got.data(), 2 * sizeof(BufferDesc)) !=
-        0)
-        return fail(loomRemoteError, "rank %d: allreduce: exchanging buffer descriptions with %d peers failed", me,
-                    n - 1);
-    for (int i = 0; i < n - 1; ++i) rec[2 * z.peers[i]] = got[2 * i], rec[2 * z.peers[i] + 1] = got[2 * i + 1];
-    rec[2 * me] = mine[0];
-    rec[2 * me + 1] = mine[1];
+    if (z.board) {
+        int absent = -1;
+        if (z.board->exchange(++z.exchanges, mine, rec.data(), params().timeoutSeconds, &absent) != loomSuccess) {
+            comm->failed = true; // the board's sequence is broken for every later call
+            return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d posted no buffer descriptions on "
+                        "this host's board within LOOM_TIMEOUT=%.0f s: %s; communicator unusable", me, comm->cudaDev,
+                        comm->busId, absent, params().timeoutSeconds, describeAbsentPeers(comm).c_str());
+        }
+    } else {
+        BufferDesc *send = rec.data() + 2 * n;
+        for (int i = 0; i < n - 1; ++i) send[2 * i] = mine[0], send[2 * i + 1] = mine[1];
+        std::vector<BufferDesc> &got = z.received;
+        got.resize(2 * (size_t)(n - 1));
+        if (bs.pairwise(bs.ctx, n - 1, z.peers.data(), send, n - 1, z.peers.data(), got.data(),
+                        2 * sizeof(BufferDesc)) != 0)
+            return fail(loomRemoteError, "rank %d: allreduce: exchanging buffer descriptions with %d peers failed", me,
+                        n - 1);
+        for (int i = 0; i < n - 1; ++i) rec[2 * z.peers[i]] = got[2 * i], rec[2 * z.peers[i] + 1] = got[2 * i + 1];
+        rec[2 * me] = mine[0];
+        rec[2 * me + 1] = mine[1];
+    }
     // 2. The choices, from what every rank now holds alike.
     int unshareable = -1;
     bool anyInPlace = false;
@@ -68,6 +80,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
         }
         LOOM_TRACE(kColl, "rank %d: allreduce %zu B: not zero-copy (rank %d's buffers not shareable)", me, bytes,
                    unshareable);
+        withdrawEntry(comm); // the FIFO path enters the call again
         return loomSuccess;
     }
     const bool oneShot = bytes <= (size_t)params().zeroCopyOneShotBytes && !anyInPlace;
@@ -103,7 +116,6 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     a.call = ++z.calls;
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
-    enterCollective(comm, "allreduce");
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
         comm->failed = true;

@@ -60,6 +60,9 @@ const loomParamDef kParams[] = {
     {"zero_copy_oneshot_bytes", "LOOM_ZERO_COPY_ONESHOT_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 40, "0",
      "Zero-copy allreduce up to this size in one shot (every rank reads every input whole) instead of two "
      "(each rank reduces its slice into every output); never in place; set it alike on every rank"},
+    {"zero_copy_board", "LOOM_ZERO_COPY_BOARD", LOOM_PARAM_INT, 1, 0, 1, "1",
+     "1: the zero-copy allreduce's per-call buffer descriptions go through a shared-memory board of the host; 0 "
+     "(or a rank without the board): through the MPI library's point-to-point messages"},
     {"zero_copy_ctas", "LOOM_ZERO_COPY_CTAS", LOOM_PARAM_INT, 32, 1, 64, "32",
      "Most CTAs of a zero-copy allreduce; set it alike on every rank"},
     {"zero_copy_cta_bytes", "LOOM_ZERO_COPY_CTA_BYTES", LOOM_PARAM_INT, 16 * KiB, 512, 1L << 30, "16 KiB",

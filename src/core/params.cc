@@ -46,6 +46,7 @@ const Params &params() {
         p.zeroCopyMaxBytes = paramLong("LOOM_ZERO_COPY_MAX_BYTES");
         p.zeroCopyOneShotBytes = paramLong("LOOM_ZERO_COPY_ONESHOT_BYTES");
         p.zeroCopyCtas = (int)paramLong("LOOM_ZERO_COPY_CTAS");
+        p.zeroCopyBoard = (int)paramLong("LOOM_ZERO_COPY_BOARD");
         p.zeroCopyCtaBytes = paramLong("LOOM_ZERO_COPY_CTA_BYTES");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");

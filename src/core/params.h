@@ -35,6 +35,7 @@ struct Params {
     long zeroCopyMaxBytes;  // LOOM_ZERO_COPY_MAX_BYTES: ... up to this size (0: never)
     long zeroCopyOneShotBytes; // LOOM_ZERO_COPY_ONESHOT_BYTES: zero-copy one-shot (every rank reduces all) up to this
     int zeroCopyCtas;       // LOOM_ZERO_COPY_CTAS: most CTAs of a zero-copy allreduce
+    int zeroCopyBoard;      // LOOM_ZERO_COPY_BOARD: descriptions through the host's shared-memory board (1) or the PML (0)
     long zeroCopyCtaBytes;  // LOOM_ZERO_COPY_CTA_BYTES: one CTA per this many bytes a rank reduces
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
     unsigned algoMask;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)

@@ -30,7 +30,7 @@ bool inDevShm(const std::string &name, mode_t *mode) {
 START_TEST(a_rank_behind_is_named) {
     const std::string name = boardName();
     ArrivalBoard *b = nullptr;
-    ck_assert_int_eq(ArrivalBoard::create(name, 3, &b), loomSuccess);
+    ck_assert_int_eq(ArrivalBoard::create(name, 3, 0, &b), loomSuccess);
     mode_t mode = 0;
     ck_assert(inDevShm(name, &mode));
     ck_assert_int_eq(mode, 0600);
@@ -40,7 +40,7 @@ START_TEST(a_rank_behind_is_named) {
     pid_t pid = fork();
     if (pid == 0) { // another rank of this host: slot 1, rank 7, two calls
         ArrivalBoard *mine = nullptr;
-        if (ArrivalBoard::open(name, 3, &mine) != loomSuccess) _exit(2);
+        if (ArrivalBoard::open(name, 3, 0, &mine) != loomSuccess) _exit(2);
         mine->publish(1, 7, 3, "0000:1b:00.0");
         mine->enter(1, 1);
         mine->enter(1, 2);
@@ -90,13 +90,13 @@ END_TEST
 START_TEST(names_are_never_reused_or_left_behind) {
     const std::string name = boardName();
     ArrivalBoard *a = nullptr, *b = nullptr;
-    ck_assert_int_eq(ArrivalBoard::create(name, 2, &a), loomSuccess);
-    ck_assert_int_eq(ArrivalBoard::create(name, 2, &b), loomSystemError); // taken: a clear error
+    ck_assert_int_eq(ArrivalBoard::create(name, 2, 0, &a), loomSuccess);
+    ck_assert_int_eq(ArrivalBoard::create(name, 2, 0, &b), loomSystemError); // taken: a clear error
     ck_assert_ptr_null(b);
     delete a; // the creator's end unlinks what it did not unlink yet
     mode_t mode;
     ck_assert(!inDevShm(name, &mode));
-    ck_assert_int_eq(ArrivalBoard::open(name, 2, &b), loomSystemError);
+    ck_assert_int_eq(ArrivalBoard::open(name, 2, 0, &b), loomSystemError);
     ck_assert_ptr_null(b);
 }
 END_TEST

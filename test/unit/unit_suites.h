@@ -19,3 +19,4 @@ Suite *params_suite(void);
 Suite *side_channel_suite(void);
 Suite *arrival_suite(void);
 Suite *zerocopy_schedule_suite(void);
+Suite *desc_board_suite(void);
