@@ -108,6 +108,9 @@ struct loomComm {
     int arrivalSlot = -1;        // this rank's slot on it
     bool failed = false;
     char busId[16] = "";
+    // Choices said at TUNE (enqueue.cc): per collective and power-of-two size class.
+    static constexpr int kTuneColls = 8, kTuneClasses = 48;
+    uint8_t tuneSaid[kTuneColls][kTuneClasses] = {};
 };
 
 namespace loom {

@@ -47,11 +47,36 @@ extern "C" int loomOpSupported(loomDataType_t type, loomRedOp_t op) {
 
 namespace {
 
+// Said at LOOM_DEBUG=INFO LOOM_DEBUG_SUBSYS=TUNE by rank 0 for the first
+// calls of each power-of-two size class and collective: the choice, its
+// predicted time and the runner-up's.
+constexpr int kTuneSaidPerClass = 3;
+
+void sayChoice(loomComm *comm, int coll, size_t bytes, const Choice &c) {
+    if (comm->rank != 0 || coll < 0 || coll >= loomComm::kTuneColls) return;
+    int cls = 0;
+    while (cls < loomComm::kTuneClasses - 1 && (size_t(2) << cls) <= bytes) ++cls;
+    uint8_t &said = comm->tuneSaid[coll][cls];
+    if (said >= kTuneSaidPerClass) return;
+    ++said;
+    if (c.us < 0)
+        LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s (%s; not modelled here)", kOneShotNames[coll], bytes,
+                  comm->nranks, algoName(c.algo), c.rule);
+    else if (c.runnerUp < 0)
+        LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; no other algorithm allowed",
+                  kOneShotNames[coll], bytes, comm->nranks, algoName(c.algo), c.us);
+    else
+        LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; runner-up %s, %.1f us",
+                  kOneShotNames[coll], bytes, comm->nranks, algoName(c.algo), c.us, algoName(c.runnerUp),
+                  c.runnerUpUs);
+}
+
 // The table's choice for a call (select.cc), traced with its reason.
-Choice choose(const loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {
+Choice choose(loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {
     const Choice c = selectAlgorithm(comm, CallShape{coll, bytes, piece, esize, ragged});
     LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, kOneShotNames[coll], bytes, algoName(c.algo),
                c.rule);
+    sayChoice(comm, coll, bytes, c);
     return c;
 }
 
@@ -165,6 +190,8 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
         if (ran || r != loomSuccess) return r;
         // Some rank's buffer cannot be shared (every rank saw it): the FIFO path.
         ch = selectAlgorithm(comm, CallShape{kRingAllReduce, bytes, bytes, esize, false}, kAllAlgos & ~(1u << kAlgoZeroCopy));
+        LOOM_TRACE(kColl, "rank %d: allreduce of %zu B: %s instead (a buffer not shareable)", comm->rank, bytes,
+                   algoName(ch.algo));
     }
     if (ch.algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotAllReduce, sendbuff, recvbuff, bytes, datatype, op, 0, stream);

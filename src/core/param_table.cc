@@ -49,14 +49,14 @@ const loomParamDef kParams[] = {
     {"ll_max_bytes", "LOOM_LL_MAX_BYTES", LOOM_PARAM_INT, 1 * MiB, 0, 16 * MiB, "1 MiB",
      "One-shot LL allreduce up to this size, and the largest piece any one-shot collective sends a peer (0: no "
      "one-shot)"},
-    {"zero_copy_min_bytes", "LOOM_ZERO_COPY_MIN_BYTES", LOOM_PARAM_INT, 256 * KiB, 0, 1L << 40, "256 KiB",
+    {"zero_copy_min_bytes", "LOOM_ZERO_COPY_MIN_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 40, "0",
      "Allreduce inside a host (every pair of GPUs mapped) straight from the ranks' own buffers, mapped with CUDA "
-     "IPC, from this size (4x H200, 4 ranks: below it one-shot LL wins, 1.2x NCCL at 8-128 KiB); buffers that "
-     "cannot be shared take the FIFO path; set it alike on every rank"},
-    {"zero_copy_max_bytes", "LOOM_ZERO_COPY_MAX_BYTES", LOOM_PARAM_INT, 16 * MiB, 0, 1L << 40, "16 MiB",
-     "The zero-copy allreduce up to this size, above it the ring (4x H200: zero-copy 1.04-1.06x NCCL at 16-32 "
-     "MiB and 0.92x at 512 MiB at 4 ranks, where the ring gives 1.03-1.08x; at 2 ranks the ring wins from 16 "
-     "MiB); 0: never; set it alike on every rank"},
+     "IPC, allowed from this size; within the bounds the time model picks it where it predicts it fastest (4x "
+     "H200: from about 200 KiB at 4 ranks); buffers that cannot be shared take the FIFO path; set it alike on "
+     "every rank"},
+    {"zero_copy_max_bytes", "LOOM_ZERO_COPY_MAX_BYTES", LOOM_PARAM_INT, 1L << 40, 0, 1L << 40, "no limit",
+     "The zero-copy allreduce allowed up to this size (the model hands larger calls to the ring: 4x H200, from "
+     "about 34 MiB at 4 ranks, 26 MiB at 3, 18 MiB at 2); 0: never; set it alike on every rank"},
     {"zero_copy_oneshot_bytes", "LOOM_ZERO_COPY_ONESHOT_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 40, "0",
      "Zero-copy allreduce up to this size in one shot (every rank reads every input whole) instead of two "
      "(each rank reduces its slice into every output); never in place; set it alike on every rank"},

@@ -4,6 +4,7 @@
 #include "core/select.h"
 
 #include "core/params.h"
+#include "core/tuning.h"
 #include "device/doubling_schedule.h"
 #include "device/oneshot_schedule.h"
 #include "device/rd_args.h"
@@ -144,10 +145,30 @@ bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock) {
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s) { return selectAlgorithm(comm, s, kAllAlgos); }
 
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s, unsigned allowed) {
-    for (const Rule &r : kRules)
-        if ((comm->algoMask & allowed & (1u << r.algo)) && (r.colls & bit(s.coll)) && r.fits(comm, s))
-            return Choice{r.algo, r.why};
-    return Choice{kAlgoRing, "LOOM_ALGO leaves no other algorithm that fits this call"};
+    Choice first{-1, nullptr}, best{-1, nullptr}, second{-1, nullptr};
+    bool modelled = true;
+    for (const Rule &r : kRules) {
+        if (!(comm->algoMask & allowed & (1u << r.algo)) || !(r.colls & bit(s.coll)) || !r.fits(comm, s)) continue;
+        const Choice c{r.algo, r.why, predictUs(comm, s, r.algo)};
+        if (first.algo < 0) first = c;
+        modelled = modelled && c.us >= 0;
+        if (!modelled) break; // an algorithm the model does not know: table order
+        if (best.algo < 0 || c.us < best.us) { // ties: the earlier row
+            second = best;
+            best = c;
+        } else if (second.algo < 0 || c.us < second.us) {
+            second = c;
+        }
+    }
+    if (first.algo < 0) return Choice{kAlgoRing, "LOOM_ALGO leaves no other algorithm that fits this call"};
+    if (!modelled) {
+        first.us = -1;
+        return first;
+    }
+    best.rule = "fastest predicted of the algorithms whose rules allow the call (core/tuning.h)";
+    best.runnerUp = second.algo;
+    best.runnerUpUs = second.us;
+    return best;
 }
 
 namespace {

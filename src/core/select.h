@@ -1,7 +1,9 @@
 /*
- * Which algorithm a call takes: one table (select.cc), tried in order; the
- * first row that names the call's collective and whose condition holds
- * wins. Every entry point (enqueue.cc) asks here, then plans, launches and
+ * Which algorithm a call takes: one table (select.cc) of rules, each an
+ * algorithm and the condition under which it can run the call. Where the
+ * time model (core/tuning.h) has constants for every allowed algorithm, the
+ * fastest predicted one wins; elsewhere the first row, in table order, that
+ * names the call's collective and whose condition holds. Every entry point (enqueue.cc) asks here, then plans, launches and
  * commits that algorithm. The choice and the rule that made it are traced
  * per call (LOOM_DEBUG=TRACE LOOM_DEBUG_SUBSYS=COLL).
  */
@@ -37,6 +39,11 @@ struct CallShape {
 struct Choice {
     int algo;         // Algo
     const char *rule; // why
+    // Where the time model (core/tuning.h) chose: the predicted time, and the
+    // next fastest algorithm the rules allowed (-1: none) with its own.
+    double us = -1;
+    int runnerUp = -1;
+    double runnerUpUs = -1;
 };
 
 // The table's rows whose algorithm is in comm->algoMask (LOOM_ALGO) are

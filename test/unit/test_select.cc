@@ -104,24 +104,65 @@ START_TEST(loom_algo_syntax) {
 }
 END_TEST
 
-// The zero-copy allreduce where the communicator can run it (every pair
-// mapped inside one host), LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES (256 KiB..16 MiB); a
-// call that finds an unshareable buffer asks again without it.
-START_TEST(zero_copy_allreduce_from_its_threshold) {
+// Allreduce inside a host where every algorithm may run: the time model
+// (core/tuning.h) picks one-shot LL, then zero-copy, then the ring, at the
+// crossovers measured on 4x H200 (contrib/bench/results/2026-11-27_h200x4_
+// model_*.csv: at 4 ranks one-shot still won at 128 KiB and zero-copy at 256
+// KiB; zero-copy at 16 MiB and the ring at 64 MiB; at 2 ranks zero-copy at
+// 8 MiB, the ring at 32 MiB). A call that finds an unshareable buffer asks
+// again without zero-copy.
+START_TEST(allreduce_in_a_host_takes_the_fastest_predicted) {
     loomComm c = oneHost(4);
     c.zeroCopyReady = true;
     ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, (256 << 10) - 4, (256 << 10) - 4, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 128 << 10, 128 << 10, 4), kAlgoOneShot);
     ck_assert_int_eq(pick(c, kRingAllReduce, 256 << 10, 256 << 10, 4), kAlgoZeroCopy);
     ck_assert_int_eq(pick(c, kRingAllReduce, 16 << 20, 16 << 20, 16), kAlgoZeroCopy); // any element size
-    ck_assert_int_eq(pick(c, kRingAllReduce, (16 << 20) + 4, (16 << 20) + 4, 4), kAlgoRing); // past LOOM_ZERO_COPY_MAX_BYTES
+    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 10, 64 << 10, 16), kAlgoZeroCopy); // 16-byte elements: no LL
     ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 256 << 10, 1), kAlgoOneShot); // allreduce only
-    const CallShape mib{kRingAllReduce, 1 << 20, 1 << 20, 4, false};
-    ck_assert_int_eq(selectAlgorithm(&c, mib, kAllAlgos & ~(1u << kAlgoZeroCopy)).algo, kAlgoOneShot);
+    const Choice mib = selectAlgorithm(&c, CallShape{kRingAllReduce, 1 << 20, 1 << 20, 4, false});
+    ck_assert_int_eq(mib.algo, kAlgoZeroCopy);
+    ck_assert_int_eq(mib.runnerUp, kAlgoOneShot);
+    ck_assert(mib.us > 0 && mib.runnerUpUs > mib.us);
+    const CallShape shape{kRingAllReduce, 1 << 20, 1 << 20, 4, false};
+    ck_assert_int_eq(selectAlgorithm(&c, shape, kAllAlgos & ~(1u << kAlgoZeroCopy)).algo, kAlgoOneShot);
     c.algoMask = kAllAlgos & ~(1u << kAlgoZeroCopy); // LOOM_ALGO=^zerocopy
     ck_assert_int_eq(pick(c, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
+    c.algoMask = 1u << kAlgoZeroCopy; // LOOM_ALGO=zerocopy: honoured where the model would not
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 30, 1 << 30, 4), kAlgoZeroCopy);
+    loomComm two = oneHost(2);
+    two.zeroCopyReady = true;
+    ck_assert_int_eq(pick(two, kRingAllReduce, 8 << 20, 8 << 20, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(two, kRingAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
     loomComm d = oneHost(4); // not ready (ranks span hosts, a pair unmapped, no pairwise bootstrap)
     ck_assert_int_eq(pick(d, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
+    loomComm far = acrossHosts(4); // not modelled: the table's order, no prediction
+    const Choice f = selectAlgorithm(&far, CallShape{kRingAllReduce, 8, 8, 4, false});
+    ck_assert_int_eq(f.algo, kAlgoRecursiveDoubling);
+    ck_assert(f.us < 0);
+}
+END_TEST
+
+// The model's choice never goes back as the size grows: one-shot, then
+// zero-copy, then the ring, at 2 to 8 ranks, every element size.
+START_TEST(allreduce_choices_are_monotonic_in_size) {
+    const int order[kNumAlgos] = {0, 0, 0, 0, 0, 2, 1}; // place of each Algo in the expected sequence
+    for (int n = 2; n <= 8; ++n)
+        for (size_t esize : {1, 4, 8, 16}) {
+            loomComm c = oneHost(n);
+            c.zeroCopyReady = true;
+            int last = -1;
+            for (size_t bytes = 16; bytes <= (size_t(1) << 32); bytes *= 2) {
+                const int a = pick(c, kRingAllReduce, bytes, bytes, esize);
+                ck_assert_msg(a == kAlgoOneShot || a == kAlgoZeroCopy || a == kAlgoRing, "n %d: algorithm %d", n, a);
+                ck_assert_msg(order[a] >= last, "n %d esize %zu: %s at %zu B after a later one", n, esize,
+                              algoName(a), bytes);
+                last = order[a];
+            }
+            ck_assert_int_eq(last, order[kAlgoRing]); // the ring at the largest sizes
+        }
 }
 END_TEST
 
@@ -203,7 +244,8 @@ Suite *select_suite(void) {
     tcase_add_test(tc, across_hosts_doubling_where_it_takes_fewer_hops);
     tcase_add_test(tc, loom_algo_syntax);
     tcase_add_test(tc, loom_algo_restricts_the_table);
-    tcase_add_test(tc, zero_copy_allreduce_from_its_threshold);
+    tcase_add_test(tc, allreduce_in_a_host_takes_the_fastest_predicted);
+    tcase_add_test(tc, allreduce_choices_are_monotonic_in_size);
     tcase_add_test(tc, exchanges_one_shot_only_with_a_block_known_alike);
     tcase_add_test(tc, exchanges_choose_in_place_push_and_copy_engines_alike);
     suite_add_tcase(s, tc);

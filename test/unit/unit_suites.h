@@ -20,3 +20,4 @@ Suite *side_channel_suite(void);
 Suite *arrival_suite(void);
 Suite *zerocopy_schedule_suite(void);
 Suite *desc_board_suite(void);
+Suite *tuning_suite(void);
