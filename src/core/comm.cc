@@ -292,7 +292,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                 return fail(loomRemoteError, "rank %d: bootstrap allgather of the descriptor board failed", rank);
             if (std::count(ok.begin(), ok.end(), 1) == n)
                 comm->zeroCopy->board.reset(
-                    new DescBoard(comm->arrivals->extra(), n, rank, 2 * sizeof(BufferDesc)));
+                    new DescBoard(comm->arrivals->extra(), n, rank, sizeof(ZeroCopyRecord)));
         }
     }
     r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
@@ -539,10 +539,11 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
         comm->abortFlag[kAbortUndelivered] = 0;
         if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/enqueue_zerocopy.h)
-            return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d could not map a peer's buffer "
-                        "(CUDA IPC; its error says why), so no rank moved data and this call's result is missing; "
-                        "the communicator stays usable (LOOM_ALGO=^zerocopy: the FIFO path only)", comm->rank,
-                        comm->cudaDev, comm->busId, q - 1);
+            return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d could not take part (it could "
+                        "not map a peer's buffer with CUDA IPC, or it timed out waiting for another rank; its error "
+                        "says which), so this rank moved no data and this call's result is missing; unless a rank "
+                        "timed out the communicator stays usable (LOOM_ALGO=^zerocopy: the FIFO path only)",
+                        comm->rank, comm->cudaDev, comm->busId, q - 1);
         return fail(loomRemoteError, "rank %d GPU %d (%s): %s: rank %d could not map this rank's output (CUDA IPC; "
                     "its error says why), so its block was not delivered; the communicator stays usable "
                     "(LOOM_EXCHANGE_DIRECT_PUSH=0: receivers map their senders' inputs instead)", comm->rank,

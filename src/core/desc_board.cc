@@ -38,12 +38,13 @@ loomResult_t DescBoard::exchange(uint64_t seq, const void *mine, void *all, doub
     char *out = static_cast<char *>(all);
     memcpy(out + (size_t)rank_ * recordBytes_, mine, recordBytes_);
     std::chrono::steady_clock::time_point start{};
+    bool timing = false; // one deadline for all peers, from the first wait that outlasts the spins
     for (int q = 0; q < nranks_; ++q) {
         if (q == rank_) continue;
         char *l = line(q);
         for (long spins = 0; posted(l)->load(std::memory_order_acquire) < seq; ++spins) {
             if (spins < 2000) continue; // peers normally arrive within microseconds
-            if (spins == 2000) start = std::chrono::steady_clock::now();
+            if (!timing) start = std::chrono::steady_clock::now(), timing = true;
             sched_yield();
             if ((spins & 1023) == 0 &&
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeoutSeconds) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "core/debug.h"
 #include "core/params.h"
@@ -39,36 +40,55 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     // counts as entered from here: a rank that never comes is named).
     enterCollective(comm, "allreduce");
     z.buffers.beginCall();
-    const BufferDesc mine[2] = {z.buffers.describe(in, comm->cudaDev), z.buffers.describe(out, comm->cudaDev)};
-    std::vector<BufferDesc> &rec = z.records;
-    rec.resize(2 * (size_t)n + 2 * (size_t)(n - 1)); // all ranks', then the n - 1 copies of mine to send
+    const ZeroCopyRecord mine{z.buffers.describe(in, comm->cudaDev), z.buffers.describe(out, comm->cudaDev), bytes};
+    std::vector<ZeroCopyRecord> &rec = z.records;
+    rec.resize(2 * (size_t)n - 1); // all ranks', then the n - 1 copies of mine to send
     if (z.board) {
         int absent = -1;
-        if (z.board->exchange(++z.exchanges, mine, rec.data(), params().timeoutSeconds, &absent) != loomSuccess) {
+        if (z.board->exchange(++z.exchanges, &mine, rec.data(), params().timeoutSeconds, &absent) != loomSuccess) {
             comm->failed = true; // the board's sequence is broken for every later call
             return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d posted no buffer descriptions on "
                         "this host's board within LOOM_TIMEOUT=%.0f s: %s; communicator unusable", me, comm->cudaDev,
                         comm->busId, absent, params().timeoutSeconds, describeAbsentPeers(comm).c_str());
         }
     } else {
-        BufferDesc *send = rec.data() + 2 * n;
-        for (int i = 0; i < n - 1; ++i) send[2 * i] = mine[0], send[2 * i + 1] = mine[1];
-        std::vector<BufferDesc> &got = z.received;
-        got.resize(2 * (size_t)(n - 1));
+        ZeroCopyRecord *send = rec.data() + n;
+        for (int i = 0; i < n - 1; ++i) send[i] = mine;
+        std::vector<ZeroCopyRecord> &got = z.received;
+        got.resize((size_t)n - 1);
         if (bs.pairwise(bs.ctx, n - 1, z.peers.data(), send, n - 1, z.peers.data(), got.data(),
-                        2 * sizeof(BufferDesc)) != 0)
-            return fail(loomRemoteError, "rank %d: allreduce: exchanging buffer descriptions with %d peers failed", me,
-                        n - 1);
-        for (int i = 0; i < n - 1; ++i) rec[2 * z.peers[i]] = got[2 * i], rec[2 * z.peers[i] + 1] = got[2 * i + 1];
-        rec[2 * me] = mine[0];
-        rec[2 * me + 1] = mine[1];
+                        sizeof(ZeroCopyRecord)) != 0) {
+            // Peers whose exchange went through may launch this call: its
+            // flags no longer pair the same calls on every rank.
+            comm->failed = true;
+            return fail(loomRemoteError, "rank %d: allreduce: exchanging buffer descriptions with %d peers failed; "
+                        "communicator unusable", me, n - 1);
+        }
+        for (int i = 0; i < n - 1; ++i) rec[z.peers[i]] = got[i];
+        rec[me] = mine;
+    }
+    // Every rank holds the same records: a size that differs between ranks
+    // (an MPI error) or a buffer shorter than it fails the call everywhere,
+    // before any rank touches a peer's memory.
+    for (int q = 0; q < n; ++q) {
+        const ZeroCopyRecord &r = rec[q];
+        const bool shortIn = r.in.shareable && r.in.offset + bytes > r.in.size;
+        const bool shortOut = r.out.shareable && r.out.offset + bytes > r.out.size;
+        if (r.bytes != bytes || shortIn || shortOut) {
+            withdrawEntry(comm);
+            return fail(loomInvalidArgument, "rank %d: allreduce: rank %d %s (this rank: %zu bytes); every rank's "
+                        "call fails, the communicator stays usable", me, q,
+                        r.bytes != bytes ? ("passed " + std::to_string(r.bytes) + " bytes").c_str()
+                                         : shortIn ? "passed an input shorter than the call"
+                                                   : "passed an output shorter than the call", bytes);
+        }
     }
     // 2. The choices, from what every rank now holds alike.
     int unshareable = -1;
     bool anyInPlace = false;
     for (int q = 0; q < n; ++q) {
-        if (unshareable < 0 && (!rec[2 * q].shareable || !rec[2 * q + 1].shareable)) unshareable = q;
-        anyInPlace = anyInPlace || inPlace(rec[2 * q], rec[2 * q + 1], bytes);
+        if (unshareable < 0 && (!rec[q].in.shareable || !rec[q].out.shareable)) unshareable = q;
+        anyInPlace = anyInPlace || inPlace(rec[q].in, rec[q].out, bytes);
     }
     if (unshareable >= 0) {
         if (!z.unshareableSaid) {
@@ -76,7 +96,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
             LOOM_INFO(kColl, "rank %d: allreduce of %zu B through the FIFOs: rank %d's %s cannot be shared with CUDA "
                       "IPC (pool, VMM, managed or host memory), so no rank reads it in place; said once per "
                       "communicator, chosen per call", me, bytes, unshareable,
-                      rec[2 * unshareable].shareable ? "output" : "input");
+                      rec[unshareable].in.shareable ? "output" : "input");
         }
         LOOM_TRACE(kColl, "rank %d: allreduce %zu B: not zero-copy (rank %d's buffers not shareable)", me, bytes,
                    unshareable);
@@ -97,7 +117,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
             late = params().directMapFail == me
                        ? fail(loomUnhandledCudaError, "allreduce: cannot map rank %d's buffer: failure injected by "
                               "LOOM_DIRECT_MAP_FAIL=%d", q, me)
-                       : z.buffers.map(q, rec[2 * q + side], comm->cudaDev, &at);
+                       : z.buffers.map(q, side == 0 ? rec[q].in : rec[q].out, comm->cudaDev, &at);
             if (side == 0) a.in[q] = at;
             else a.out[q] = at;
         }
@@ -124,6 +144,10 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     }
     *ran = true;
     loomResult_t r = z.buffers.markRead(stream);
+    if (r != loomSuccess) { // the mappings this kernel reads would not wait for it: let it finish first
+        cudaStreamSynchronize(stream);
+        comm->failed = true;
+    }
     if (!z.said) {
         z.said = true;
         LOOM_INFO(kColl, "rank %d: allreduce from %ld B reads and writes the ranks' own buffers in place (zero-copy, "

@@ -35,10 +35,17 @@
 
 namespace loom {
 
+// What a rank tells its peers per call: its input's and output's
+// allocations and the call's size (checked alike on every rank).
+struct ZeroCopyRecord {
+    BufferDesc in, out;
+    uint64_t bytes;
+};
+
 struct ZeroCopyState {
-    DirectBuffers buffers;            // this communicator's descriptions and mappings
-    std::vector<BufferDesc> records;  // a call's: per rank, input then output; then what this rank sends
-    std::vector<BufferDesc> received; // ... and receives, per peer
+    DirectBuffers buffers;                // this communicator's descriptions and mappings
+    std::vector<ZeroCopyRecord> records;  // a call's, per rank; then the n - 1 copies of this rank's to send
+    std::vector<ZeroCopyRecord> received; // ... and what it receives, per peer (the PML's exchange)
     std::vector<int> peers;           // every other rank
     uint64_t calls = 0;               // zero-copy kernels launched (the flags' call number)
     std::unique_ptr<DescBoard> board; // the host's board (null: the PML), agreed by every rank
@@ -48,7 +55,7 @@ struct ZeroCopyState {
 
 // The bytes of the board's area for nranks ranks' records (each rank's
 // input and output descriptions).
-inline size_t zeroCopyBoardBytes(int nranks) { return DescBoard::bytes(nranks, 2 * sizeof(BufferDesc)); }
+inline size_t zeroCopyBoardBytes(int nranks) { return DescBoard::bytes(nranks, sizeof(ZeroCopyRecord)); }
 
 // Runs the allreduce zero-copy when every rank's buffers can be mapped
 // (*ran = true), else leaves it to the caller's FIFO path (*ran = false,

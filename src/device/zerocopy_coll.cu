@@ -19,6 +19,12 @@
 namespace loom {
 namespace {
 
+__device__ __forceinline__ uint64_t loadAcquireSys(const volatile uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
 struct ZeroCopyShared {
     int timedOut; // peer + 1 whose flag never came
     int failed;   // peer + 1 whose host could not map a buffer (kZeroCopyFailed)
@@ -26,18 +32,30 @@ struct ZeroCopyShared {
 
 // Posts `value` (marked failed if this rank's host could not map) into every
 // peer's word of this CTA, then waits until every peer's word here reaches
-// `want`. False on a time-out (the abort words name the peer).
+// `want`. False on a time-out (the abort words name the peer): then this
+// CTA's done, marked failed, goes to every peer, so that one still before
+// its data phase skips it and one waiting for done stops waiting (the
+// communicator is unusable after a time-out; a peer already past its arrive
+// wait may still touch this rank's buffers: it saw every arrive, so only a
+// peer that arrived in the last instant can cause that).
 __device__ bool zeroCopyExchangeFlags(const ZeroCopyArgs &a, uint64_t value, uint64_t want, ZeroCopyShared &sh) {
     const int q = threadIdx.x, b = blockIdx.x;
+    volatile uint64_t *theirs = q < a.nranks ? a.peer[q] + (size_t)a.rank * kMaxZeroCopyCtas + b : nullptr;
     if (q < a.nranks && q != a.rank) {
-        a.peer[q][(size_t)a.rank * kMaxZeroCopyCtas + b] = value | (a.mapFailed ? kZeroCopyFailed : 0);
-        volatile uint64_t *w = a.mine + (size_t)q * kMaxZeroCopyCtas + b;
+        *theirs = value | (a.mapFailed ? kZeroCopyFailed : 0);
+        const volatile uint64_t *w = a.mine + (size_t)q * kMaxZeroCopyCtas + b;
         uint64_t seen = 0;
-        if (!Waiter{a.timeoutCycles}([&] { return ((seen = *w) & ~kZeroCopyFailed) >= want; })) sh.timedOut = q + 1;
-        else if (seen & kZeroCopyFailed) sh.failed = q + 1;
+        // Acquire loads: what the peer wrote before its flag (its data, at
+        // done) is visible to this thread, and through the barrier below to
+        // the CTA.
+        if (!Waiter{a.timeoutCycles}([&] { return ((seen = loadAcquireSys(w)) & ~kZeroCopyFailed) >= want; }))
+            sh.timedOut = q + 1;
+        else if (seen & kZeroCopyFailed)
+            sh.failed = q + 1;
     }
     __syncthreads();
     if (sh.timedOut) {
+        if (q < a.nranks && q != a.rank) *theirs = zeroCopyDone(a.call) | kZeroCopyFailed;
         if (threadIdx.x == 0) {
             a.abortFlag[kAbortRecvPeer] = sh.timedOut;
             a.abortFlag[kAbortSet] = 1;

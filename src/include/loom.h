@@ -132,7 +132,11 @@ loomResult_t loomCommDevice(loomComm_t comm, int *device); /* its CUDA device */
 /* GPU memory loom holds for this communicator. */
 loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes);
 
-/* Stream-ordered, NCCL-shaped. stream == NULL: loom's own stream of comm. */
+/* Stream-ordered, NCCL-shaped. stream == NULL: loom's own stream of comm.
+ * The calls on one communicator must run on the GPU in the order they were
+ * issued (loom's kernels pair each call's steps and flags with the same
+ * call on the peers): pass one stream, or make a call on another stream
+ * wait for the previous call's (an event) before issuing it. */
 loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
                            loomRedOp_t op, loomComm_t comm, cudaStream_t stream);
 

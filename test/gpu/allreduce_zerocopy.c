@@ -9,13 +9,18 @@
  *              a new buffer id, so a new mapping)
  *   pool       rank 1's buffers from a cudaMallocAsync pool (not shareable):
  *              every rank takes the FIFO path for those calls
- *   types      MPI_CHAR sum (what OSU sends), int8 min, double max, long prod
+ *   types      MPI_CHAR sum (what OSU sends), int8 min, double max, long prod,
+ *              MPI_DOUBLE_INT maxloc (16-byte elements, 8-byte aligned at odd offsets)
  * Sizes from the zero-copy threshold up (the .mpitest sets it low).
  *
  * -f: LOOM_DIRECT_MAP_FAIL names a rank whose mappings fail (fault
  * injected): every rank's zero-copy call must fail (no rank can tell which
  * slices were reduced), and the communicator must stay usable (a small
  * allreduce after it succeeds, twice over).
+ *
+ * -c: rank 0 passes a different count from the others (an erroneous program,
+ * both sizes zero-copy): every rank's call must fail with an error, no rank
+ * may touch memory past its buffers, and the communicator stays usable.
  */
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -97,6 +102,44 @@ static long check(MPI_Comm comm, const kind_t *k, size_t count, char *in, char *
     return bad;
 }
 
+/* MPI_DOUBLE_INT with MPI_MAXLOC: the largest value, the lowest rank holding it. */
+typedef struct {
+    double v;
+    int i;
+} pair_t;
+
+static double pair_value(int rank, size_t i, int round) { return (double)((i * 7 + (size_t)rank * 13 + (size_t)round * 5) % 9); }
+
+static long check_pairs(MPI_Comm comm, size_t count, char *in, char *out, int in_place, int round, char *host,
+                        const char *what)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    pair_t *h = (pair_t *)host;
+    for (size_t i = 0; i < count; ++i) h[i].v = pair_value(rank, i, round), h[i].i = rank;
+    cudaMemcpy(in_place ? out : in, host, count * sizeof(pair_t), cudaMemcpyHostToDevice);
+    if (!in_place) cudaMemset(out, 0x5a, count * sizeof(pair_t));
+    int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, (int)count, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+    cudaMemcpy(host, out, count * sizeof(pair_t), cudaMemcpyDeviceToHost);
+    long bad = rc != MPI_SUCCESS;
+    size_t first = (size_t)-1;
+    for (size_t i = 0; i < count; ++i) {
+        double want = pair_value(0, i, round);
+        int at = 0;
+        for (int q = 1; q < size; ++q)
+            if (pair_value(q, i, round) > want) want = pair_value(q, i, round), at = q;
+        if (h[i].v != want || h[i].i != at) {
+            if (first == (size_t)-1) first = i;
+            ++bad;
+        }
+    }
+    if (bad)
+        fprintf(stderr, "FAIL %s rank %d double_int maxloc count %zu in_place %d round %d rc %d: %ld wrong, first at %zu\n",
+                what, rank, count, in_place, round, rc, bad, first);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -125,6 +168,24 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return any != 0;
     }
+    if (argc > 1 && !strcmp(argv[1], "-c")) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        const size_t count = (1u << 20) + (rank == 0 ? 0 : 1024);
+        float *d = (float *)dalloc(count * sizeof(float));
+        int wrong = 0;
+        for (int round = 0; round < 2; ++round) {
+            int rc = MPI_Allreduce(MPI_IN_PLACE, d, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            if (rc == MPI_SUCCESS) fprintf(stderr, "rank %d: the call with mismatched counts succeeded\n", rank);
+            wrong += rc == MPI_SUCCESS;
+            wrong += still_usable(MPI_COMM_WORLD);
+        }
+        cudaFree(d);
+        int any = 0;
+        MPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (rank == 0) printf("allreduce_zerocopy -c: %s\n", any ? "FAIL" : "every rank's call failed, then usable");
+        MPI_Finalize();
+        return any != 0;
+    }
     const kind_t kinds[] = {{"float sum", MPI_FLOAT, MPI_SUM, 4},  {"char sum", MPI_CHAR, MPI_SUM, 1},
                             {"int8 min", MPI_INT8_T, MPI_MIN, 1},  {"double max", MPI_DOUBLE, MPI_MAX, 8},
                             {"long prod", MPI_LONG, MPI_PROD, 8}};
@@ -142,7 +203,20 @@ int main(int argc, char **argv)
                 /* Interior offsets, per rank: 16-byte aligned on even ranks, 8 or 4 bytes off on odd ones. */
                 const size_t off = (size_t)rank * 256 + (rank % 2 ? (kinds[t].size == 8 ? 8 : 4) : 0);
                 bad += check(MPI_COMM_WORLD, &kinds[t], counts[c], a + off, b + 2 * off, 0, round, host, "offsets");
+                /* Interior but 16-byte aligned on every rank: the vector path. */
+                bad += check(MPI_COMM_WORLD, &kinds[t], counts[c], a + 256 * (size_t)rank, b + 512, 0, round, host,
+                             "aligned offsets");
+                ++runs;
             }
+    /* 16-byte elements: aligned, and 8 bytes off on odd ranks (element by element). */
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c)
+        for (int round = 0; round < 2; ++round, runs += 3) {
+            bad += check_pairs(MPI_COMM_WORLD, counts[c] / 2 + 1, a, b, 0, round, host, "pairs");
+            bad += check_pairs(MPI_COMM_WORLD, counts[c] / 2 + 1, a, b, 1, round, host, "pairs in place");
+            const size_t off = rank % 2 ? 8 : 0;
+            bad += check_pairs(MPI_COMM_WORLD, counts[c] / 2 + 1, a + off, b + 16 + off, 0, round, host,
+                               "pairs at offsets");
+        }
     /* Free and allocate again every round (a new buffer id, often the same address). */
     for (int round = 0; round < 6; ++round, runs += 2) {
         cudaFree(a);
