@@ -73,7 +73,8 @@ const loomParamDef kParams[] = {
      "(ranks - 1) x piece, stay below this (-1: the measured table in select.cc: bcast 768 KiB, the others 1.5 MiB; "
      "0: rings only)"},
     {"ll_ring_max_bytes", "LOOM_LL_RING_MAX_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 30, "0 (off)",
-     "Ring on the LL protocol up to this size (experimental: a known deadlock, see the issue notes)"},
+     "Ring on the LL protocol up to this size (4x H200: slower than zero-copy and one-shot LL at every size, "
+     "so off; outside the time model: where allowed, the table's order puts it after zero-copy and one-shot)"},
     {"ll_slot_bytes", "LOOM_LL_SLOT_BYTES", LOOM_PARAM_INT, 64 * KiB, 4096, 16 * MiB, "64 KiB",
      "Bytes of LL lines per LL-ring FIFO slot"},
     // across hosts

@@ -24,8 +24,9 @@ const Params &params() {
         p.timeoutSeconds = (double)paramLong("LOOM_TIMEOUT");
         p.llMaxBytes = paramLong("LOOM_LL_MAX_BYTES") & ~7L;
         p.oneShotMaxBytes = paramLong("LOOM_ONESHOT_MAX_BYTES"); // -1: the measured table (select.cc)
-        // The LL ring is off by default: on 4x H200 it won only at 1-4 MiB and the
-        // GPU matrix caught a deadlock in it (see the issue note).
+        // The LL ring is off by default: on 4x H200 it loses to zero-copy and
+        // one-shot LL at every size (contrib/bench/results, ll_ring_fixed);
+        // its deadlock at ragged sizes is fixed (device/conn.h: sendCredit).
         p.llRingMaxBytes = paramLong("LOOM_LL_RING_MAX_BYTES");
         p.llSlotBytes = paramLong("LOOM_LL_SLOT_BYTES") & ~255L;
         p.treeMaxBytes = paramLong("LOOM_TREE_MAX_BYTES");

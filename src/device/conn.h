@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "device/fifo.h"
+#include "device/host_device.h"
 
 namespace loom {
 
@@ -39,6 +40,15 @@ struct ConnPair {
     ConnRecv recv;
     ConnSend send;
 };
+
+// Whether a sender at step `sendStep` has credit on a FIFO of nslots slots
+// whose receiver has consumed `head` steps: sendStep < head + nslots. Never
+// as sendStep - head < nslots: on LL a receiver counts an empty step (len 0:
+// no lines to poll) without waiting for its sender, so head may run ahead of
+// sendStep, and the unsigned difference would wrap and stall the sender for
+// good (the LL ring's deadlock at ragged sizes). Kernels (prims.h) and the
+// CPU simulator (test/unit/ring_sim.h) use this one test.
+LOOM_HD bool sendCredit(uint64_t sendStep, uint64_t head, int nslots) { return sendStep < head + (uint64_t)nslots; }
 
 // Step counters of one channel before a call: slots sent and received on it
 // by earlier calls (kept by the host, which advances them per call).

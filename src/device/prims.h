@@ -101,7 +101,7 @@ class Prims {
             const Waiter wait{timeout_};
             bool ok = true;
             if (rc) ok = Proto::waitData(*rc, rstep, wait);
-            if (ok && sc) ok = wait([&] { return sstep - *sc->head < (uint64_t)nslots_; });
+            if (ok && sc) ok = wait([&] { return sendCredit(sstep, *sc->head, nslots_); });
             waitFailed = !ok;
             __threadfence(); // order the flag reads before the data reads below
         }
