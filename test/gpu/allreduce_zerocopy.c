@@ -140,6 +140,28 @@ static long check_pairs(MPI_Comm comm, size_t count, char *in, char *out, int in
     return bad;
 }
 
+/* -f and -c: an in-place allreduce of `count` floats must fail on this rank
+ * (twice), and a small allreduce after each must still succeed. Finalizes
+ * MPI; returns the exit status. */
+static int every_call_fails(int rank, size_t count, const char *mode, const char *what)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    float *d = (float *)dalloc(count * sizeof(float));
+    int wrong = 0;
+    for (int round = 0; round < 2; ++round) {
+        int rc = MPI_Allreduce(MPI_IN_PLACE, d, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc == MPI_SUCCESS) fprintf(stderr, "rank %d: the call with %s succeeded\n", rank, what);
+        wrong += rc == MPI_SUCCESS;
+        wrong += still_usable(MPI_COMM_WORLD);
+    }
+    cudaFree(d);
+    int any = 0;
+    MPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) printf("allreduce_zerocopy %s: %s\n", mode, any ? "FAIL" : "every rank's call failed, then usable");
+    MPI_Finalize();
+    return any != 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -150,42 +172,9 @@ int main(int argc, char **argv)
     int ndev = 0;
     cudaGetDeviceCount(&ndev);
     cudaSetDevice((lr ? atoi(lr) : rank) % (ndev ? ndev : 1));
-    if (argc > 1 && !strcmp(argv[1], "-f")) {
-        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-        const size_t count = 1u << 20;
-        float *d = (float *)dalloc(count * sizeof(float));
-        int wrong = 0;
-        for (int round = 0; round < 2; ++round) {
-            int rc = MPI_Allreduce(MPI_IN_PLACE, d, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            if (rc == MPI_SUCCESS) fprintf(stderr, "rank %d: the call with an unmappable buffer succeeded\n", rank);
-            wrong += rc == MPI_SUCCESS;
-            wrong += still_usable(MPI_COMM_WORLD);
-        }
-        cudaFree(d);
-        int any = 0;
-        MPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (rank == 0) printf("allreduce_zerocopy -f: %s\n", any ? "FAIL" : "every rank's call failed, then usable");
-        MPI_Finalize();
-        return any != 0;
-    }
-    if (argc > 1 && !strcmp(argv[1], "-c")) {
-        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-        const size_t count = (1u << 20) + (rank == 0 ? 0 : 1024);
-        float *d = (float *)dalloc(count * sizeof(float));
-        int wrong = 0;
-        for (int round = 0; round < 2; ++round) {
-            int rc = MPI_Allreduce(MPI_IN_PLACE, d, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            if (rc == MPI_SUCCESS) fprintf(stderr, "rank %d: the call with mismatched counts succeeded\n", rank);
-            wrong += rc == MPI_SUCCESS;
-            wrong += still_usable(MPI_COMM_WORLD);
-        }
-        cudaFree(d);
-        int any = 0;
-        MPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (rank == 0) printf("allreduce_zerocopy -c: %s\n", any ? "FAIL" : "every rank's call failed, then usable");
-        MPI_Finalize();
-        return any != 0;
-    }
+    if (argc > 1 && !strcmp(argv[1], "-f")) return every_call_fails(rank, 1u << 20, "-f", "an unmappable buffer");
+    if (argc > 1 && !strcmp(argv[1], "-c"))
+        return every_call_fails(rank, (1u << 20) + (rank == 0 ? 0 : 1024), "-c", "mismatched counts");
     const kind_t kinds[] = {{"float sum", MPI_FLOAT, MPI_SUM, 4},  {"char sum", MPI_CHAR, MPI_SUM, 1},
                             {"int8 min", MPI_INT8_T, MPI_MIN, 1},  {"double max", MPI_DOUBLE, MPI_MAX, 8},
                             {"long prod", MPI_LONG, MPI_PROD, 8}};
