@@ -13,6 +13,7 @@
 
 #include "core/cuda_driver.h"
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace loom {
 
@@ -135,7 +136,10 @@ void DirectBuffers::unmap(Mapped &m) {
     m.shared = nullptr;
 }
 
-loomResult_t DirectBuffers::map(int q, const BufferDesc &d, int cudaDev, char **at) {
+loomResult_t DirectBuffers::map(int me, int q, const BufferDesc &d, int cudaDev, char **at) {
+    if (params().directMapFail == me)
+        return fail(loomUnhandledCudaError, "direct: cannot map rank %d's buffer: failure injected by "
+                    "LOOM_DIRECT_MAP_FAIL=%d", q, me);
     for (size_t i = 0; i < mapped_.size();) {
         Mapped &m = mapped_[i];
         const SharedMapping &s = *m.shared;

@@ -76,8 +76,9 @@ class DirectBuffers {
     // cudaDev: the communicator's GPU (memory elsewhere is not shareable).
     BufferDesc describe(const void *ptr, int cudaDev);
     // Peer q's block as described: its address in this process, on the
-    // communicator's GPU cudaDev (written through by a pushed pair).
-    loomResult_t map(int q, const BufferDesc &d, int cudaDev, char **at);
+    // communicator's GPU cudaDev (written through by a pushed pair). `me`:
+    // this rank, whose mappings fail when LOOM_DIRECT_MAP_FAIL names it (tests).
+    loomResult_t map(int me, int q, const BufferDesc &d, int cudaDev, char **at);
     // After the launch that reads this call's mappings on `stream`.
     loomResult_t markRead(cudaStream_t stream);
     // Every mapping closed (after the kernels that read them).

@@ -53,7 +53,7 @@ namespace {
 constexpr int kTuneSaidPerClass = 3;
 
 void sayChoice(loomComm *comm, int coll, size_t bytes, const Choice &c) {
-    if (comm->rank != 0 || coll < 0 || coll >= loomComm::kTuneColls) return;
+    if (comm->rank != 0 || coll < 0 || coll >= loomComm::kTuneColls || !logEnabled(LogLevel::Info, kTune)) return;
     int cls = 0;
     while (cls < loomComm::kTuneClasses - 1 && (size_t(2) << cls) <= bytes) ++cls;
     uint8_t &said = comm->tuneSaid[coll][cls];

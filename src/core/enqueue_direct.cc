@@ -64,10 +64,7 @@ loomResult_t planDirectPairs(loomComm *comm, size_t least, bool push, const char
         const int q = learnFrom[j];
         if (!p.directIn[j].shareable) continue;
         char *at = nullptr;
-        loomResult_t r = params().directMapFail == me
-                             ? fail(loomUnhandledCudaError, "direct: cannot map rank %d's buffer: failure injected by "
-                                    "LOOM_DIRECT_MAP_FAIL=%d", q, me)
-                             : p.direct.map(q, p.directIn[j], comm->cudaDev, &at);
+        loomResult_t r = p.direct.map(me, q, p.directIn[j], comm->cudaDev, &at);
         if (r == loomSuccess) {
             copies[q] = reinterpret_cast<size_t>(at);
             continue;

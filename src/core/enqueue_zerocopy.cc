@@ -114,10 +114,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
         if (q == me) continue;
         for (int side = 0; side < (oneShot ? 1 : 2) && late == loomSuccess; ++side) {
             char *at = nullptr;
-            late = params().directMapFail == me
-                       ? fail(loomUnhandledCudaError, "allreduce: cannot map rank %d's buffer: failure injected by "
-                              "LOOM_DIRECT_MAP_FAIL=%d", q, me)
-                       : z.buffers.map(q, side == 0 ? rec[q].in : rec[q].out, comm->cudaDev, &at);
+            late = z.buffers.map(me, q, side == 0 ? rec[q].in : rec[q].out, comm->cudaDev, &at);
             if (side == 0) a.in[q] = at;
             else a.out[q] = at;
         }
