@@ -242,7 +242,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[22] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[23] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
@@ -252,7 +252,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                                    (uint64_t)params().exchangeCopyEngineBytes, (uint64_t)params().gatherDirectBytes,
                                    (uint64_t)params().zeroCopyMinBytes, (uint64_t)params().zeroCopyMaxBytes,
                                    (uint64_t)params().zeroCopyOneShotBytes, (uint64_t)params().zeroCopyCtas,
-                                   (uint64_t)params().zeroCopyCtaBytes};
+                                   (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");

@@ -27,6 +27,30 @@ void shmAreas(const loomComm *comm, void *base, char *areas[2]) {
     areas[kProtoLL] = static_cast<char *>(base) + (size_t)comm->maxChannels * comm->channelBytes;
 }
 
+// The words of PeerInfo::fifoGeometry (comm.cc fills them) that every rank
+// must hold alike, by the tunables they come from (word 11, LOOM_RINGS'
+// hash, is checked apart).
+struct GeometryWords {
+    int first, count;
+    const char *names;
+};
+const GeometryWords kGeometryWords[] = {
+    {0, 5, "channels/slots/slot size/LOOM_LL_MAX_BYTES/LOOM_LL_RING_MAX_BYTES"},
+    {5, 3, "LOOM_TREE_MAX_BYTES/LOOM_EDGE_SLOT_BYTES/LOOM_RD_MAX_BYTES"},
+    {8, 3, "LOOM_ONESHOT_MAX_BYTES/LOOM_DOUBLING/LOOM_ALGO and LOOM_PROTO's algorithm mask"},
+    {12, 5, "LOOM_EXCHANGE_CHANNELS/LOOM_EXCHANGE_DIRECT_BYTES/LOOM_EXCHANGE_DIRECT_PUSH/"
+            "LOOM_EXCHANGE_COPY_ENGINE_BYTES/LOOM_GATHER_DIRECT_BYTES"},
+    {17, 5, "LOOM_ZERO_COPY_MIN_BYTES/MAX_BYTES/ONESHOT_BYTES/CTAS/CTA_BYTES"},
+    {22, 1, "LOOM_NCHANNELS"},
+};
+
+std::string geometryText(const PeerInfo &p, const GeometryWords &g) {
+    std::string t;
+    for (int i = 0; i < g.count; ++i)
+        t += (i ? "/" : "") + std::to_string((long long)p.fifoGeometry[g.first + i]);
+    return t;
+}
+
 } // namespace
 
 loomResult_t mapPeerRegion(loomComm *comm, const std::vector<PeerInfo> &peers, int q) {
@@ -41,49 +65,11 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
     const int n = comm->nranks, me = comm->rank;
     // Decided from gathered data: every rank leaves here, or none.
     for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry, peers[0].fifoGeometry, 5 * sizeof(uint64_t)) != 0)
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in channels/slots/slot size/LL thresholds "
-                        "(%llu/%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu/%llu): set LOOM_* tunables alike on every rank",
-                        me, q, (unsigned long long)peers[q].fifoGeometry[0], (unsigned long long)peers[q].fifoGeometry[1],
-                        (unsigned long long)peers[q].fifoGeometry[2], (unsigned long long)peers[q].fifoGeometry[3],
-                        (unsigned long long)peers[q].fifoGeometry[4], (unsigned long long)peers[0].fifoGeometry[0],
-                        (unsigned long long)peers[0].fifoGeometry[1], (unsigned long long)peers[0].fifoGeometry[2],
-                        (unsigned long long)peers[0].fifoGeometry[3], (unsigned long long)peers[0].fifoGeometry[4]);
-    for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry + 5, peers[0].fifoGeometry + 5, 3 * sizeof(uint64_t)) != 0)
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_TREE_MAX_BYTES/LOOM_EDGE_SLOT_BYTES/"
-                        "LOOM_RD_MAX_BYTES (%llu/%llu/%llu vs %llu/%llu/%llu): set them alike on every rank", me, q,
-                        (unsigned long long)peers[q].fifoGeometry[5], (unsigned long long)peers[q].fifoGeometry[6],
-                        (unsigned long long)peers[q].fifoGeometry[7], (unsigned long long)peers[0].fifoGeometry[5],
-                        (unsigned long long)peers[0].fifoGeometry[6], (unsigned long long)peers[0].fifoGeometry[7]);
-    for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry + 8, peers[0].fifoGeometry + 8, 3 * sizeof(uint64_t)) != 0)
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_ONESHOT_MAX_BYTES/LOOM_DOUBLING/"
-                        "LOOM_ALGO (%lld/%lld/0x%llx vs %lld/%lld/0x%llx): set them alike on every rank", me, q,
-                        (long long)peers[q].fifoGeometry[8], (long long)peers[q].fifoGeometry[9],
-                        (unsigned long long)peers[q].fifoGeometry[10], (long long)peers[0].fifoGeometry[8],
-                        (long long)peers[0].fifoGeometry[9], (unsigned long long)peers[0].fifoGeometry[10]);
-    for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry + 12, peers[0].fifoGeometry + 12, 5 * sizeof(uint64_t)) != 0) {
-            const uint64_t *a = peers[q].fifoGeometry + 12, *b = peers[0].fifoGeometry + 12;
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_EXCHANGE_CHANNELS/"
-                        "LOOM_EXCHANGE_DIRECT_BYTES/LOOM_EXCHANGE_DIRECT_PUSH/LOOM_EXCHANGE_COPY_ENGINE_BYTES/"
-                        "LOOM_GATHER_DIRECT_BYTES (%llu/%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu/%llu): set them "
-                        "alike on every rank", me, q, (unsigned long long)a[0], (unsigned long long)a[1],
-                        (unsigned long long)a[2], (unsigned long long)a[3], (unsigned long long)a[4],
-                        (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[2],
-                        (unsigned long long)b[3], (unsigned long long)b[4]);
-        }
-    for (int q = 0; q < n; ++q)
-        if (memcmp(peers[q].fifoGeometry + 17, peers[0].fifoGeometry + 17, 5 * sizeof(uint64_t)) != 0) {
-            const uint64_t *a = peers[q].fifoGeometry + 17, *b = peers[0].fifoGeometry + 17;
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_ZERO_COPY_MIN_BYTES/MAX_BYTES/"
-                        "ONESHOT_BYTES/CTAS/CTA_BYTES (%llu/%llu/%llu/%llu/%llu vs %llu/%llu/%llu/%llu/%llu): set them "
-                        "alike on every rank", me, q, (unsigned long long)a[0], (unsigned long long)a[1],
-                        (unsigned long long)a[2], (unsigned long long)a[3], (unsigned long long)a[4],
-                        (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[2],
-                        (unsigned long long)b[3], (unsigned long long)b[4]);
-        }
+        for (const GeometryWords &g : kGeometryWords)
+            if (memcmp(peers[q].fifoGeometry + g.first, peers[0].fifoGeometry + g.first, g.count * sizeof(uint64_t)))
+                return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in %s (%s vs %s): set them alike on "
+                            "every rank", me, q, g.names, geometryText(peers[q], g).c_str(),
+                            geometryText(peers[0], g).c_str());
     for (int q = 0; q < n; ++q)
         if (peers[q].fifoGeometry[11] != peers[0].fifoGeometry[11])
             return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_RINGS (%s): set it alike on every "

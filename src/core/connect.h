@@ -30,8 +30,10 @@ struct PeerInfo {
     // selects algorithms (one-shot threshold, doubling family): ranks that
     // chose differently would wait for each other forever; LOOM_RINGS (a
     // hash of it), which sets every connection; the exchanges' channels,
-    // direct-pair thresholds, push mode and copy-engine threshold.
-    uint64_t fifoGeometry[22];
+    // direct-pair thresholds, push mode and copy-engine threshold; the
+    // zero-copy bounds and LOOM_NCHANNELS. Word by word: connect.cc's
+    // kGeometryWords.
+    uint64_t fifoGeometry[23];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

@@ -16,7 +16,7 @@ namespace loom {
 namespace {
 
 const NamedBit kSubsysNames[] = {{"INIT", kInit}, {"TOPO", kTopo}, {"GRAPH", kGraph}, {"NET", kNet},
-                                   {"PROXY", kProxy}, {"COLL", kColl}, {"TUNE", kTune}, {"ALL", kAll}};
+                                   {"PROXY", kProxy}, {"COLL", kColl}, {"TUNING", kTune}, {"TUNE", kTune}, {"ALL", kAll}};
 
 const char *subsysName(unsigned bit) {
     for (const auto &s : kSubsysNames)

@@ -2,7 +2,7 @@
  * Logging and error reporting of loom's core.
  *
  * LOOM_DEBUG=WARN|INFO|TRACE picks the level (default WARN),
- * LOOM_DEBUG_SUBSYS=INIT,TOPO,GRAPH,NET,PROXY,COLL,TUNE (or ALL) the subsystems.
+ * LOOM_DEBUG_SUBSYS=INIT,TOPO,GRAPH,NET,PROXY,COLL,TUNING (alias TUNE) (or ALL) the subsystems.
  * Every line names host and pid so that mpirun's merged output stays readable.
  */
 #pragma once

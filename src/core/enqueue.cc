@@ -7,6 +7,7 @@
  * enqueue_ring.cc; the small-message algorithms across hosts (trees,
  * recursive doubling and halving, binomial trees) in enqueue_edges.cc.
  */
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "core/debug.h"
 #include "core/params.h"
 #include "core/select.h"
+#include "core/tuning.h"
 #include "device/collectives.h"
 #include "device/oneshot_schedule.h"
 #include "device/ring_schedule.h"
@@ -59,16 +61,19 @@ void sayChoice(loomComm *comm, int coll, size_t bytes, const Choice &c) {
     uint8_t &said = comm->tuneSaid[coll][cls];
     if (said >= kTuneSaidPerClass) return;
     ++said;
+    const int channels = allReduceChannels(comm, CallShape{coll, bytes, bytes, 0, false}, c.algo);
+    char how[64];
+    snprintf(how, sizeof(how), channels > 0 ? "%s (%s, %d CTAs)" : "%s (%s)", algoName(c.algo),
+             protoName(algoProto(c.algo)), channels);
     if (c.us < 0)
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s (%s; not modelled here)", kOneShotNames[coll], bytes,
-                  comm->nranks, algoName(c.algo), c.rule);
+                  comm->nranks, how, c.rule);
     else if (c.runnerUp < 0)
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; no other algorithm allowed",
-                  kOneShotNames[coll], bytes, comm->nranks, algoName(c.algo), c.us);
+                  kOneShotNames[coll], bytes, comm->nranks, how, c.us);
     else
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; runner-up %s, %.1f us",
-                  kOneShotNames[coll], bytes, comm->nranks, algoName(c.algo), c.us, algoName(c.runnerUp),
-                  c.runnerUpUs);
+                  kOneShotNames[coll], bytes, comm->nranks, how, c.us, algoName(c.runnerUp), c.runnerUpUs);
 }
 
 // The table's choice for a call (select.cc), traced with its reason.

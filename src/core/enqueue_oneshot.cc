@@ -9,6 +9,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/enqueue.h"
+#include "core/tuning.h"
 #include "device/collectives.h"
 #include "device/oneshot_schedule.h"
 
@@ -31,9 +32,7 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     for (int q = 0; rcounts && q < comm->nranks; ++q) a.rcounts[q] = rcounts[q], a.rdispls[q] = rdispls[q];
     size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes, rcounts, rdispls}) + 7) / 8;
     if (coll == kOneShotAllGather || coll == kOneShotAllToAll) units *= (size_t)comm->nranks; // n output blocks
-    size_t blocks = (units + kOneShotThreads - 1) / kOneShotThreads;
-    a.nblocks = (int)(blocks < (size_t)kMaxOneShotBlocks ? blocks : kMaxOneShotBlocks);
-    if (a.nblocks < 1) a.nblocks = 1;
+    a.nblocks = oneShotChannels(units); // core/tuning.h
     uint32_t call = ++comm->llCalls;
     if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
     a.flag = call;

@@ -11,19 +11,13 @@
 
 #include "core/debug.h"
 #include "core/params.h"
+#include "core/tuning.h"
 #include "device/collectives.h"
 #include "device/ring_schedule.h"
 
 namespace loom {
 
 namespace {
-
-// Every rank derives the same number from the same count.
-int channelsFor(const loomComm *comm, size_t bytes) {
-    size_t n = bytes / (size_t)params().minChannelBytes;
-    if (n < 1) n = 1;
-    return n < (size_t)comm->maxChannels ? (int)n : comm->maxChannels;
-}
 
 const char *const kRingNames[kRingNumColls] = {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"};
 
@@ -78,7 +72,7 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     if (c.counts) a.blocks = RingBlocks{comm->blockTablesDev, comm->blockTablesDev + comm->nranks, 0};
     a.nranks = comm->nranks;
     a.root = c.root; // each channel's schedule is in positions on its own ring
-    a.nchannels = channelsFor(comm, c.totalBytes);
+    a.nchannels = ringChannels(comm, c.totalBytes); // core/tuning.h
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
     a.slotBytes = c.proto == kProtoLL ? comm->llRingSlotBytes : comm->slotBytes;

@@ -10,6 +10,7 @@
 #include "core/debug.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
+#include "core/tuning.h"
 #include "device/collectives.h"
 #include "device/zerocopy_args.h"
 
@@ -126,7 +127,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     a.oneShot = oneShot;
     a.mapFailed = late != loomSuccess;
     a.count = count;
-    a.ctas = zeroCopyCtas(oneShot, bytes, n, (size_t)params().zeroCopyCtaBytes, params().zeroCopyCtas);
+    a.ctas = zeroCopyChannels(bytes, n, oneShot); // core/tuning.h
     a.mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zeroCopyOffset);
     for (int q = 0; q < n; ++q)
         if (q != me) a.peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);

@@ -27,7 +27,7 @@ const loomParamDef kParams[] = {
     {"debug", "LOOM_DEBUG", LOOM_PARAM_STRING, 0, 0, 0, "WARN",
      "Log level of loom's core: WARN, INFO (each communicator's rings and GPU memory) or TRACE (every call)"},
     {"debug_subsys", "LOOM_DEBUG_SUBSYS", LOOM_PARAM_STRING, 0, 0, 0, "all",
-     "Subsystems to log, comma-separated: INIT, TOPO, GRAPH, NET, PROXY, COLL, TUNE (^X excludes)"},
+     "Subsystems to log, comma-separated: INIT, TOPO, GRAPH, NET, PROXY, COLL, TUNING (or TUNE) (^X excludes)"},
     // rings
     {"max_nchannels", "LOOM_MAX_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxChannels, "from topology",
      "Ring channels (one CTA each) for large messages (0: the topology decides; 64 on NVLink 4 x18)"},
@@ -88,6 +88,12 @@ const loomParamDef kParams[] = {
      "Algorithms loom may choose, comma-separated: oneshot, zerocopy, rd, trees, doubling, ll_ring, ring (^ excludes the "
      "listed ones); the selection table's other conditions still apply, the ring where nothing else fits; set it "
      "alike on every rank"},
+    {"proto", "LOOM_PROTO", LOOM_PARAM_STRING, 0, 0, 0, "all",
+     "Protocols loom may use, comma-separated: LL (one-shot, the LL ring), Simple (the ring and chains, zero-copy, "
+     "trees, doubling) (^ excludes); narrows LOOM_ALGO; loom has no LL128; set it alike on every rank"},
+    {"nchannels", "LOOM_NCHANNELS", LOOM_PARAM_INT, 0, 0, 64, "0",
+     "CTAs (channels) of every ring, one-shot and zero-copy call, whatever its size, up to what each has (ring: "
+     "LOOM_MAX_NCHANNELS; one-shot 32, zero-copy 64); 0: the tuner decides by size; set it alike on every rank"},
     {"tree_max_bytes", "LOOM_TREE_MAX_BYTES", LOOM_PARAM_INT, 64 * KiB, 0, 1L << 40, "64 KiB",
      "Where ranks span hosts: the tree allreduce up to this size, above recursive doubling's (0: off)"},
     {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",

@@ -57,6 +57,16 @@ const Params &params() {
                       "that leaves one: every algorithm stays allowed", algo);
             p.algoMask = kAllAlgos;
         }
+        const char *proto = paramString("LOOM_PROTO");
+        unsigned protoAlgos = kAllAlgos;
+        if (!parseProtoAlgos(proto, &protoAlgos))
+            LOOM_WARN(kInit, "LOOM_PROTO=%s: not a list of LL, Simple (^ excludes; loom has no LL128) that leaves one: "
+                      "every protocol stays allowed", proto);
+        else if (!(p.algoMask & protoAlgos))
+            LOOM_WARN(kInit, "LOOM_PROTO=%s leaves none of LOOM_ALGO's algorithms: LOOM_PROTO ignored", proto);
+        else
+            p.algoMask &= protoAlgos; // agreed at creation with LOOM_ALGO (the geometry's algorithm mask)
+        p.nchannels = (int)paramLong("LOOM_NCHANNELS");
     });
     return p;
 }

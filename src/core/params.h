@@ -38,7 +38,8 @@ struct Params {
     int zeroCopyBoard;      // LOOM_ZERO_COPY_BOARD: descriptions through the host's shared-memory board (1) or the PML (0)
     long zeroCopyCtaBytes;  // LOOM_ZERO_COPY_CTA_BYTES: one CTA per this many bytes a rank reduces
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
-    unsigned algoMask;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
+    unsigned algoMask;      // LOOM_ALGO and LOOM_PROTO: the algorithms selection may choose (bit per Algo, select.h)
+    int nchannels;          // LOOM_NCHANNELS: CTAs of every ring, one-shot and zero-copy call (0: the tuner decides)
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)
     int directMapFail;      // LOOM_DIRECT_MAP_FAIL: this rank's mappings of peers' buffers fail (tests; -1: none)
 };

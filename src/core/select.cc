@@ -190,6 +190,26 @@ bool parseAlgoMask(const char *text, unsigned *mask) {
     return true;
 }
 
+int algoProto(int algo) { return algo == kAlgoOneShot || algo == kAlgoRingLL ? kProtoNameLL : kProtoNameSimple; }
+
+const char *protoName(int proto) { return proto == kProtoNameLL ? "LL" : proto == kProtoNameSimple ? "Simple" : "?"; }
+
+bool parseProtoAlgos(const char *text, unsigned *algos) {
+    if (!text || !*text) {
+        *algos = kAllAlgos;
+        return true;
+    }
+    const NamedBit keys[kNumProtoNames] = {{"LL", 1u << kProtoNameLL}, {"Simple", 1u << kProtoNameSimple}};
+    int unknown = 0;
+    const unsigned protos = parseNameMask(text, keys, kNumProtoNames, (1u << kNumProtoNames) - 1, &unknown);
+    unsigned m = 0;
+    for (int a = 0; a < kNumAlgos; ++a)
+        if (protos & (1u << algoProto(a))) m |= 1u << a;
+    if (unknown || !m) return false;
+    *algos = m;
+    return true;
+}
+
 const char *algoName(int algo) {
     static const char *const names[kNumAlgos] = {"one-shot", "recursive doubling", "trees", "doubling family",
                                                  "ring (LL)", "ring", "zero-copy"};

@@ -94,4 +94,17 @@ bool parseAlgoMask(const char *text, unsigned *mask);
 
 const char *algoName(int algo);
 
+// The protocols (NCCL's names): how an algorithm's data and flags travel.
+// LL: 8-byte lines, each 4 bytes of data and a 4-byte flag (one-shot, the LL
+// ring); Simple: plain stores then one flag per chunk (the ring and chains,
+// trees, doubling, zero-copy). loom has no LL128.
+enum Proto : int { kProtoNameLL = 0, kProtoNameSimple, kNumProtoNames };
+int algoProto(int algo);
+const char *protoName(int proto);
+
+// LOOM_PROTO's syntax: protocol names (LL, Simple) as LOOM_ALGO's; *algos
+// gets the algorithms that run on the listed protocols. False (untouched)
+// for a name it does not know (LL128 included) or a list that leaves none.
+bool parseProtoAlgos(const char *text, unsigned *algos);
+
 } // namespace loom

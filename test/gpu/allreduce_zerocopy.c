@@ -9,6 +9,9 @@
  *              a new buffer id, so a new mapping)
  *   pool       rank 1's buffers from a cudaMallocAsync pool (not shareable):
  *              every rank takes the FIFO path for those calls
+ *   managed    the last rank's buffers from cudaMallocManaged (the same)
+ *   vmm        rank 0's buffers VMM memory with no shareable handle type
+ *              (cuMemCreate; the same)
  *   types      MPI_CHAR sum (what OSU sends), int8 min, double max, long prod,
  *              MPI_DOUBLE_INT maxloc (16-byte elements, 8-byte aligned at odd offsets)
  * Sizes from the zero-copy threshold up (the .mpitest sets it low).
@@ -30,6 +33,7 @@
 #include <string.h>
 
 #include "device_checks.h"
+#include "memory_kinds.h"
 
 typedef struct {
     const char *name;
@@ -234,6 +238,37 @@ int main(int argc, char **argv)
         cudaFreeAsync(pb, 0);
         cudaStreamSynchronize(0);
     }
+    /* The last rank on managed memory, then rank 0 on VMM memory: every rank
+     * takes the FIFO path for those calls, and zero-copy again after. */
+    char *ma = a, *mb = b;
+    if (rank == size - 1 && (cudaMallocManaged((void **)&ma, cap, cudaMemAttachGlobal) != cudaSuccess ||
+                             cudaMallocManaged((void **)&mb, cap, cudaMemAttachGlobal) != cudaSuccess)) {
+        fprintf(stderr, "rank %d: cudaMallocManaged failed\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int round = 0; round < 2; ++round, runs += 2) {
+        bad += check(MPI_COMM_WORLD, &kinds[0], (1u << 20) + 1, ma, mb, 0, round, host, "managed");
+        bad += check(MPI_COMM_WORLD, &kinds[1], 65536 + 3, ma, mb, 1, round, host, "managed in place");
+    }
+    if (rank == size - 1) cudaFree(ma), cudaFree(mb);
+    vmm_block_t va, vb;
+    char *xa = a, *xb = b;
+    if (rank == 0) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        if (vmm_alloc(&va, cap, dev) || vmm_alloc(&vb, cap, dev)) {
+            fprintf(stderr, "rank 0: VMM allocation failed\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        xa = (char *)va.at, xb = (char *)vb.at;
+    }
+    for (int round = 0; round < 2; ++round, runs += 2) {
+        bad += check(MPI_COMM_WORLD, &kinds[0], (1u << 20) + 1, xa, xb, 0, round, host, "vmm");
+        bad += check(MPI_COMM_WORLD, &kinds[4], 65536 + 3, xa, xb, 1, round, host, "vmm in place");
+    }
+    if (rank == 0) vmm_release(&va), vmm_release(&vb);
+    bad += check(MPI_COMM_WORLD, &kinds[0], (1u << 20) + 1, a, b, 0, 10, host, "after managed and vmm");
+    ++runs;
     long totals[2] = {runs, bad};
     MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

@@ -4,7 +4,10 @@
 // measurements behind the table call for.
 #include <cstring>
 
+#include "core/params.h"
 #include "core/select.h"
+#include "core/tuning.h"
+#include "device/oneshot_args.h"
 #include "device/ring_schedule.h"
 #include "unit_suites.h"
 
@@ -15,6 +18,7 @@ namespace {
 loomComm oneHost(int n) {
     loomComm c;
     c.nranks = n;
+    c.maxChannels = 64; // the rings of 4x H200 (NV18), where the model was fitted
     c.rank = 0;
     c.allPeersMapped = n <= 8;
     c.llMaxBytes = 1 << 20;
@@ -101,6 +105,52 @@ START_TEST(loom_algo_syntax) {
     ck_assert(!parseAlgoMask("ring,", &m) && m == 7); // an empty name
     ck_assert(!parseAlgoMask("^oneshot,zerocopy,rd,trees,doubling,ll_ring,ring", &m) && m == 7); // nothing left
     ck_assert(parseAlgoMask("zerocopy", &m) && m == 1u << kAlgoZeroCopy);
+}
+END_TEST
+
+// LOOM_PROTO narrows the algorithms to those of the listed protocols.
+START_TEST(loom_proto_syntax) {
+    const unsigned ll = (1u << kAlgoOneShot) | (1u << kAlgoRingLL);
+    unsigned m = 0;
+    ck_assert(parseProtoAlgos(nullptr, &m) && m == kAllAlgos);
+    ck_assert(parseProtoAlgos("LL", &m) && m == ll);
+    ck_assert(parseProtoAlgos("simple", &m) && m == (kAllAlgos & ~ll));
+    ck_assert(parseProtoAlgos("^LL", &m) && m == (kAllAlgos & ~ll));
+    ck_assert(parseProtoAlgos("LL,Simple", &m) && m == kAllAlgos);
+    m = 7;
+    ck_assert(!parseProtoAlgos("LL128", &m) && m == 7); // loom has none: refused, untouched
+    ck_assert(!parseProtoAlgos("^LL,Simple", &m) && m == 7);
+    for (int a = 0; a < kNumAlgos; ++a)
+        ck_assert_str_eq(protoName(algoProto(a)), (ll >> a) & 1 ? "LL" : "Simple");
+    // LOOM_PROTO=Simple (the mask params() builds): allreduce never on LL.
+    loomComm c = oneHost(4);
+    c.zeroCopyReady = true;
+    c.algoMask = kAllAlgos & ~ll;
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, kRingBroadcast, 8, 8, 1), kAlgoRing);
+    c.algoMask = ll; // LOOM_PROTO=LL: LL where it fits, the Simple ring where nothing does
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
+}
+END_TEST
+
+// LOOM_NCHANNELS fixes the count, capped by what an algorithm has; unset,
+// the count follows the size.
+START_TEST(loom_nchannels_fixes_the_count) {
+    ck_assert_int_eq(channelsOr(0, 64, 3), 3);
+    ck_assert_int_eq(channelsOr(5, 64, 3), 5);
+    ck_assert_int_eq(channelsOr(99, 32, 3), 32);
+    loomComm c = oneHost(4);
+    c.maxChannels = 16;
+    if (params().nchannels == 0) { // LOOM_NCHANNELS unset where the suite runs
+        ck_assert_int_eq(ringChannels(&c, 1), 1);
+        ck_assert_int_eq(ringChannels(&c, 1 << 30), 16);
+        ck_assert_int_eq(oneShotChannels(1), 1);
+        ck_assert_int_eq(oneShotChannels(size_t(1) << 30), kMaxOneShotBlocks);
+        ck_assert_int_eq(zeroCopyChannels(size_t(1) << 30, 4, false), 32); // LOOM_ZERO_COPY_CTAS
+        ck_assert_int_eq(allReduceChannels(&c, CallShape{kRingAllReduce, 1 << 30, 1 << 30, 4, false}, kAlgoRing), 16);
+        ck_assert_int_eq(allReduceChannels(&c, CallShape{kRingAllGather, 1 << 30, 1 << 30, 4, false}, kAlgoRing), -1);
+    }
 }
 END_TEST
 
@@ -243,6 +293,8 @@ Suite *select_suite(void) {
     tcase_add_test(tc, inside_a_host_one_shot_up_to_the_crossovers);
     tcase_add_test(tc, across_hosts_doubling_where_it_takes_fewer_hops);
     tcase_add_test(tc, loom_algo_syntax);
+    tcase_add_test(tc, loom_proto_syntax);
+    tcase_add_test(tc, loom_nchannels_fixes_the_count);
     tcase_add_test(tc, loom_algo_restricts_the_table);
     tcase_add_test(tc, allreduce_in_a_host_takes_the_fastest_predicted);
     tcase_add_test(tc, allreduce_choices_are_monotonic_in_size);
