@@ -106,6 +106,8 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic, &nics);
     if (r != loomSuccess) return r;
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
+    // The same graphs on every rank: every rank decides alike.
+    comm->intraNvlink = !comm->spansHosts && g.intraType <= topo::PathType::Nvl;
     comm->trees[0] = g.trees[0];
     comm->trees[1] = g.trees[1];
     std::vector<std::vector<int>> orders;
@@ -169,8 +171,14 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     comm->llRingSlotBytes = (size_t)p.llSlotBytes;
     comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
     comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
-    comm->edgeOffset =
+    // LL128 likewise (its FIFOs in this region only: never in host memory).
+    comm->ll128RingMaxBytes = comm->spansHosts || !comm->intraNvlink ? 0 : (size_t)p.ll128RingMaxBytes;
+    comm->ll128RingSlotBytes = (size_t)p.ll128SlotBytes;
+    comm->ll128RingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->ll128RingSlotBytes;
+    comm->ll128RingOffset =
         comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
+    comm->edgeOffset = comm->ll128RingOffset +
+                       (comm->ll128RingMaxBytes ? (size_t)comm->maxChannels * comm->ll128RingChannelBytes : 0);
     // Edge FIFOs only where trees or recursive doubling may run (ranks on
     // several hosts).
     comm->treeMaxBytes = comm->spansHosts ? (size_t)p.treeMaxBytes : 0;
@@ -242,7 +250,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[23] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[25] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
@@ -252,7 +260,8 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                                    (uint64_t)params().exchangeCopyEngineBytes, (uint64_t)params().gatherDirectBytes,
                                    (uint64_t)params().zeroCopyMinBytes, (uint64_t)params().zeroCopyMaxBytes,
                                    (uint64_t)params().zeroCopyOneShotBytes, (uint64_t)params().zeroCopyCtas,
-                                   (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels};
+                                   (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels,
+                                   (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes};
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");

@@ -34,8 +34,8 @@ struct loomComm {
     // The topology's distinct rings (at most one per channel); channel c
     // runs on rings[c % rings.size()] (core/ring_link.h).
     std::vector<loom::RingLink> rings;
-    loom::RingChannel *ringChansDev[2] = {};
-    loom::ConnSteps ringSteps[2][loom::kMaxChannels] = {};
+    loom::RingChannel *ringChansDev[loom::kNumRingProtos] = {};
+    loom::ConnSteps ringSteps[loom::kNumRingProtos][loom::kMaxChannels] = {};
     int maxChannels = 1, nslots = 2;
     size_t slotBytes = 0;
     size_t channelBytes = 0;     // FifoFlags + slots of one channel
@@ -56,6 +56,15 @@ struct loomComm {
     size_t llRingSlotBytes = 0;
     size_t llRingChannelBytes = 0; // FifoFlags + slots of one channel
     size_t llRingMaxBytes = 0;
+    // The ring on LL128 (device/prims_ll128.h), the same way after the LL
+    // ring's FIFOs; it runs only where ll128Ready: one host, NVLink between
+    // its GPUs (intraNvlink, from the topology) and every ring link p2p.
+    size_t ll128RingOffset = 0;
+    size_t ll128RingSlotBytes = 0;
+    size_t ll128RingChannelBytes = 0;
+    size_t ll128RingMaxBytes = 0;
+    bool intraNvlink = false;
+    bool ll128Ready = false;
     // Small messages across hosts: trees (double binary tree across hosts,
     // chains inside) and recursive doubling, over edges with one peer each
     // (device/peer_edge.h): slot k leads to edgePeer[k], which uses its slot

@@ -14,17 +14,19 @@ namespace loom {
 namespace {
 
 // Offsets of the protocol areas inside a GPU region and inside a shm segment.
-void regionAreas(const loomComm *comm, char *base, char *areas[2]) {
+void regionAreas(const loomComm *comm, char *base, char *areas[kNumRingProtos]) {
     areas[kProtoSimple] = base;
     areas[kProtoLL] = base + comm->llRingOffset;
+    areas[kProtoLL128] = comm->ll128RingMaxBytes ? base + comm->ll128RingOffset : nullptr;
 }
 size_t shmBytes(const loomComm *comm) {
     return (size_t)comm->maxChannels * comm->channelBytes +
            (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
 }
-void shmAreas(const loomComm *comm, void *base, char *areas[2]) {
+void shmAreas(const loomComm *comm, void *base, char *areas[kNumRingProtos]) {
     areas[kProtoSimple] = static_cast<char *>(base);
     areas[kProtoLL] = static_cast<char *>(base) + (size_t)comm->maxChannels * comm->channelBytes;
+    areas[kProtoLL128] = nullptr; // host memory: never LL128
 }
 
 // The words of PeerInfo::fifoGeometry (comm.cc fills them) that every rank
@@ -42,6 +44,7 @@ const GeometryWords kGeometryWords[] = {
             "LOOM_EXCHANGE_COPY_ENGINE_BYTES/LOOM_GATHER_DIRECT_BYTES"},
     {17, 5, "LOOM_ZERO_COPY_MIN_BYTES/MAX_BYTES/ONESHOT_BYTES/CTAS/CTA_BYTES"},
     {22, 1, "LOOM_NCHANNELS"},
+    {23, 2, "LOOM_LL128_MAX_BYTES/LOOM_LL128_SLOT_BYTES"},
 };
 
 std::string geometryText(const PeerInfo &p, const GeometryWords &g) {
@@ -179,13 +182,19 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
             regionAreas(comm, comm->peerBase[ring.next], ring.sendArea);
             regionAreas(comm, myRegion, ring.creditArea);
         }
-        for (int p = 0; p < 2; ++p) {
+        for (int p = 0; p < kNumRingProtos; ++p) {
             ring.recvSlotBase[p] = ring.recvArea[p];
             ring.sendSlotBase[p] = ring.sendArea[p];
         }
         if (ring.recvNet) ring.recvSlotBase[kProtoSimple] = netRecvSlotBase(ring.netRecv);
         if (ring.sendNet) ring.sendSlotBase[kProtoSimple] = netSendSlotBase(ring.netSend);
     }
+    // LL128 where every link of every ring is NVLink p2p (gathered reach and
+    // the same rings everywhere: every rank decides alike).
+    comm->ll128Ready = comm->ll128RingMaxBytes > 0 && n > 1;
+    for (const RingLink &ring : comm->rings)
+        for (int i = 0; i < n && comm->ll128Ready; ++i)
+            comm->ll128Ready = p2p(ring.order[i], ring.order[(i + 1) % n]);
     return loomSuccess;
 }
 
@@ -209,8 +218,10 @@ loomResult_t buildRingTables(loomComm *comm) {
     cudaError_t e = cudaSuccess;
     for (RingLink &ring : comm->rings)
         if (e == cudaSuccess) e = uploadRingOrder(&ring);
-    for (int p = 0; p < 2 && e == cudaSuccess; ++p) {
-        const size_t chBytes = p == kProtoLL ? comm->llRingChannelBytes : comm->channelBytes;
+    for (int p = 0; p < kNumRingProtos && e == cudaSuccess; ++p) {
+        const size_t chBytes = p == kProtoLL      ? comm->llRingChannelBytes
+                               : p == kProtoLL128 ? comm->ll128RingChannelBytes
+                                                  : comm->channelBytes;
         std::vector<RingChannel> chans((size_t)comm->maxChannels);
         for (int c = 0; c < comm->maxChannels && n > 1; ++c) {
             const RingLink &ring = comm->rings[c % nr];

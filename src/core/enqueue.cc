@@ -208,6 +208,7 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     }
     RingCall c = ringCall(kRingAllReduce, sendbuff, recvbuff, count, bytes, datatype, op, 0);
     if (ch.algo == kAlgoRingLL) c.proto = kProtoLL;
+    if (ch.algo == kAlgoRingLL128) c.proto = kProtoLL128;
     return ringCollective(comm, c, stream);
 }
 

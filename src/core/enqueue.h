@@ -17,7 +17,7 @@ namespace loom {
 
 struct RingCall {
     int coll;            // RingColl
-    int proto;           // kProtoSimple or kProtoLL
+    int proto;           // kProtoSimple, kProtoLL or kProtoLL128
     const void *in;
     void *out;
     size_t count;        // elements; per block for reduce_scatter / allgather

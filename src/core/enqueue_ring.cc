@@ -75,7 +75,9 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.nchannels = ringChannels(comm, c.totalBytes); // core/tuning.h
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
-    a.slotBytes = c.proto == kProtoLL ? comm->llRingSlotBytes : comm->slotBytes;
+    a.slotBytes = c.proto == kProtoLL      ? comm->llRingSlotBytes
+                  : c.proto == kProtoLL128 ? comm->ll128RingSlotBytes
+                                           : comm->slotBytes;
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
     ConnSteps *steps = comm->ringSteps[c.proto];
@@ -119,7 +121,7 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
         netPost(&ring.netRecv, used, ringSends, ringRecvs);
     }
     LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, root %d, ring %s on %d channels", comm->rank, kRingNames[c.coll],
-               c.count, loomTypeSize(c.dtype), c.root, c.proto == kProtoLL ? "LL" : "Simple", a.nchannels);
+               c.count, loomTypeSize(c.dtype), c.root, c.proto == kProtoLL ? "LL" : c.proto == kProtoLL128 ? "LL128" : "Simple", a.nchannels);
     return loomSuccess;
 }
 

@@ -77,6 +77,12 @@ const loomParamDef kParams[] = {
      "so off; outside the time model: where allowed, the table's order puts it after zero-copy and one-shot)"},
     {"ll_slot_bytes", "LOOM_LL_SLOT_BYTES", LOOM_PARAM_INT, 64 * KiB, 4096, 16 * MiB, "64 KiB",
      "Bytes of LL lines per LL-ring FIFO slot"},
+    {"ll128_max_bytes", "LOOM_LL128_MAX_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 30, "0 (off)",
+     "Ring on the LL128 protocol (128-byte lines, 120 bytes of data and a flag; one host, every ring link NVLink "
+     "p2p) allowed up to this size; its FIFOs take channels x slots x LOOM_LL128_SLOT_BYTES of GPU memory; set it "
+     "alike on every rank"},
+    {"ll128_slot_bytes", "LOOM_LL128_SLOT_BYTES", LOOM_PARAM_INT, 64 * KiB, 4096, 16 * MiB, "64 KiB",
+     "Bytes of LL128 lines per LL128-ring FIFO slot (a multiple of 4 KiB)"},
     // across hosts
     {"rd_max_bytes", "LOOM_RD_MAX_BYTES", LOOM_PARAM_INT, 128 * KiB, 0, 1L << 40, "128 KiB",
      "Where ranks span hosts: recursive-doubling allreduce up to this size (0: off); measured at 2-4 ranks"},
@@ -85,12 +91,13 @@ const loomParamDef kParams[] = {
      "recursive-halving reduce_scatter; -1 where they take fewer than half the ring's hops (from 8 ranks), 1 always, "
      "0 never"},
     {"algo", "LOOM_ALGO", LOOM_PARAM_STRING, 0, 0, 0, "all",
-     "Algorithms loom may choose, comma-separated: oneshot, zerocopy, rd, trees, doubling, ll_ring, ring (^ excludes the "
+     "Algorithms loom may choose, comma-separated: oneshot, zerocopy, rd, trees, doubling, ll_ring, ll128_ring, ring "
+     "(^ excludes the "
      "listed ones); the selection table's other conditions still apply, the ring where nothing else fits; set it "
      "alike on every rank"},
     {"proto", "LOOM_PROTO", LOOM_PARAM_STRING, 0, 0, 0, "all",
-     "Protocols loom may use, comma-separated: LL (one-shot, the LL ring), Simple (the ring and chains, zero-copy, "
-     "trees, doubling) (^ excludes); narrows LOOM_ALGO; loom has no LL128; set it alike on every rank"},
+     "Protocols loom may use, comma-separated: LL (one-shot, the LL ring), LL128 (the LL128 ring), Simple (the ring "
+     "and chains, zero-copy, trees, doubling) (^ excludes); narrows LOOM_ALGO; set it alike on every rank"},
     {"nchannels", "LOOM_NCHANNELS", LOOM_PARAM_INT, 0, 0, 64, "0",
      "CTAs (channels) of every ring, one-shot and zero-copy call, whatever its size, up to what each has (ring: "
      "LOOM_MAX_NCHANNELS; one-shot 32, zero-copy 64); 0: the tuner decides by size; set it alike on every rank"},

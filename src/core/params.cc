@@ -29,6 +29,8 @@ const Params &params() {
         // its deadlock at ragged sizes is fixed (device/conn.h: sendCredit).
         p.llRingMaxBytes = paramLong("LOOM_LL_RING_MAX_BYTES");
         p.llSlotBytes = paramLong("LOOM_LL_SLOT_BYTES") & ~255L;
+        p.ll128RingMaxBytes = paramLong("LOOM_LL128_MAX_BYTES");
+        p.ll128SlotBytes = paramLong("LOOM_LL128_SLOT_BYTES") & ~4095L; // whole 128-byte lines, aligned
         p.treeMaxBytes = paramLong("LOOM_TREE_MAX_BYTES");
         // Recursive doubling won up to 128 KiB at 2-4 ranks (trees 2x its hops,
         // rings 2(n-1)x), 4x H200 over ucx/TCP; from 256 KiB the ring won.
@@ -53,14 +55,14 @@ const Params &params() {
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");
         const char *algo = paramString("LOOM_ALGO");
         if (!parseAlgoMask(algo, &p.algoMask)) {
-            LOOM_WARN(kInit, "LOOM_ALGO=%s: not a list of oneshot, zerocopy, rd, trees, doubling, ll_ring, ring (^ excludes) "
+            LOOM_WARN(kInit, "LOOM_ALGO=%s: not a list of oneshot, zerocopy, rd, trees, doubling, ll_ring, ll128_ring, ring (^ excludes) "
                       "that leaves one: every algorithm stays allowed", algo);
             p.algoMask = kAllAlgos;
         }
         const char *proto = paramString("LOOM_PROTO");
         unsigned protoAlgos = kAllAlgos;
         if (!parseProtoAlgos(proto, &protoAlgos))
-            LOOM_WARN(kInit, "LOOM_PROTO=%s: not a list of LL, Simple (^ excludes; loom has no LL128) that leaves one: "
+            LOOM_WARN(kInit, "LOOM_PROTO=%s: not a list of LL, LL128, Simple (^ excludes) that leaves one: "
                       "every protocol stays allowed", proto);
         else if (!(p.algoMask & protoAlgos))
             LOOM_WARN(kInit, "LOOM_PROTO=%s leaves none of LOOM_ALGO's algorithms: LOOM_PROTO ignored", proto);

@@ -21,6 +21,8 @@ struct Params {
     long oneShotMaxBytes;   // LOOM_ONESHOT_MAX_BYTES: one-shot bcast/reduce/allgather/reduce_scatter while (n-1) x piece <= this (-1: measured table)
     long llRingMaxBytes;    // LOOM_LL_RING_MAX_BYTES: ring on the LL protocol up to this size (0: never)
     long llSlotBytes;       // LOOM_LL_SLOT_BYTES: bytes of LL lines per ring FIFO slot
+    long ll128RingMaxBytes; // LOOM_LL128_MAX_BYTES: the ring on LL128 (NVLink only) up to this size (0: never)
+    long ll128SlotBytes;    // LOOM_LL128_SLOT_BYTES: bytes of LL128 lines per ring FIFO slot
     long treeMaxBytes;      // LOOM_TREE_MAX_BYTES: tree allreduce up to this size when ranks span hosts (0: never)
     long rdMaxBytes;        // LOOM_RD_MAX_BYTES: recursive doubling up to this size when ranks span hosts (0: never)
     int doubling;           // LOOM_DOUBLING: the doubling family for bcast/reduce/allgather/reduce_scatter

@@ -14,6 +14,7 @@
 
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
+#include "device/fifo.h"
 
 namespace loom {
 
@@ -26,16 +27,17 @@ struct RingLink {
     std::string recvNic, sendNic; // the topology's NIC where the ring enters / leaves this host ("": nearest)
     bool recvShm = false, sendShm = false; // which connections go through host memory
     bool recvNet = false, sendNet = false; // which connections cross hosts (net transport + proxy)
-    // Per protocol area ([kProtoSimple], [kProtoLL]), each laid out as
+    // Per protocol area ([kProtoSimple], [kProtoLL], [kProtoLL128]; null where
+    // that protocol has none on this connection), each laid out as
     // channels x [FifoFlags + slots]:
-    char *recvArea[2] = {};      // my receive FIFO (my region, my shm segment, or my net link's)
-    char *prevCreditArea[2] = {}; // where I grant the previous rank credit
-    char *sendArea[2] = {};      // the next rank's receive FIFO (mapped region, its shm, or my net link's)
-    char *creditArea[2] = {};    // where my credit arrives
+    char *recvArea[kNumRingProtos] = {};      // my receive FIFO (my region, my shm segment, or my net link's)
+    char *prevCreditArea[kNumRingProtos] = {}; // where I grant the previous rank credit
+    char *sendArea[kNumRingProtos] = {};      // the next rank's receive FIFO (mapped region, its shm, or my net link's)
+    char *creditArea[kNumRingProtos] = {};    // where my credit arrives
     // Where the slots of recvArea/sendArea are (same layout): the areas
     // themselves, except net FIFOs with GPUDirect RDMA (slots in GPU memory).
-    char *recvSlotBase[2] = {};
-    char *sendSlotBase[2] = {};
+    char *recvSlotBase[kNumRingProtos] = {};
+    char *sendSlotBase[kNumRingProtos] = {};
     NetLinks netRecv, netSend;   // across hosts: one link each way (each on its own NIC)
     ShmSegment shmRecv;          // created here when the previous rank cannot reach my GPU
     ShmSegment shmSend;          // the next rank's, when my GPU cannot reach it

@@ -71,6 +71,12 @@ bool doublingFits(const loomComm *comm, const CallShape &s) {
 // The LL ring (off by default: on 4x H200 it won only at 1-4 MiB).
 bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->llRingMaxBytes && s.esize <= 8; }
 
+// The LL128 ring (off by default, LOOM_LL128_MAX_BYTES): NVLink rings only
+// (comm->ll128Ready), elements that fit its 8-byte units.
+bool ringLL128Fits(const loomComm *comm, const CallShape &s) {
+    return comm->ll128Ready && s.bytes <= comm->ll128RingMaxBytes && s.esize <= 8;
+}
+
 // The zero-copy allreduce (enqueue_zerocopy.cc): every pair of GPUs mapped
 // inside one host, the bootstrap able to pass buffer descriptions per call,
 // and the size within LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES.
@@ -99,6 +105,7 @@ const Rule kRules[] = {
     {kAllReduce, kAlgoRecursiveDoubling, rdFits, "ranks span hosts, up to LOOM_RD_MAX_BYTES"},
     {kAllReduce, kAlgoTrees, treesFit, "ranks span hosts, up to LOOM_TREE_MAX_BYTES"},
     {kDoublingColls, kAlgoDoubling, doublingFits, "ranks span hosts, fewer than half the ring's hops (LOOM_DOUBLING)"},
+    {kAllReduce, kAlgoRingLL128, ringLL128Fits, "NVLink rings, up to LOOM_LL128_MAX_BYTES"},
     {kAllReduce, kAlgoRingLL, ringLLFits, "up to LOOM_LL_RING_MAX_BYTES"},
     {kAll, kAlgoRing, always, "bandwidth"},
 };
@@ -175,7 +182,7 @@ namespace {
 const NamedBit kAlgoKeys[kNumAlgos] = {{"oneshot", 1u << kAlgoOneShot},   {"rd", 1u << kAlgoRecursiveDoubling},
                                        {"trees", 1u << kAlgoTrees},       {"doubling", 1u << kAlgoDoubling},
                                        {"ll_ring", 1u << kAlgoRingLL},    {"ring", 1u << kAlgoRing},
-                                       {"zerocopy", 1u << kAlgoZeroCopy}};
+                                       {"zerocopy", 1u << kAlgoZeroCopy}, {"ll128_ring", 1u << kAlgoRingLL128}};
 } // namespace
 
 bool parseAlgoMask(const char *text, unsigned *mask) {
@@ -190,16 +197,24 @@ bool parseAlgoMask(const char *text, unsigned *mask) {
     return true;
 }
 
-int algoProto(int algo) { return algo == kAlgoOneShot || algo == kAlgoRingLL ? kProtoNameLL : kProtoNameSimple; }
+int algoProto(int algo) {
+    return algo == kAlgoOneShot || algo == kAlgoRingLL ? kProtoNameLL
+           : algo == kAlgoRingLL128                    ? kProtoNameLL128
+                                                       : kProtoNameSimple;
+}
 
-const char *protoName(int proto) { return proto == kProtoNameLL ? "LL" : proto == kProtoNameSimple ? "Simple" : "?"; }
+const char *protoName(int proto) {
+    static const char *const names[kNumProtoNames] = {"LL", "Simple", "LL128"};
+    return proto >= 0 && proto < kNumProtoNames ? names[proto] : "?";
+}
 
 bool parseProtoAlgos(const char *text, unsigned *algos) {
     if (!text || !*text) {
         *algos = kAllAlgos;
         return true;
     }
-    const NamedBit keys[kNumProtoNames] = {{"LL", 1u << kProtoNameLL}, {"Simple", 1u << kProtoNameSimple}};
+    const NamedBit keys[kNumProtoNames] = {
+        {"LL", 1u << kProtoNameLL}, {"Simple", 1u << kProtoNameSimple}, {"LL128", 1u << kProtoNameLL128}};
     int unknown = 0;
     const unsigned protos = parseNameMask(text, keys, kNumProtoNames, (1u << kNumProtoNames) - 1, &unknown);
     unsigned m = 0;
@@ -212,7 +227,7 @@ bool parseProtoAlgos(const char *text, unsigned *algos) {
 
 const char *algoName(int algo) {
     static const char *const names[kNumAlgos] = {"one-shot", "recursive doubling", "trees", "doubling family",
-                                                 "ring (LL)", "ring", "zero-copy"};
+                                                 "ring (LL)", "ring", "zero-copy", "ring (LL128)"};
     return algo >= 0 && algo < kNumAlgos ? names[algo] : "?";
 }
 

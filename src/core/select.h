@@ -23,6 +23,7 @@ enum Algo : int {
     kAlgoRingLL,              // the ring on LL
     kAlgoRing,                // the ring (chains for bcast and reduce) on Simple
     kAlgoZeroCopy,            // allreduce from mapped user buffers inside a host (device/zerocopy_schedule.h)
+    kAlgoRingLL128,           // the ring on LL128 (NVLink only)
     kNumAlgos
 };
 
@@ -87,7 +88,7 @@ bool exchangeBlockOnEngines(const ExchangeKnobs &k, size_t bytes);
 constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
 
 // LOOM_ALGO's syntax: algorithm names (oneshot, zerocopy, rd, trees, doubling, ll_ring,
-// ring) separated by commas, all of them if empty or null; a leading ^
+// ll128_ring, ring) separated by commas, all of them if empty or null; a leading ^
 // excludes the listed ones instead. False (and *mask untouched) for a name it
 // does not know or a list that leaves nothing.
 bool parseAlgoMask(const char *text, unsigned *mask);
@@ -95,16 +96,17 @@ bool parseAlgoMask(const char *text, unsigned *mask);
 const char *algoName(int algo);
 
 // The protocols (NCCL's names): how an algorithm's data and flags travel.
-// LL: 8-byte lines, each 4 bytes of data and a 4-byte flag (one-shot, the LL
-// ring); Simple: plain stores then one flag per chunk (the ring and chains,
-// trees, doubling, zero-copy). loom has no LL128.
-enum Proto : int { kProtoNameLL = 0, kProtoNameSimple, kNumProtoNames };
+// LL: 16-byte lines, 8 bytes of data and two 4-byte flags (one-shot, the LL
+// ring); LL128: 128-byte lines, 120 bytes of data and an 8-byte flag (the
+// LL128 ring); Simple: plain stores then one flag per chunk (the ring and
+// chains, trees, doubling, zero-copy).
+enum Proto : int { kProtoNameLL = 0, kProtoNameSimple, kProtoNameLL128, kNumProtoNames };
 int algoProto(int algo);
 const char *protoName(int proto);
 
-// LOOM_PROTO's syntax: protocol names (LL, Simple) as LOOM_ALGO's; *algos
-// gets the algorithms that run on the listed protocols. False (untouched)
-// for a name it does not know (LL128 included) or a list that leaves none.
+// LOOM_PROTO's syntax: protocol names (LL, LL128, Simple) as LOOM_ALGO's;
+// *algos gets the algorithms that run on the listed protocols. False
+// (untouched) for a name it does not know or a list that leaves none.
 bool parseProtoAlgos(const char *text, unsigned *algos);
 
 } // namespace loom

@@ -75,7 +75,8 @@ int allReduceChannels(const loomComm *comm, const CallShape &s, int algo) {
     case kAlgoOneShot: return oneShotChannels((s.bytes + 7) / 8);
     case kAlgoZeroCopy: return zeroCopyChannels(s.bytes, comm->nranks, (long)s.bytes <= params().zeroCopyOneShotBytes);
     case kAlgoRing:
-    case kAlgoRingLL: return ringChannels(comm, s.bytes);
+    case kAlgoRingLL:
+    case kAlgoRingLL128: return ringChannels(comm, s.bytes);
     default: return -1;
     }
 }

@@ -15,16 +15,20 @@ namespace loom {
 constexpr int kMaxChannels = 64;
 constexpr int kProtoSimple = 0;
 constexpr int kProtoLL = 1;
+constexpr int kProtoLL128 = 2;
+constexpr int kNumRingProtos = 3; // FIFO areas of a ring connection, one per protocol
 constexpr int kMaxRingThreads = 1024;
 constexpr int kMaxSlots = 64;       // LOOM_NSLOTS's bound
 constexpr int kMaxNetChannels = 16; // channels of a communicator that spans hosts
 
 // Payload one FIFO slot of slotBytes carries under a protocol (LL lines carry
-// 8 data bytes in 16). Host and device must agree on it.
+// 8 data bytes in 16, LL128 lines 120 in 128). Host and device must agree on it.
 #ifdef __CUDACC__
 __host__ __device__
 #endif
-inline size_t ringSlotDataBytes(int proto, size_t slotBytes) { return proto == kProtoLL ? slotBytes / 2 : slotBytes; }
+inline size_t ringSlotDataBytes(int proto, size_t slotBytes) {
+    return proto == kProtoLL ? slotBytes / 2 : proto == kProtoLL128 ? slotBytes / 128 * 120 : slotBytes;
+}
 
 // Head of one FIFO; the slots follow it. recvTail comes first: a sender's
 // pointer to the receiver's tail is also a pointer to its FifoFlags.

@@ -5,7 +5,7 @@
  * next rank, or a rank's edges to tree parents, children and doubling
  * partners; either side may be absent), their send and receive step
  * counters, the waits for data and for credit, publishing, credit return and
- * abort. Proto (ProtoSimple, ProtoLL) supplies only how a step's bytes move
+ * abort. Proto (ProtoSimple, ProtoLL, ProtoLL128) supplies only how a step's bytes move
  * and are flagged.
  *
  * Each op moves one step (at most one slot) for the whole CTA; `from` and

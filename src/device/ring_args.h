@@ -27,7 +27,7 @@ struct RingChannel {
 
 struct RingArgs {
     int coll;  // RingColl
-    int proto; // kProtoSimple or kProtoLL: which FIFOs chans points at
+    int proto; // kProtoSimple, kProtoLL or kProtoLL128: which FIFOs chans points at
     const RingChannel *chans; // device memory: this rank's channels [0, nchannels)
     const void *in;
     void *out;

@@ -12,6 +12,7 @@
 #include "device/dispatch.h"
 #include "device/prims.h"
 #include "device/prims_ll.h"
+#include "device/prims_ll128.h"
 #include "device/prims_simple.h"
 #include "device/ring_schedule.h"
 
@@ -53,6 +54,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
 template <typename T, typename Op> struct RingKernel {
     static cudaError_t launch(const RingArgs &a, cudaStream_t stream) {
         if (a.proto == kProtoLL) ringKernel<ProtoLL, T, Op><<<a.nchannels, a.nthreads, 0, stream>>>(a);
+        else if (a.proto == kProtoLL128) ringKernel<ProtoLL128, T, Op><<<a.nchannels, a.nthreads, 0, stream>>>(a);
         else ringKernel<ProtoSimple, T, Op><<<a.nchannels, a.nthreads, 0, stream>>>(a);
         return cudaGetLastError();
     }

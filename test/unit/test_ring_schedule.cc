@@ -172,6 +172,22 @@ START_TEST(ll_ring_calls_match_reference) {
 }
 END_TEST
 
+// LL128 runs the same flow as LL (lines carry their flags; an empty step
+// needs none), on slots of 120/128 of their bytes: 64 KiB slots carry 15360
+// floats. Counts around that slot and its multiples at 2 and 4 ranks.
+START_TEST(ll128_ring_calls_match_reference) {
+    const size_t slotElems = ringSlotDataBytes(kProtoLL128, 64 << 10) / sizeof(float);
+    ck_assert_int_eq(slotElems, 15360);
+    for (int n : {2, 4})
+        for (unsigned seed = 0; seed < 2; ++seed) {
+            const std::vector<RingSimCall> calls = {
+                {slotElems * 16 * (size_t)n + 3, 16}, {slotElems - 1, 4}, {1, 1}, {slotElems * 33 + 7, 16}, {5, 2}};
+            const std::string err = simulateRingCalls(n, calls, slotElems, 4, 4, seed, true);
+            if (!err.empty()) ck_abort_msg("LL128 ring: nranks %d seed %u: %s", n, seed, err.c_str());
+        }
+}
+END_TEST
+
 START_TEST(ll_ring_wrapping_credit_deadlocks) {
     // The credit test the kernels had must be caught; Simple never runs a
     // receiver ahead of its sender, so it passes there.
@@ -293,6 +309,7 @@ Suite *ring_schedule_suite(void) {
     tcase_add_test(tc, walking_the_first_ring_on_every_channel_fails);
     tcase_add_test(tc, ll_ring_ragged_allreduce_then_next_calls);
     tcase_add_test(tc, ll_ring_calls_match_reference);
+    tcase_add_test(tc, ll128_ring_calls_match_reference);
     tcase_add_test(tc, ll_ring_wrapping_credit_deadlocks);
     suite_add_tcase(s, tc);
     return s;

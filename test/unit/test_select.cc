@@ -103,34 +103,46 @@ START_TEST(loom_algo_syntax) {
     m = 7;
     ck_assert(!parseAlgoMask("tree", &m) && m == 7);  // unknown name: refused, mask untouched
     ck_assert(!parseAlgoMask("ring,", &m) && m == 7); // an empty name
-    ck_assert(!parseAlgoMask("^oneshot,zerocopy,rd,trees,doubling,ll_ring,ring", &m) && m == 7); // nothing left
+    ck_assert(!parseAlgoMask("^oneshot,zerocopy,rd,trees,doubling,ll_ring,ll128_ring,ring", &m) && m == 7); // nothing left
+    ck_assert(parseAlgoMask("ll128_ring", &m) && m == 1u << kAlgoRingLL128);
     ck_assert(parseAlgoMask("zerocopy", &m) && m == 1u << kAlgoZeroCopy);
 }
 END_TEST
 
 // LOOM_PROTO narrows the algorithms to those of the listed protocols.
 START_TEST(loom_proto_syntax) {
-    const unsigned ll = (1u << kAlgoOneShot) | (1u << kAlgoRingLL);
+    const unsigned ll = (1u << kAlgoOneShot) | (1u << kAlgoRingLL), ll128 = 1u << kAlgoRingLL128;
+    const unsigned simple = kAllAlgos & ~ll & ~ll128;
     unsigned m = 0;
     ck_assert(parseProtoAlgos(nullptr, &m) && m == kAllAlgos);
     ck_assert(parseProtoAlgos("LL", &m) && m == ll);
-    ck_assert(parseProtoAlgos("simple", &m) && m == (kAllAlgos & ~ll));
+    ck_assert(parseProtoAlgos("ll128", &m) && m == ll128);
+    ck_assert(parseProtoAlgos("simple", &m) && m == simple);
     ck_assert(parseProtoAlgos("^LL", &m) && m == (kAllAlgos & ~ll));
-    ck_assert(parseProtoAlgos("LL,Simple", &m) && m == kAllAlgos);
+    ck_assert(parseProtoAlgos("LL,LL128,Simple", &m) && m == kAllAlgos);
     m = 7;
-    ck_assert(!parseProtoAlgos("LL128", &m) && m == 7); // loom has none: refused, untouched
-    ck_assert(!parseProtoAlgos("^LL,Simple", &m) && m == 7);
+    ck_assert(!parseProtoAlgos("LL256", &m) && m == 7); // unknown: refused, untouched
+    ck_assert(!parseProtoAlgos("^LL,Simple,LL128", &m) && m == 7);
     for (int a = 0; a < kNumAlgos; ++a)
-        ck_assert_str_eq(protoName(algoProto(a)), (ll >> a) & 1 ? "LL" : "Simple");
+        ck_assert_str_eq(protoName(algoProto(a)), (ll >> a) & 1 ? "LL" : (ll128 >> a) & 1 ? "LL128" : "Simple");
     // LOOM_PROTO=Simple (the mask params() builds): allreduce never on LL.
     loomComm c = oneHost(4);
     c.zeroCopyReady = true;
-    c.algoMask = kAllAlgos & ~ll;
+    c.algoMask = simple;
     ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoZeroCopy);
     ck_assert_int_eq(pick(c, kRingBroadcast, 8, 8, 1), kAlgoRing);
     c.algoMask = ll; // LOOM_PROTO=LL: LL where it fits, the Simple ring where nothing does
     ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
     ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
+    // LL128 only where the rings are NVLink (ll128Ready) and within its bound.
+    c.algoMask = ll128;
+    c.ll128RingMaxBytes = 16 << 20;
+    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoRing); // not ready
+    c.ll128Ready = true;
+    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoRingLL128);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 16), kAlgoRing); // 16-byte elements
+    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 1 << 18, 1), kAlgoRing);  // allreduce only
 }
 END_TEST
 
@@ -198,7 +210,7 @@ END_TEST
 // The model's choice never goes back as the size grows: one-shot, then
 // zero-copy, then the ring, at 2 to 8 ranks, every element size.
 START_TEST(allreduce_choices_are_monotonic_in_size) {
-    const int order[kNumAlgos] = {0, 0, 0, 0, 0, 2, 1}; // place of each Algo in the expected sequence
+    const int order[kNumAlgos] = {0, 0, 0, 0, 0, 2, 1, 0}; // place of each Algo in the expected sequence
     for (int n = 2; n <= 8; ++n)
         for (size_t esize : {1, 4, 8, 16}) {
             loomComm c = oneHost(n);
