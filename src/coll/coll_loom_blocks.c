@@ -13,7 +13,8 @@ void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator
     c->kind = LOOM_GPU_ALLTOALLV;
     c->dt = loomUint8;
     c->why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
-               : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+               : NULL != req ? "non-blocking alltoall, gather and scatter are not on loom's kernels yet (their "
+                               "in-place pairs agree per call on the host)"
                : NULL;
     c->in = s_gpu && MPI_IN_PLACE != sbuf ? sbuf : NULL;
     c->out = r_gpu ? rbuf : NULL;

@@ -1,4 +1,5 @@
 #include "coll_loom_gpu.h"
+#include "coll_loom_request.h"
 #include "coll_loom_stage.h"
 
 #include <stdio.h>
@@ -105,7 +106,19 @@ static int mpi_error(loomResult_t r)
     }
 }
 
+static loomResult_t launch_call(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, const void *in, void *out);
+
+/* A non-blocking call may not wait on the host for other ranks (every rank
+ * of it is non-blocking too: MPI matches them only with each other). */
 static loomResult_t launch(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, const void *in, void *out)
+{
+    if (NULL != c->req) loomCommSetHostWait(m->lcomm, 0);
+    const loomResult_t r = launch_call(m, c, in, out);
+    if (NULL != c->req) loomCommSetHostWait(m->lcomm, 1);
+    return r;
+}
+
+static loomResult_t launch_call(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, const void *in, void *out)
 {
     switch (c->kind) {
     case LOOM_GPU_ALLREDUCE: return loomAllReduce(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
@@ -139,9 +152,12 @@ static bool usable(const mca_coll_loom_module_t *m, loomPointerInfo_t info)
 }
 
 /* Runs the call, moving this rank's buffers through the scratch buffer where
- * the kernels cannot use them (host memory, another GPU). */
+ * the kernels cannot use them (host memory, another GPU). A non-blocking
+ * call on buffers the kernels use as they are returns after the launch
+ * (*deferred: its request completes by progress); one that stages finishes
+ * here (the scratch buffer is the communicator's one). */
 static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomPointerInfo_t in_info,
-                             loomPointerInfo_t out_info, mca_coll_loom_timer_t *timer)
+                             loomPointerInfo_t out_info, mca_coll_loom_timer_t *timer, bool *deferred)
 {
     const char *in = (const char *)c->in;
     char *out = (char *)c->out;
@@ -162,6 +178,8 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
     if (loomSuccess == r) r = launch(m, c, kin, kout);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_ENQUEUE);
+    *deferred = loomSuccess == r && NULL != c->req && !stage_in && !stage_out;
+    if (*deferred) return r;
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_WAIT);
     if (loomSuccess == r && stage_out) {
@@ -228,10 +246,13 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
     const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
     mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
-    loomResult_t r = run_here(m, c, in_info, out_info, &timer);
+    bool deferred = false;
+    loomResult_t r = run_here(m, c, in_info, out_info, &timer, &deferred);
     mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
-    return mpi_error(r);
+    if (NULL == c->req) return mpi_error(r);
+    return deferred ? mca_coll_loom_request_pending(m, c->coll, c->req)
+                    : mca_coll_loom_request_done(m, mpi_error(r), c->req);
 }
 
 bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc)
@@ -243,6 +264,7 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
 
 void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m)
 {
+    if (NULL != m->lcomm) mca_coll_loom_requests_drain(m); /* a freed communicator's operations still complete */
     if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
     m->lcomm = NULL;
 }

@@ -34,13 +34,12 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     const bool on_gpu = (is_root || mca_coll_loom_is_leaf(comm, root)) && mca_coll_loom_on_gpu(buf);
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
-    c.coll = LOOM_COLL_bcast;
+    c.coll = LOOM_COLL_ID(req, bcast);
     c.kind = LOOM_GPU_BCAST;
     c.dt = loomUint8;
     c.root = root;
-    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
-              : count <= 0 ? "nothing to send"
-              : mca_coll_loom_map_bytes(dt, count, &c.count);
+    c.req = req;
+    c.why_not = count <= 0 ? "nothing to send" : mca_coll_loom_map_bytes(dt, count, &c.count);
     c.in = c.out = buf;
     c.out_bytes = c.count;
     c.in_bytes = is_root ? c.count : 0;
@@ -78,13 +77,12 @@ static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
     const size_t n = (size_t)ompi_comm_size(comm);
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
-    c.coll = LOOM_COLL_allgather;
+    c.coll = LOOM_COLL_ID(req, allgather);
     c.kind = LOOM_GPU_ALLGATHER;
     c.dt = loomUint8;
     size_t total = 0, sbytes = 0;
-    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
-              : rcount <= 0 ? "nothing to gather"
-              : mca_coll_loom_map_bytes(rdt, (size_t)rcount * n, &total);
+    c.req = req;
+    c.why_not = rcount <= 0 ? "nothing to gather" : mca_coll_loom_map_bytes(rdt, (size_t)rcount * n, &total);
     if (NULL == c.why_not && MPI_IN_PLACE != sbuf) c.why_not = mca_coll_loom_map_bytes(sdt, scount, &sbytes);
     c.count = total / n;
     c.out = rbuf;
@@ -159,14 +157,14 @@ static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, v
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
-    c.coll = LOOM_COLL_allgatherv;
+    c.coll = LOOM_COLL_ID(req, allgatherv);
     c.kind = LOOM_GPU_ALLGATHERV;
     c.dt = loomUint8;
     size_t esize = 0, total = 0, end = 0;
     /* On an intercommunicator rcounts has one entry per remote rank: not read here. */
     for (int q = 0; q < n && !OMPI_COMM_IS_INTER(comm); ++q) total += (size_t)rcounts[q];
+    c.req = req;
     c.why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
-              : NULL != req ? "non-blocking collectives are not on loom's kernels yet"
               : 0 == total ? "nothing to gather"
               : mca_coll_loom_map_bytes(rdt, 2, &esize); /* displacements count extents: extent == size */
     esize /= 2;

@@ -22,7 +22,10 @@ static loom_gpu_call_t reduction_call(int coll, loom_gpu_kind_t kind, ompi_datat
     c.coll = coll;
     c.kind = kind;
     c.count = count > 0 ? (size_t)count : 0;
-    c.why_not = NULL != req ? "non-blocking collectives are not on loom's kernels yet"
+    c.req = req;
+    c.why_not = NULL != req && (LOOM_GPU_SCAN == kind || LOOM_GPU_EXSCAN == kind)
+                  ? "non-blocking scan and exscan are not on loom's kernels yet (their first call connects every pair "
+                    "on the host)"
               : count <= 0 ? "nothing to reduce"
               : mca_coll_loom_map_type_op(dt, count, op, &c.dt, &c.op);
     return c;
@@ -53,7 +56,7 @@ static int allreduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_
                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_allreduce, LOOM_GPU_ALLREDUCE, dt, count, op, req);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, allreduce), LOOM_GPU_ALLREDUCE, dt, count, op, req);
     c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
     c.out = rbuf;
     c.in_bytes = c.out_bytes = type_bytes(dt, c.count);
@@ -98,7 +101,7 @@ static bool prefix_gpu(int coll, loom_gpu_kind_t kind, const void *sbuf, void *r
     {                                                                                                       \
         bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);                        \
         int rc;                                                                                             \
-        if (prefix_gpu(LOOM_COLL_##name, kind, sbuf, rbuf, count, dt, op, comm, m, req, s_gpu || r_gpu, &rc)) \
+        if (prefix_gpu(LOOM_COLL_ID(req, name), kind, sbuf, rbuf, count, dt, op, comm, m, req, s_gpu || r_gpu, &rc)) \
             return rc;                                                                                      \
         if (!s_gpu && !r_gpu) LOOM_DELEGATE(m, req, name, sbuf, rbuf, count, dt, op, comm);                  \
         loom_type_shape_t sh = mca_coll_loom_shape(dt);                                                     \
@@ -126,7 +129,7 @@ static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *
     const bool is_root = mca_coll_loom_is_root(comm, root);
     bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
     bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce, LOOM_GPU_REDUCE, dt, count, op, req);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce), LOOM_GPU_REDUCE, dt, count, op, req);
     c.root = root;
     c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf; /* in place: root only */
     c.out = is_root ? rbuf : NULL;
@@ -161,7 +164,7 @@ static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, 
     for (int r = 0; r < ompi_comm_size(comm); ++r) total += (size_t)rcounts[r], equal &= rcounts[r] == rcounts[0];
     /* Equal counts run as reduce_scatter_block; ragged ones with the counts. */
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce_scatter, equal ? LOOM_GPU_REDUCE_SCATTER : LOOM_GPU_REDUCE_SCATTERV,
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce_scatter), equal ? LOOM_GPU_REDUCE_SCATTER : LOOM_GPU_REDUCE_SCATTERV,
                                        dt, equal ? rcounts[0] : (int)(total < INT_MAX ? total : INT_MAX), op, req);
     size_t *counts = NULL;
     if (equal) {
@@ -204,7 +207,7 @@ static int reduce_scatter_block_any(const void *sbuf, void *rbuf, int rcount, om
                                     ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_reduce_scatter_block, LOOM_GPU_REDUCE_SCATTER, dt, rcount, op, req);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce_scatter_block), LOOM_GPU_REDUCE_SCATTER, dt, rcount, op, req);
     scatter_buffers(&c, sbuf, rbuf, dt, comm);
     int rc;
     if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;

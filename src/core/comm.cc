@@ -512,6 +512,12 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     } else {
         err = cudaStreamSynchronize(comm->stream);
     }
+    return loom::callsFinished(comm, err, true);
+}
+
+namespace loom {
+
+loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
     if (*comm->abortFlag) {
         comm->failed = true;
         abandonNets(comm);
@@ -544,7 +550,7 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
                     comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
                     dead.empty() ? "" : "; ", dead.c_str());
     }
-    comm->collsDone = comm->collsEntered;
+    if (all) comm->collsDone = comm->collsEntered;
     if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
         comm->abortFlag[kAbortUndelivered] = 0;
         if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/enqueue_zerocopy.h)
@@ -560,3 +566,5 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     }
     return loomSuccess;
 }
+
+} // namespace loom

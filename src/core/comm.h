@@ -29,6 +29,20 @@ struct PeerConns; // core/peer_conns.h
 struct ZeroCopyState; // core/enqueue_zerocopy.h
 }
 
+namespace loom {
+// Completion marks on the communicator's stream (core/call_marks.cc): events
+// in issue order, each with its ticket; the stream runs them in that order.
+struct CallMarks {
+    struct Mark {
+        uint64_t ticket;
+        cudaEvent_t event;
+    };
+    std::vector<Mark> pending; // oldest first
+    std::vector<cudaEvent_t> spare;
+    uint64_t issued = 0, finished = 0; // tickets
+};
+} // namespace loom
+
 struct loomComm {
     int rank = 0, nranks = 0, cudaDev = -1;
     // The topology's distinct rings (at most one per channel); channel c
@@ -116,6 +130,10 @@ struct loomComm {
     loom::ArrivalBoard *arrivals = nullptr; // this host's ranks' collsEntered (null: none)
     int arrivalSlot = -1;        // this rank's slot on it
     bool failed = false;
+    // loomCommSetHostWait: 0 while the caller may not wait on the host for
+    // other ranks (MPI's non-blocking collectives): no zero-copy allreduce.
+    bool hostWaitAllowed = true;
+    loom::CallMarks marks;       // loomCommMark / loomCommTest (core/call_marks.cc)
     char busId[16] = "";
     // Choices said at TUNE (enqueue.cc): per collective and power-of-two size class.
     static constexpr int kTuneColls = 8, kTuneClasses = 48;
@@ -138,6 +156,11 @@ inline void withdrawEntry(loomComm *comm) {
     --comm->collsEntered;
     if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
 }
+
+// After the stream finished the calls up to some point (err: what the wait
+// or query said): a silent peer, a failed kernel or an undelivered block as
+// loomCommWait reports them. all: every call enqueued so far finished.
+loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all);
 
 // What the host's arrival board says about the ranks missing from the
 // oldest unfinished call ("did not arrive: rank 1 (host ...) entered 1 of 2

@@ -78,7 +78,9 @@ void sayChoice(loomComm *comm, int coll, size_t bytes, const Choice &c) {
 
 // The table's choice for a call (select.cc), traced with its reason.
 Choice choose(loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {
-    const Choice c = selectAlgorithm(comm, CallShape{coll, bytes, piece, esize, ragged});
+    // No host rendezvous while the caller must not block (loomCommSetHostWait).
+    const unsigned allowed = comm->hostWaitAllowed ? kAllAlgos : kAllAlgos & ~(1u << kAlgoZeroCopy);
+    const Choice c = selectAlgorithm(comm, CallShape{coll, bytes, piece, esize, ragged}, allowed);
     LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, kOneShotNames[coll], bytes, algoName(c.algo),
                c.rule);
     sayChoice(comm, coll, bytes, c);

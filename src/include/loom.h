@@ -212,6 +212,19 @@ loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr);
  * never came (it could not map the buffer; the comm stays usable). */
 loomResult_t loomCommWait(loomComm_t comm);
 
+/* For callers that must not block (MPI's non-blocking collectives).
+ * loomCommSetHostWait(comm, 0): the calls that follow never wait on the host
+ * for other ranks (the zero-copy allreduce, whose per-call buffer
+ * descriptions are a host rendezvous, is skipped); 1 (the default) allows it
+ * again. Every rank of a call must pass the same setting.
+ * loomCommMark: a mark on loom's stream after every operation enqueued so
+ * far, named by *ticket (1, 2, ...). loomCommTest: *done = 1 once the stream
+ * got past the mark (then with loomCommWait's errors for what ran before
+ * it), else *done = 0 at once. Marks finish in ticket order. */
+loomResult_t loomCommSetHostWait(loomComm_t comm, int allowed);
+loomResult_t loomCommMark(loomComm_t comm, uint64_t *ticket);
+loomResult_t loomCommTest(loomComm_t comm, uint64_t ticket, int *done);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,29 @@
+/*
+ * Real MPI requests for non-blocking collectives on loom's kernels: the call
+ * enqueues its kernel, marks loom's stream after it (loomCommMark) and
+ * returns a pending request; Open MPI's progress engine completes it when a
+ * progress callback sees the stream get past the mark (loomCommTest, which
+ * never blocks). One communicator's requests complete in issue order (one
+ * stream); communicators progress independently. A request freed before it
+ * completes (MPI_Request_free) still completes: the callback releases it
+ * then. A module whose loom communicator goes away first waits for its
+ * pending requests (mca_coll_loom_requests_drain).
+ */
+#ifndef COLL_LOOM_REQUEST_H
+#define COLL_LOOM_REQUEST_H
+
+#include "coll_loom.h"
+
+/* After a launch on m's loom communicator: *req becomes a pending request
+ * completed by progress. MPI_SUCCESS or the error of the mark. */
+int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, ompi_request_t **req);
+/* A call that already finished inside the call (staged buffers): *req
+ * becomes a completed request carrying rc. */
+int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t **req);
+/* Completes every pending request of m (waiting on its stream); before m's
+ * loom communicator is destroyed. */
+void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m);
+/* Component close: the progress callback goes. */
+void mca_coll_loom_requests_fini(void);
+
+#endif

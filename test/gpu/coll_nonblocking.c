@@ -1,0 +1,247 @@
+/*
+ * Non-blocking collectives on device buffers with real requests
+ * (coll_loom_request.h), each result compared element by element with a
+ * host reference:
+ *   outstanding  several MPI_Iallreduce in flight (sizes 1 .. 1M + 3
+ *                floats, one in place), waited in reverse order; every
+ *                request MPI_REQUEST_NULL after its wait
+ *   mixed        Ibcast, Ireduce, Iallgather, Iallgatherv, Ireduce_scatter_block
+ *                and a blocking MPI_Allreduce between them, then Waitall
+ *   two comms    Iallreduce on MPI_COMM_WORLD and on a dup at once,
+ *                completed through MPI_Testany only (progress, no wait)
+ *   freed        MPI_Request_free right after MPI_Iallreduce: the operation
+ *                still completes (a blocking allreduce after it on the same
+ *                communicator orders after it), and its result is checked
+ *   stream order the input written by cudaMemsetAsync on the legacy default
+ *                stream, no synchronize, then MPI_Iallreduce: the call must
+ *                see the memset's bytes (README: stream semantics)
+ *   comm free    MPI_Comm_free of a dup with an operation in flight, then
+ *                its result
+ * Every call must take loom's GPU path (the .mpitest checks the reports).
+ */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_checks.h"
+
+static int rank, size;
+static long bad;
+
+static float value(int r, size_t i, int round) { return (float)((i * 3 + (size_t)r * 7 + (size_t)round) % 11); }
+
+static float *dfill(size_t n, int r, int round)
+{
+    float *h = malloc(n * sizeof(float)), *d = dalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; ++i) h[i] = value(r, i, round);
+    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+
+/* out[i] must be `want(i)`; reports the first wrong element. */
+static void expect(const char *what, const float *d, size_t n, float (*want)(size_t, int), int round)
+{
+    float *h = malloc(n * sizeof(float));
+    cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+    long wrong = 0;
+    size_t first = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (h[i] != want(i, round) && !wrong++) first = i;
+    if (wrong)
+        fprintf(stderr, "FAIL rank %d %s (%zu floats, round %d): %ld wrong, first at %zu: %g, want %g\n", rank, what,
+                n, round, wrong, first, h[first], want(first, round));
+    bad += wrong;
+    free(h);
+}
+
+static float sum_of(size_t i, int round)
+{
+    float s = 0;
+    for (int q = 0; q < size; ++q) s += value(q, i, round);
+    return s;
+}
+static float from_root1(size_t i, int round) { return value(1 % size, i, round); }
+
+static void check_request_null(MPI_Request r, const char *what)
+{
+    if (MPI_REQUEST_NULL != r) {
+        fprintf(stderr, "FAIL rank %d %s: the request is not MPI_REQUEST_NULL after its wait\n", rank, what);
+        ++bad;
+    }
+}
+
+static void outstanding(MPI_Comm comm)
+{
+    const size_t sizes[] = {1, 1000, 65536 + 5, (1u << 20) + 3};
+    enum { K = sizeof(sizes) / sizeof(sizes[0]) };
+    float *in[K], *out[K];
+    MPI_Request req[K];
+    for (int k = 0; k < K; ++k) {
+        in[k] = dfill(sizes[k], rank, k);
+        out[k] = k == 2 ? in[k] : dalloc(sizes[k] * sizeof(float));
+        int rc = MPI_Iallreduce(k == 2 ? MPI_IN_PLACE : in[k], out[k], (int)sizes[k], MPI_FLOAT, MPI_SUM, comm, &req[k]);
+        if (MPI_SUCCESS != rc) ++bad;
+    }
+    for (int k = K - 1; k >= 0; --k) { /* reverse order */
+        MPI_Status st;
+        if (MPI_SUCCESS != MPI_Wait(&req[k], &st) || MPI_SUCCESS != st.MPI_ERROR) ++bad;
+        check_request_null(req[k], "outstanding");
+        expect("outstanding iallreduce", out[k], sizes[k], sum_of, k);
+    }
+    for (int k = 0; k < K; ++k) {
+        if (out[k] != in[k]) cudaFree(out[k]);
+        cudaFree(in[k]);
+    }
+}
+
+static void mixed(MPI_Comm comm)
+{
+    const size_t n = 4099;
+    float *b = rank == 1 % size ? dfill(n, rank, 0) : dalloc(n * sizeof(float));
+    float *rin = dfill(n, rank, 0), *rout = dalloc(n * sizeof(float));
+    float *gin = dfill(n, rank, 0), *gout = dalloc(n * sizeof(float) * (size_t)size);
+    float *vout = dalloc(n * sizeof(float) * (size_t)size);
+    float *sin = dfill(n * (size_t)size, rank, 0), *sout = dalloc(n * sizeof(float));
+    float *ain = dfill(n, rank, 5), *aout = dalloc(n * sizeof(float));
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    for (int q = 0; q < size; ++q) counts[q] = (int)n - q, displs[q] = (int)n * (size - 1 - q); /* reversed blocks */
+    MPI_Request req[5];
+    int rc = MPI_Ibcast(b, (int)n, MPI_FLOAT, 1 % size, comm, &req[0]);
+    rc |= MPI_Ireduce(rin, rout, (int)n, MPI_FLOAT, MPI_SUM, 0, comm, &req[1]);
+    rc |= MPI_Iallgather(gin, (int)n, MPI_FLOAT, gout, (int)n, MPI_FLOAT, comm, &req[2]);
+    rc |= MPI_Allreduce(ain, aout, (int)n, MPI_FLOAT, MPI_SUM, comm); /* blocking, between them */
+    rc |= MPI_Iallgatherv(gin, counts[rank], MPI_FLOAT, vout, counts, displs, MPI_FLOAT, comm, &req[3]);
+    rc |= MPI_Ireduce_scatter_block(sin, sout, (int)n, MPI_FLOAT, MPI_SUM, comm, &req[4]);
+    if (MPI_SUCCESS != rc) ++bad;
+    MPI_Status st[5];
+    if (MPI_SUCCESS != MPI_Waitall(5, req, st)) ++bad;
+    for (int k = 0; k < 5; ++k) check_request_null(req[k], "mixed");
+    expect("ibcast", b, n, from_root1, 0);
+    if (0 == rank) expect("ireduce", rout, n, sum_of, 0);
+    expect("allreduce between them", aout, n, sum_of, 5);
+    float *h = malloc(n * sizeof(float) * (size_t)size);
+    cudaMemcpy(h, gout, n * sizeof(float) * (size_t)size, cudaMemcpyDeviceToHost);
+    for (int q = 0; q < size; ++q)
+        for (size_t i = 0; i < n; ++i)
+            if (h[(size_t)q * n + i] != value(q, i, 0) && !bad++)
+                fprintf(stderr, "FAIL rank %d iallgather block %d at %zu\n", rank, q, i);
+    cudaMemcpy(h, vout, n * sizeof(float) * (size_t)size, cudaMemcpyDeviceToHost);
+    for (int q = 0; q < size; ++q)
+        for (int i = 0; i < counts[q]; ++i)
+            if (h[displs[q] + i] != value(q, (size_t)i, 0) && !bad++)
+                fprintf(stderr, "FAIL rank %d iallgatherv block %d at %d\n", rank, q, i);
+    cudaMemcpy(h, sout, n * sizeof(float), cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < n; ++i)
+        if (h[i] != sum_of((size_t)rank * n + i, 0) && !bad++)
+            fprintf(stderr, "FAIL rank %d ireduce_scatter_block at %zu\n", rank, i);
+    free(h);
+    free(counts);
+    free(displs);
+    cudaFree(b), cudaFree(rin), cudaFree(rout), cudaFree(gin), cudaFree(gout), cudaFree(vout), cudaFree(sin);
+    cudaFree(sout), cudaFree(ain), cudaFree(aout);
+}
+
+static void two_comms(void)
+{
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    const size_t n = (1u << 18) + 1;
+    float *a = dfill(n, rank, 1), *b = dfill(n, rank, 2), *oa = dalloc(n * 4), *ob = dalloc(n * 4);
+    MPI_Request req[2];
+    MPI_Iallreduce(a, oa, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[0]);
+    MPI_Iallreduce(b, ob, (int)n, MPI_FLOAT, MPI_SUM, dup, &req[1]);
+    int left = 2;
+    long spins = 0;
+    while (left > 0 && spins < 100000000L) { /* progress through MPI_Testany only */
+        int idx = MPI_UNDEFINED, flag = 0;
+        MPI_Testany(2, req, &idx, &flag, MPI_STATUS_IGNORE);
+        if (flag && MPI_UNDEFINED != idx) --left;
+        ++spins;
+    }
+    if (left) {
+        fprintf(stderr, "FAIL rank %d: two comms: %d requests never completed through MPI_Testany\n", rank, left);
+        ++bad;
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    }
+    expect("iallreduce on world", oa, n, sum_of, 1);
+    expect("iallreduce on a dup", ob, n, sum_of, 2);
+    cudaFree(a), cudaFree(b), cudaFree(oa), cudaFree(ob);
+    MPI_Comm_free(&dup);
+}
+
+static void freed(MPI_Comm comm)
+{
+    const size_t n = 70001;
+    float *a = dfill(n, rank, 3), *oa = dalloc(n * 4), *c = dfill(n, rank, 4), *oc = dalloc(n * 4);
+    MPI_Request r;
+    MPI_Iallreduce(a, oa, (int)n, MPI_FLOAT, MPI_SUM, comm, &r);
+    MPI_Request_free(&r);
+    check_request_null(r, "freed");
+    MPI_Allreduce(c, oc, (int)n, MPI_FLOAT, MPI_SUM, comm); /* after the freed one on loom's stream */
+    expect("freed iallreduce", oa, n, sum_of, 3);
+    expect("allreduce after a freed one", oc, n, sum_of, 4);
+    cudaFree(a), cudaFree(oa), cudaFree(c), cudaFree(oc);
+}
+
+static void stream_order(MPI_Comm comm)
+{
+    const size_t n = (1u << 20) + 7; /* ints */
+    int *d = dalloc(n * sizeof(int)), *o = dalloc(n * sizeof(int));
+    cudaMemset(d, 0, n * sizeof(int));
+    cudaDeviceSynchronize();
+    cudaMemsetAsync(d, rank + 1, n * sizeof(int), 0); /* legacy default stream; no synchronize */
+    MPI_Request r;
+    MPI_Iallreduce(d, o, (int)n, MPI_INT, MPI_SUM, comm, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int *h = malloc(n * sizeof(int));
+    cudaMemcpy(h, o, n * sizeof(int), cudaMemcpyDeviceToHost);
+    long want = 0;
+    for (int q = 0; q < size; ++q) want += (long)(q + 1) * 0x01010101L;
+    long wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += h[i] != (int)want;
+    if (wrong) fprintf(stderr, "FAIL rank %d stream order: %ld of %zu wrong (%d, want %d)\n", rank, wrong, n, h[0], (int)want);
+    bad += wrong;
+    free(h);
+    cudaFree(d), cudaFree(o);
+}
+
+static void comm_free_in_flight(void)
+{
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    const size_t n = (1u << 20) + 1;
+    float *oa = dalloc(n * 4), *b = dfill(n, rank, 6);
+    MPI_Request r;
+    MPI_Iallreduce(b, oa, (int)n, MPI_FLOAT, MPI_SUM, dup, &r);
+    MPI_Request_free(&r);
+    MPI_Comm_free(&dup); /* with the operation in flight: it completes first */
+    expect("iallreduce on a freed communicator", oa, n, sum_of, 6);
+    cudaFree(b), cudaFree(oa);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int ndev = 0;
+    cudaGetDeviceCount(&ndev);
+    cudaSetDevice((lr ? atoi(lr) : rank) % (ndev ? ndev : 1));
+    for (int round = 0; round < 2; ++round) {
+        outstanding(MPI_COMM_WORLD);
+        mixed(MPI_COMM_WORLD);
+        two_comms();
+        freed(MPI_COMM_WORLD);
+        stream_order(MPI_COMM_WORLD);
+    }
+    comm_free_in_flight();
+    long total = 0;
+    MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == rank) printf("coll_nonblocking: %d ranks: %ld wrong elements or errors\n", size, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
