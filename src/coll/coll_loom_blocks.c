@@ -8,14 +8,17 @@
 void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator_t *comm, ompi_request_t **req,
                                  const void *sbuf, bool s_gpu, void *rbuf, bool r_gpu)
 {
+    /* The non-blocking twins follow the blocking ones in the same order (coll_loom.h). */
+    _Static_assert(LOOM_COLL_ialltoall - LOOM_COLL_alltoall == LOOM_COLL_iallgather - LOOM_COLL_allgather &&
+                       LOOM_COLL_igather - LOOM_COLL_gather == LOOM_COLL_iallgather - LOOM_COLL_allgather &&
+                       LOOM_COLL_iscatterv - LOOM_COLL_scatterv == LOOM_COLL_iallgather - LOOM_COLL_allgather,
+                   "LOOM_NONBLOCKING_COLLS lists the blocking ones' twins in order");
     memset(c, 0, sizeof(*c));
-    c->coll = coll;
+    c->coll = NULL != req ? coll + (LOOM_COLL_iallgather - LOOM_COLL_allgather) : coll;
     c->kind = LOOM_GPU_ALLTOALLV;
     c->dt = loomUint8;
-    c->why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
-               : NULL != req ? "non-blocking alltoall, gather and scatter are not on loom's kernels yet (their "
-                               "in-place pairs agree per call on the host)"
-               : NULL;
+    c->why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm : NULL;
+    c->req = req;
     c->in = s_gpu && MPI_IN_PLACE != sbuf ? sbuf : NULL;
     c->out = r_gpu ? rbuf : NULL;
 }

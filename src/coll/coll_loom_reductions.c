@@ -23,10 +23,7 @@ static loom_gpu_call_t reduction_call(int coll, loom_gpu_kind_t kind, ompi_datat
     c.kind = kind;
     c.count = count > 0 ? (size_t)count : 0;
     c.req = req;
-    c.why_not = NULL != req && (LOOM_GPU_SCAN == kind || LOOM_GPU_EXSCAN == kind)
-                  ? "non-blocking scan and exscan are not on loom's kernels yet (their first call connects every pair "
-                    "on the host)"
-              : count <= 0 ? "nothing to reduce"
+    c.why_not = count <= 0 ? "nothing to reduce"
               : mca_coll_loom_map_type_op(dt, count, op, &c.dt, &c.op);
     return c;
 }

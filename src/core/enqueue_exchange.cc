@@ -158,7 +158,10 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
     const ExchangeKnobs knobs = exchangeKnobs();
     const bool push = exchangePushes(knobs, fanIn != 0, agreedBlock);
-    loomResult_t r = planDirectPairs(comm, exchangeDirectLeast(knobs, fanIn != 0), push, in, sendcounts, sdispls, out, recvcounts, rdispls,
+    // No in-place pairs while the caller must not block (loomCommSetHostWait):
+    // their buffer descriptions are a per-call host exchange.
+    const size_t least = comm->hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
+    loomResult_t r = planDirectPairs(comm, least, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
     if (r != loomSuccess) return r;
     const size_t stepsAt = (direct ? 6 : 4) * N;

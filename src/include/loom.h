@@ -214,9 +214,11 @@ loomResult_t loomCommWait(loomComm_t comm);
 
 /* For callers that must not block (MPI's non-blocking collectives).
  * loomCommSetHostWait(comm, 0): the calls that follow never wait on the host
- * for other ranks (the zero-copy allreduce, whose per-call buffer
- * descriptions are a host rendezvous, is skipped); 1 (the default) allows it
- * again. Every rank of a call must pass the same setting.
+ * for other ranks (the zero-copy allreduce and the exchanges' in-place
+ * pairs, whose per-call buffer descriptions are a host rendezvous, are
+ * skipped; a communicator's first exchange or scan still connects every
+ * pair collectively); 1 (the default) allows it again. Every rank of a call
+ * must pass the same setting.
  * loomCommMark: a mark on loom's stream after every operation enqueued so
  * far, named by *ticket (1, 2, ...). loomCommTest: *done = 1 once the stream
  * got past the mark (then with loomCommWait's errors for what ran before
