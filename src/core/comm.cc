@@ -117,6 +117,9 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
         std::string why;
         if (parseRingOrders(given, comm->nranks, &mine, &why)) {
             orders = mine;
+            // The topology vouched for its own rings' links only: a given
+            // order may cross PCIe, where LL128's lines could tear.
+            comm->intraNvlink = false;
             nics.assign(orders.size(), RingNics{});
             if (comm->rank == 0) LOOM_INFO(kGraph, "LOOM_RINGS: %zu ring(s) instead of the topology's", orders.size());
         } else if (comm->rank == 0) {
@@ -250,7 +253,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[25] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[27] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
@@ -261,7 +264,9 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                                    (uint64_t)params().zeroCopyMinBytes, (uint64_t)params().zeroCopyMaxBytes,
                                    (uint64_t)params().zeroCopyOneShotBytes, (uint64_t)params().zeroCopyCtas,
                                    (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels,
-                                   (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes};
+                                   (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes,
+                                   (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes};
+    static_assert(sizeof(geometry) == sizeof(mine.fifoGeometry), "PeerInfo::fifoGeometry holds every word");
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");

@@ -16,7 +16,7 @@ namespace {
 // Offsets of the protocol areas inside a GPU region and inside a shm segment.
 void regionAreas(const loomComm *comm, char *base, char *areas[kNumRingProtos]) {
     areas[kProtoSimple] = base;
-    areas[kProtoLL] = base + comm->llRingOffset;
+    areas[kProtoLL] = comm->llRingMaxBytes ? base + comm->llRingOffset : nullptr;
     areas[kProtoLL128] = comm->ll128RingMaxBytes ? base + comm->ll128RingOffset : nullptr;
 }
 size_t shmBytes(const loomComm *comm) {
@@ -25,7 +25,8 @@ size_t shmBytes(const loomComm *comm) {
 }
 void shmAreas(const loomComm *comm, void *base, char *areas[kNumRingProtos]) {
     areas[kProtoSimple] = static_cast<char *>(base);
-    areas[kProtoLL] = static_cast<char *>(base) + (size_t)comm->maxChannels * comm->channelBytes;
+    areas[kProtoLL] = comm->llRingMaxBytes ? static_cast<char *>(base) + (size_t)comm->maxChannels * comm->channelBytes
+                                           : nullptr;
     areas[kProtoLL128] = nullptr; // host memory: never LL128
 }
 
@@ -45,6 +46,7 @@ const GeometryWords kGeometryWords[] = {
     {17, 5, "LOOM_ZERO_COPY_MIN_BYTES/MAX_BYTES/ONESHOT_BYTES/CTAS/CTA_BYTES"},
     {22, 1, "LOOM_NCHANNELS"},
     {23, 2, "LOOM_LL128_MAX_BYTES/LOOM_LL128_SLOT_BYTES"},
+    {25, 2, "LOOM_MIN_CHANNEL_BYTES (channel counts, the model's choices)/LOOM_LL_SLOT_BYTES (the region's layout)"},
 };
 
 std::string geometryText(const PeerInfo &p, const GeometryWords &g) {

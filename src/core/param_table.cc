@@ -74,13 +74,15 @@ const loomParamDef kParams[] = {
      "0: rings only)"},
     {"ll_ring_max_bytes", "LOOM_LL_RING_MAX_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 30, "0 (off)",
      "Ring on the LL protocol up to this size (4x H200: slower than zero-copy and one-shot LL at every size, "
-     "so off; outside the time model: where allowed, the table's order puts it after zero-copy and one-shot)"},
+     "so off; outside the time model, which passes it over beside the algorithms it knows: LOOM_ALGO=ll_ring runs "
+     "it)"},
     {"ll_slot_bytes", "LOOM_LL_SLOT_BYTES", LOOM_PARAM_INT, 64 * KiB, 4096, 16 * MiB, "64 KiB",
      "Bytes of LL lines per LL-ring FIFO slot"},
     {"ll128_max_bytes", "LOOM_LL128_MAX_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 30, "0 (off)",
      "Ring on the LL128 protocol (128-byte lines, 120 bytes of data and a flag; one host, every ring link NVLink "
-     "p2p) allowed up to this size; its FIFOs take channels x slots x LOOM_LL128_SLOT_BYTES of GPU memory; set it "
-     "alike on every rank"},
+     "p2p, the topology's rings) allowed up to this size; its FIFOs take channels x slots x LOOM_LL128_SLOT_BYTES "
+     "of GPU memory; outside the time model, which passes it over beside the algorithms it knows: "
+     "LOOM_ALGO=ll128_ring runs it; set it alike on every rank"},
     {"ll128_slot_bytes", "LOOM_LL128_SLOT_BYTES", LOOM_PARAM_INT, 64 * KiB, 4096, 16 * MiB, "64 KiB",
      "Bytes of LL128 lines per LL128-ring FIFO slot (a multiple of 4 KiB)"},
     // across hosts

@@ -152,14 +152,16 @@ bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock) {
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s) { return selectAlgorithm(comm, s, kAllAlgos); }
 
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s, unsigned allowed) {
+    // Where the model knows some allowed algorithm that fits, the fastest
+    // predicted of those wins and fitting rows it does not know (the LL and
+    // LL128 rings) are passed over: they run where LOOM_ALGO leaves nothing
+    // the model knows. Elsewhere the table's order decides.
     Choice first{-1, nullptr}, best{-1, nullptr}, second{-1, nullptr};
-    bool modelled = true;
     for (const Rule &r : kRules) {
         if (!(comm->algoMask & allowed & (1u << r.algo)) || !(r.colls & bit(s.coll)) || !r.fits(comm, s)) continue;
         const Choice c{r.algo, r.why, predictUs(comm, s, r.algo)};
         if (first.algo < 0) first = c;
-        modelled = modelled && c.us >= 0;
-        if (!modelled) break; // an algorithm the model does not know: table order
+        if (c.us < 0) continue;
         if (best.algo < 0 || c.us < best.us) { // ties: the earlier row
             second = best;
             best = c;
@@ -168,7 +170,7 @@ Choice selectAlgorithm(const loomComm *comm, const CallShape &s, unsigned allowe
         }
     }
     if (first.algo < 0) return Choice{kAlgoRing, "LOOM_ALGO leaves no other algorithm that fits this call"};
-    if (!modelled) {
+    if (best.algo < 0) {
         first.us = -1;
         return first;
     }

@@ -1,9 +1,10 @@
 /*
  * Which algorithm a call takes: one table (select.cc) of rules, each an
  * algorithm and the condition under which it can run the call. Where the
- * time model (core/tuning.h) has constants for every allowed algorithm, the
- * fastest predicted one wins; elsewhere the first row, in table order, that
- * names the call's collective and whose condition holds. Every entry point (enqueue.cc) asks here, then plans, launches and
+ * time model (core/tuning.h) has constants for some allowed algorithm that
+ * fits, the fastest predicted of those wins (fitting rows the model does not
+ * know, the LL and LL128 rings, are passed over); elsewhere the first row,
+ * in table order, that names the call's collective and whose condition holds. Every entry point (enqueue.cc) asks here, then plans, launches and
  * commits that algorithm. The choice and the rule that made it are traced
  * per call (LOOM_DEBUG=TRACE LOOM_DEBUG_SUBSYS=COLL).
  */

@@ -143,6 +143,15 @@ START_TEST(loom_proto_syntax) {
     ck_assert_int_eq(pick(c, kRingAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
     ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 16), kAlgoRing); // 16-byte elements
     ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 1 << 18, 1), kAlgoRing);  // allreduce only
+    // Allowed beside the modelled ones, the unmodelled LL128 ring is passed
+    // over: enabling it changes no choice the model makes.
+    c.algoMask = kAllAlgos;
+    c.ll128RingMaxBytes = size_t(1) << 30;
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 2 << 20, 2 << 20, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
+    c.llRingMaxBytes = size_t(1) << 30; // the LL ring likewise
+    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
 }
 END_TEST
 
