@@ -43,7 +43,13 @@ BEGIN_C_DECLS
     X(ineighbor_allgather, iallgather) X(ineighbor_allgatherv, iallgatherv)                         \
     X(ineighbor_alltoall, ialltoall) X(ineighbor_alltoallv, ialltoallv)                             \
     X(ineighbor_alltoallw, ineighbor_alltoallw)
-#define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X)
+/* Persistent collectives (Open MPI's pcollreq extension, MPIX_*_init): each
+ * MPI_Start runs the non-blocking twin (coll_loom_persistent.c). */
+#define LOOM_PERSISTENT_COLLS(X)                                                                     \
+    X(allreduce_init, allreduce_init) X(bcast_init, bcast_init) X(reduce_init, reduce_init)         \
+    X(allgather_init, allgather_init) X(alltoall_init, alltoall_init)                               \
+    X(reduce_scatter_block_init, reduce_scatter_block_init)
+#define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X) LOOM_PERSISTENT_COLLS(X)
 
 enum {
 #define LOOM_ENUM(name, type) LOOM_COLL_##name,

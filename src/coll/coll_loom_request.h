@@ -7,7 +7,9 @@
  * stream); communicators progress independently. A request freed before it
  * completes (MPI_Request_free) still completes: the callback releases it
  * then. A module whose loom communicator goes away first waits for its
- * pending requests (mca_coll_loom_requests_drain).
+ * pending requests (mca_coll_loom_requests_drain). Persistent requests
+ * (MPIX_*_init) run the non-blocking call at each MPI_Start and complete
+ * with it.
  */
 #ifndef COLL_LOOM_REQUEST_H
 #define COLL_LOOM_REQUEST_H
@@ -25,5 +27,16 @@ int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m);
 /* Component close: the progress callback goes. */
 void mca_coll_loom_requests_fini(void);
+
+/* Persistent collectives (MPIX_*_init, coll_loom_persistent.c): the
+ * arguments of the call, kept from init to free, and what MPI_Start runs:
+ * the same call as a non-blocking one, whose request (*inner) the
+ * persistent request follows to completion. */
+typedef struct mca_coll_loom_persistent_args_t mca_coll_loom_persistent_args_t;
+typedef int (*mca_coll_loom_start_fn_t)(mca_coll_loom_persistent_args_t *args, ompi_request_t **inner);
+void mca_coll_loom_persistent_args_release(mca_coll_loom_persistent_args_t *args);
+/* *req: an inactive persistent request of m; takes args. */
+int mca_coll_loom_request_persistent(mca_coll_loom_module_t *m, mca_coll_loom_start_fn_t start,
+                                     mca_coll_loom_persistent_args_t *args, ompi_request_t **req);
 
 #endif

@@ -19,10 +19,17 @@
  *                its result
  *   exchanges    Ialltoall (1 MiB blocks), Ialltoallv (ragged), Igather,
  *                Iscatter, Iscan, Iexscan in flight together
+ *   persistent   MPIX_Allreduce_init / Bcast_init / Alltoall_init (Open
+ *                MPI's pcollreq extension; a visible skip without it):
+ *                started several times with new data, MPI_Startall, waited,
+ *                then freed
  * Every call must take loom's GPU path (the .mpitest checks the reports).
  */
 #include <cuda_runtime.h>
 #include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +216,62 @@ static void exchanges(MPI_Comm comm)
     cudaFree(pin), cudaFree(pout), cudaFree(xout);
 }
 
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+static void persistent(MPI_Comm comm)
+{
+    const size_t n = 300001, b = 4096;
+    float *in = dalloc(n * 4), *out = dalloc(n * 4), *bc = dalloc(n * 4);
+    float *ain = dalloc(b * (size_t)size * 4), *aout = dalloc(b * (size_t)size * 4);
+    MPI_Request req[3];
+    int rc = MPIX_Allreduce_init(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &req[0]);
+    rc |= MPIX_Bcast_init(bc, (int)n, MPI_FLOAT, 1 % size, comm, MPI_INFO_NULL, &req[1]);
+    rc |= MPIX_Alltoall_init(ain, (int)b, MPI_FLOAT, aout, (int)b, MPI_FLOAT, comm, MPI_INFO_NULL, &req[2]);
+    if (MPI_SUCCESS != rc) ++bad;
+    float *h = malloc(n * 4), *ha = malloc(b * (size_t)size * 4);
+    for (int round = 0; round < 4; ++round) {
+        for (size_t i = 0; i < n; ++i) h[i] = value(rank, i, 20 + round);
+        cudaMemcpy(in, h, n * 4, cudaMemcpyHostToDevice);
+        if (rank == 1 % size) cudaMemcpy(bc, h, n * 4, cudaMemcpyHostToDevice);
+        for (int q = 0; q < size; ++q)
+            for (size_t i = 0; i < b; ++i) ha[(size_t)q * b + i] = exch_value(rank, q, i + (size_t)round);
+        cudaMemcpy(ain, ha, b * (size_t)size * 4, cudaMemcpyHostToDevice);
+        if (round % 2) {
+            if (MPI_SUCCESS != MPI_Startall(3, req)) ++bad;
+        } else {
+            for (int k = 0; k < 3; ++k)
+                if (MPI_SUCCESS != MPI_Start(&req[k])) ++bad;
+        }
+        if (MPI_SUCCESS != MPI_Waitall(3, req, MPI_STATUSES_IGNORE)) ++bad;
+        for (int k = 0; k < 3; ++k)
+            if (MPI_REQUEST_NULL == req[k]) { /* a persistent request stays allocated after its wait */
+                fprintf(stderr, "FAIL rank %d persistent request %d is MPI_REQUEST_NULL after a wait\n", rank, k);
+                ++bad;
+                return;
+            }
+        expect("persistent allreduce", out, n, sum_of, 20 + round);
+        float *hb = malloc(n * 4);
+        cudaMemcpy(hb, bc, n * 4, cudaMemcpyDeviceToHost);
+        long wrong = 0;
+        for (size_t i = 0; i < n; ++i) wrong += hb[i] != value(1 % size, i, 20 + round);
+        cudaMemcpy(ha, aout, b * (size_t)size * 4, cudaMemcpyDeviceToHost);
+        for (int q = 0; q < size; ++q)
+            for (size_t i = 0; i < b; ++i) wrong += ha[(size_t)q * b + i] != exch_value(q, rank, i + (size_t)round);
+        if (wrong) fprintf(stderr, "FAIL rank %d persistent bcast/alltoall round %d: %ld wrong\n", rank, round, wrong);
+        bad += wrong;
+        free(hb);
+    }
+    for (int k = 0; k < 3; ++k) MPI_Request_free(&req[k]);
+    free(h), free(ha);
+    cudaFree(in), cudaFree(out), cudaFree(bc), cudaFree(ain), cudaFree(aout);
+}
+#else
+static void persistent(MPI_Comm comm)
+{
+    (void)comm;
+    if (0 == rank) printf("SKIP persistent: this MPI has no MPIX_*_init (Open MPI's pcollreq extension)\n");
+}
+#endif
+
 static void two_comms(void)
 {
     MPI_Comm dup;
@@ -300,6 +363,7 @@ int main(int argc, char **argv)
         outstanding(MPI_COMM_WORLD);
         mixed(MPI_COMM_WORLD);
         exchanges(MPI_COMM_WORLD);
+        persistent(MPI_COMM_WORLD);
         two_comms();
         freed(MPI_COMM_WORLD);
         stream_order(MPI_COMM_WORLD);
