@@ -57,6 +57,8 @@ enum {
 #undef LOOM_ENUM
     LOOM_COLL_COUNT
 };
+/* mca_coll_loom_module_t::why_reported: a bit per collective. */
+_Static_assert(LOOM_COLL_COUNT <= 64, "one bit per collective in a uint64_t");
 extern const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT];
 
 /* How one call was served; printed once per (communicator, collective, path). */
@@ -107,6 +109,7 @@ typedef struct {
     void *exchange_tables; /* host tables of one exchange call (coll_loom_blocks.c), grown on demand */
     size_t exchange_tables_bytes;
     mca_coll_loom_profile_t *profile; /* LOOM_PROFILE: host time per phase of GPU-path calls (coll_loom_profile.h) */
+    bool busy; /* inside a call into its loom communicator: progress leaves its requests alone */
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
@@ -115,7 +118,7 @@ OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
 int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 
 /* Room for the core's tunables (core/param_table.h) as MCA parameters. */
-#define LOOM_MAX_CORE_PARAMS 64
+#define LOOM_MAX_CORE_PARAMS 96
 /* Sets LOOM_* for every core MCA parameter the user set (environment wins). */
 void mca_coll_loom_export_core_params(void);
 mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int *priority);

@@ -3,6 +3,7 @@
 #include "coll_loom_stage.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -219,6 +220,27 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, mca_coll_loom_why_intercomm);
     if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
     if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");
+    static int nonblocking_setup = -1; /* LOOM_NONBLOCKING_SETUP (coll_loom_nonblocking_setup), read once */
+    if (nonblocking_setup < 0) {
+        const char *v = getenv("LOOM_NONBLOCKING_SETUP");
+        nonblocking_setup = NULL != v && 0 != atoi(v);
+    }
+    if (NULL != c->req && !nonblocking_setup) {
+        /* A non-blocking call never waits on the host for other ranks: it
+         * takes loom's kernels only once the loom communicator exists (made
+         * by a blocking collective on device buffers) and, for the
+         * exchanges and scans, once their pairs are connected. Both are the
+         * same on every rank. */
+        if (LOOM_GPU_READY != m->gpu_state)
+            return stay_off(m, c, local_gpu, "a non-blocking call before a blocking collective on device buffers "
+                                             "made the communicator's loom communicator (that takes the host "
+                                             "agreement a non-blocking call must not wait for)");
+        int connected = 1;
+        const bool pairs = LOOM_GPU_ALLTOALLV == c->kind || LOOM_GPU_SCAN == c->kind || LOOM_GPU_EXSCAN == c->kind;
+        if (pairs && loomSuccess == loomCommPeersConnected(m->lcomm, &connected) && !connected)
+            return stay_off(m, c, local_gpu, "a non-blocking exchange or scan before a blocking one connected "
+                                             "every pair of ranks");
+    }
     if (LOOM_GPU_UNKNOWN == m->gpu_state) {
         /* Does any rank have device buffers? Only then is a loom communicator made. */
         int any = 0;
@@ -247,7 +269,9 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
     mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
     bool deferred = false;
+    m->busy = true; /* progress (the bootstrap may run it) leaves this loom communicator alone */
     loomResult_t r = run_here(m, c, in_info, out_info, &timer, &deferred);
+    m->busy = false;
     mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
     if (NULL == c->req) return mpi_error(r);
@@ -264,7 +288,7 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
 
 void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m)
 {
-    if (NULL != m->lcomm) mca_coll_loom_requests_drain(m); /* a freed communicator's operations still complete */
+    mca_coll_loom_requests_drain(m); /* a freed communicator's operations still complete */
     if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
     m->lcomm = NULL;
 }

@@ -33,6 +33,7 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->exchange_tables = NULL;
     m->exchange_tables_bytes = 0;
     m->profile = NULL;
+    m->busy = false;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }

@@ -42,6 +42,7 @@ static mca_coll_loom_persistent_args_t *new_args(int kind, mca_coll_base_module_
     a->sdt = sdt;
     a->rdt = rdt;
     a->op = op;
+    OBJ_RETAIN(comm); /* a start after MPI_Comm_free still finds it */
     if (NULL != sdt) OBJ_RETAIN(sdt);
     if (NULL != rdt) OBJ_RETAIN(rdt);
     if (NULL != op) OBJ_RETAIN(op);
@@ -53,6 +54,7 @@ void mca_coll_loom_persistent_args_release(mca_coll_loom_persistent_args_t *a)
     if (NULL != a->sdt) OBJ_RELEASE(a->sdt);
     if (NULL != a->rdt) OBJ_RELEASE(a->rdt);
     if (NULL != a->op) OBJ_RELEASE(a->op);
+    OBJ_RELEASE(a->comm);
     free(a);
 }
 
@@ -79,7 +81,7 @@ static int start(mca_coll_loom_persistent_args_t *a, ompi_request_t **inner)
 
 static int make(mca_coll_loom_persistent_args_t *a, mca_coll_base_module_t *module, ompi_request_t **req)
 {
-    if (NULL == a) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (NULL == a) return MPI_ERR_NO_MEM;
     return mca_coll_loom_request_persistent((mca_coll_loom_module_t *)module, start, a, req);
 }
 

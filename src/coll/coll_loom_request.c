@@ -6,11 +6,24 @@
 #include "opal/class/opal_object.h"
 #include "opal/runtime/opal_progress.h"
 
-typedef struct mca_coll_loom_request_t {
+/* Open MPI 4.1's MPI_I* entry points retain a call's derived datatypes and
+ * user op through the fields of ompi_coll_base_nbc_request_t (coll/base's
+ * non-blocking request) on whatever request a component returns: a loom
+ * request starts with the same layout. That header cannot be included here
+ * (it pulls in a Fortran header the packages do not ship), hence the copy. */
+typedef struct {
     ompi_request_t super;
+    void *cb;                   /* union of a completion and a free callback */
+    void *req_complete_cb_data;
+    void *data[2];              /* union: op and datatype, or two datatypes, or two objects */
+} loom_nbc_request_t;
+
+typedef struct mca_coll_loom_request_t {
+    loom_nbc_request_t super;
     mca_coll_loom_module_t *m;
     int coll;                             /* LOOM_COLL_*, for its error report */
     uint64_t ticket;                      /* loomCommMark's, on m's loom communicator */
+    int rc;                               /* its MPI error, once finished */
     bool freed;                           /* MPI_Request_free came first: release on completion */
     struct mca_coll_loom_request_t *next; /* the pending list, oldest first */
     /* Persistent requests: what MPI_Start runs, its arguments (released with
@@ -26,8 +39,10 @@ static int loom_request_cancel(ompi_request_t *request, int complete) { (void)re
 
 static void loom_request_construct(mca_coll_loom_request_t *r)
 {
+    r->super.cb = r->super.req_complete_cb_data = r->super.data[0] = r->super.data[1] = NULL;
     r->m = NULL;
     r->coll = 0;
+    r->rc = MPI_SUCCESS;
     r->ticket = 0;
     r->freed = false;
     r->next = NULL;
@@ -48,17 +63,17 @@ static mca_coll_loom_request_t *new_request(mca_coll_loom_module_t *m)
 {
     mca_coll_loom_request_t *r = OBJ_NEW(mca_coll_loom_request_t);
     if (NULL == r) return NULL;
-    OMPI_REQUEST_INIT(&r->super, false);
-    r->super.req_type = OMPI_REQUEST_COLL;
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
-    r->super.req_free = loom_request_free;
-    r->super.req_cancel = loom_request_cancel;
-    r->super.req_mpi_object.comm = m->comm;
-    r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
-    r->super.req_status.MPI_TAG = MPI_ANY_TAG;
-    r->super.req_status.MPI_ERROR = MPI_SUCCESS;
-    r->super.req_status._cancelled = 0;
-    r->super.req_status._ucount = 0;
+    OMPI_REQUEST_INIT(&r->super.super, false);
+    r->super.super.req_type = OMPI_REQUEST_COLL;
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_free = loom_request_free;
+    r->super.super.req_cancel = loom_request_cancel;
+    r->super.super.req_mpi_object.comm = m->comm;
+    r->super.super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
+    r->super.super.req_status.MPI_TAG = MPI_ANY_TAG;
+    r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    r->super.super.req_status._cancelled = 0;
+    r->super.super.req_status._ucount = 0;
     r->m = m;
     return r;
 }
@@ -66,14 +81,14 @@ static mca_coll_loom_request_t *new_request(mca_coll_loom_module_t *m)
 static void release(mca_coll_loom_request_t *r)
 {
     if (NULL != r->args) mca_coll_loom_persistent_args_release(r->args);
-    OMPI_REQUEST_FINI(&r->super);
+    OMPI_REQUEST_FINI(&r->super.super);
     OBJ_RELEASE(r);
 }
 
 static void complete(mca_coll_loom_request_t *r, int rc)
 {
-    r->super.req_status.MPI_ERROR = rc;
-    ompi_request_complete(&r->super, true);
+    r->super.super.req_status.MPI_ERROR = rc;
+    ompi_request_complete(&r->super.super, true);
     if (r->freed) release(r);
 }
 
@@ -88,7 +103,7 @@ static void append(mca_coll_loom_request_t *r)
 static int loom_request_free(ompi_request_t **request)
 {
     mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)*request;
-    if (REQUEST_COMPLETE(&r->super)) release(r);
+    if (REQUEST_COMPLETE(&r->super.super)) release(r);
     else r->freed = true; /* the operation still completes; progress releases it then */
     *request = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
@@ -103,37 +118,52 @@ static void unlink_request(mca_coll_loom_request_t *prev, mca_coll_loom_request_
     r->next = NULL;
 }
 
+/* Two passes: the first (never re-entered, skipping modules inside a loom
+ * call, whose loom communicator must not be touched from under it) takes
+ * every finished request out of the list; the second completes them, which
+ * may run Open MPI's callbacks or free a communicator (and so drain its
+ * module, running progress again). */
 static int loom_progress(void)
 {
-    int completed = 0;
+    static bool walking = false;
+    if (walking || NULL == pending_head) return 0;
+    walking = true;
+    mca_coll_loom_request_t *done_head = NULL, **done_tail = &done_head;
     mca_coll_loom_request_t *prev = NULL, *r = pending_head;
     while (NULL != r) {
         mca_coll_loom_request_t *next = r->next;
-        if (NULL != r->inner) { /* a started persistent request: done when its call is */
-            if (REQUEST_COMPLETE(r->inner)) {
-                const int rc = r->inner->req_status.MPI_ERROR;
-                ompi_request_free(&r->inner);
-                r->inner = NULL;
-                unlink_request(prev, r);
-                complete(r, rc);
-                ++completed;
-            } else {
-                prev = r;
-            }
-            r = next;
-            continue;
-        }
-        int done = 0;
-        const loomResult_t lr = loomCommTest(r->m->lcomm, r->ticket, &done);
-        if (done || loomSuccess != lr) {
-            unlink_request(prev, r);
+        bool finished = false;
+        if (r->m->busy) {
+            /* its loom communicator is in use by the call that got here */
+        } else if (NULL != r->inner) { /* a started persistent request: done when its call is */
+            finished = REQUEST_COMPLETE(r->inner);
+            if (finished) r->rc = r->inner->req_status.MPI_ERROR;
+        } else {
+            int done = 0;
+            const loomResult_t lr = loomCommTest(r->m->lcomm, r->ticket, &done);
+            finished = done || loomSuccess != lr;
             if (loomSuccess != lr) mca_coll_loom_report_error(r->m, mca_coll_loom_coll_names[r->coll], lr);
-            complete(r, loomSuccess == lr ? MPI_SUCCESS : MPI_ERR_OTHER);
-            ++completed;
+            r->rc = loomSuccess == lr ? MPI_SUCCESS : MPI_ERR_OTHER;
+        }
+        if (finished) {
+            unlink_request(prev, r);
+            *done_tail = r;
+            done_tail = &r->next;
         } else {
             prev = r;
         }
         r = next;
+    }
+    walking = false;
+    int completed = 0;
+    while (NULL != done_head) {
+        r = done_head;
+        done_head = r->next;
+        r->next = NULL;
+        if (NULL != r->inner) ompi_request_free(&r->inner); /* r->inner = MPI_REQUEST_NULL */
+        r->inner = NULL;
+        complete(r, r->rc);
+        ++completed;
     }
     return completed;
 }
@@ -141,30 +171,28 @@ static int loom_progress(void)
 int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, ompi_request_t **req)
 {
     uint64_t ticket = 0;
-    const loomResult_t lr = loomCommMark(m->lcomm, &ticket);
-    if (loomSuccess != lr) {
-        loomCommWait(m->lcomm); /* no mark: finish here instead */
-        return mca_coll_loom_request_done(m, MPI_ERR_OTHER, req);
-    }
     mca_coll_loom_request_t *r = new_request(m);
-    if (NULL == r) {
-        loomCommWait(m->lcomm);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (NULL == r || loomSuccess != loomCommMark(m->lcomm, &ticket)) {
+        /* No request or no mark: the call finishes here instead. */
+        if (NULL != r) OBJ_RELEASE(r);
+        const int rc = loomSuccess == loomCommWait(m->lcomm) ? MPI_SUCCESS : MPI_ERR_OTHER;
+        return MPI_SUCCESS == rc ? mca_coll_loom_request_done(m, rc, req) : rc;
     }
     r->ticket = ticket;
     r->coll = coll;
     append(r);
-    *req = &r->super;
+    *req = &r->super.super;
     return MPI_SUCCESS;
 }
 
 int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t **req)
 {
+    if (MPI_SUCCESS != rc) return rc; /* the error is the call's: no request */
     mca_coll_loom_request_t *r = new_request(m);
-    if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
-    complete(r, rc);
-    *req = &r->super;
-    return rc;
+    if (NULL == r) return MPI_ERR_NO_MEM;
+    complete(r, MPI_SUCCESS);
+    *req = &r->super.super;
+    return MPI_SUCCESS;
 }
 
 static bool any_pending(const mca_coll_loom_module_t *m)
@@ -177,18 +205,19 @@ static bool any_pending(const mca_coll_loom_module_t *m)
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m)
 {
     if (!any_pending(m)) return;
-    loomCommWait(m->lcomm); /* then every plain request of m completes at once */
-    while (any_pending(m)) opal_progress(); /* persistent ones: their calls' requests too */
+    if (NULL != m->lcomm) loomCommWait(m->lcomm); /* then every plain request of m completes at once */
+    while (any_pending(m)) opal_progress(); /* started persistent ones: their calls' requests too */
 }
 
 static int loom_persistent_start(size_t count, ompi_request_t **requests)
 {
     for (size_t i = 0; i < count; ++i) {
         mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)requests[i];
-        r->super.req_state = OMPI_REQUEST_ACTIVE;
-        r->super.req_complete = REQUEST_PENDING;
-        r->super.req_status.MPI_ERROR = MPI_SUCCESS;
-        r->super.req_status._cancelled = 0;
+        if (OMPI_REQUEST_ACTIVE == r->super.super.req_state) return MPI_ERR_REQUEST; /* started twice */
+        r->super.super.req_state = OMPI_REQUEST_ACTIVE;
+        r->super.super.req_complete = REQUEST_PENDING;
+        r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+        r->super.super.req_status._cancelled = 0;
         ompi_request_t *inner = NULL;
         const int rc = r->start(r->args, &inner);
         if (MPI_SUCCESS != rc || NULL == inner) {
@@ -208,14 +237,14 @@ int mca_coll_loom_request_persistent(mca_coll_loom_module_t *m, mca_coll_loom_st
     mca_coll_loom_request_t *r = new_request(m);
     if (NULL == r) {
         mca_coll_loom_persistent_args_release(args);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        return MPI_ERR_NO_MEM;
     }
-    OMPI_REQUEST_INIT(&r->super, true); /* inactive until MPI_Start */
-    r->super.req_state = OMPI_REQUEST_INACTIVE;
-    r->super.req_start = loom_persistent_start;
+    OMPI_REQUEST_INIT(&r->super.super, true); /* inactive until MPI_Start */
+    r->super.super.req_state = OMPI_REQUEST_INACTIVE;
+    r->super.super.req_start = loom_persistent_start;
     r->start = start;
     r->args = args;
-    *req = &r->super;
+    *req = &r->super.super;
     return MPI_SUCCESS;
 }
 

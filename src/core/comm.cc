@@ -349,6 +349,9 @@ void releaseComm(loomComm *comm) {
     cudaFree(comm->edgeConnsDev);
     cudaFree(comm->edgeAcc);
     if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
+    for (const loom::CallMarks::Mark &m : comm->marks.pending) cudaEventDestroy(m.event);
+    for (cudaEvent_t e : comm->marks.spare) cudaEventDestroy(e);
+    for (void *p : comm->deferredFrees) cudaFree(p);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
     delete comm->arrivals;
@@ -424,7 +427,11 @@ extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
 
 loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, size_t need, const char *what) {
     if (need <= *have) return loomSuccess;
-    cudaFree(*buf);
+    // cudaFree waits for the whole device, kernels of other communicators
+    // waiting for peers included: a call that must not block (MPI's
+    // non-blocking ones) leaves the old buffer to the next blocking wait.
+    if (!comm->hostWaitAllowed && *buf) comm->deferredFrees.push_back(*buf);
+    else cudaFree(*buf);
     *buf = nullptr;
     *have = 0;
     int current = -1;
@@ -507,6 +514,12 @@ std::string describeAbsentPeers(const loomComm *comm) { return whoDidNotArrive(c
 } // namespace loom
 
 
+extern "C" loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected) {
+    if (!comm || !connected) return fail(loomInvalidArgument, "loomCommPeersConnected: NULL argument");
+    *connected = comm->peers && comm->peers->ready;
+    return loomSuccess;
+}
+
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
     cudaError_t err;
@@ -517,6 +530,8 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     } else {
         err = cudaStreamSynchronize(comm->stream);
     }
+    for (void *p : comm->deferredFrees) cudaFree(p); // the stream is idle: nothing reads them
+    comm->deferredFrees.clear();
     return loom::callsFinished(comm, err, true);
 }
 

@@ -103,6 +103,12 @@ const loomParamDef kParams[] = {
     {"nchannels", "LOOM_NCHANNELS", LOOM_PARAM_INT, 0, 0, 64, "0",
      "CTAs (channels) of every ring, one-shot and zero-copy call, whatever its size, up to what each has (ring: "
      "LOOM_MAX_NCHANNELS; one-shot 32, zero-copy 64); 0: the tuner decides by size; set it alike on every rank"},
+    {"nonblocking_setup", "LOOM_NONBLOCKING_SETUP", LOOM_PARAM_INT, 0, 0, 1, "0",
+     "1: a non-blocking collective on device buffers may make the communicator's loom communicator and connect "
+     "its pairs (host agreements inside the call, as a blocking call makes them), so that programs whose only "
+     "device-buffer collectives are non-blocking (osu_iallreduce) run on loom's kernels; safe where no rank waits "
+     "for a point-to-point message between two collectives the others have started; 0: those calls are staged "
+     "until a blocking collective on device buffers has made them"},
     {"tree_max_bytes", "LOOM_TREE_MAX_BYTES", LOOM_PARAM_INT, 64 * KiB, 0, 1L << 40, "64 KiB",
      "Where ranks span hosts: the tree allreduce up to this size, above recursive doubling's (0: off)"},
     {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",

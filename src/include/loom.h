@@ -226,6 +226,10 @@ loomResult_t loomCommWait(loomComm_t comm);
 loomResult_t loomCommSetHostWait(loomComm_t comm, int allowed);
 loomResult_t loomCommMark(loomComm_t comm, uint64_t *ticket);
 loomResult_t loomCommTest(loomComm_t comm, uint64_t ticket, int *done);
+/* *connected = 1 once the communicator's first exchange or scan connected
+ * every pair (the same answer on every rank); until then those calls would
+ * connect them collectively, on the host. */
+loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected);
 
 #ifdef __cplusplus
 }

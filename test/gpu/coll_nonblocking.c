@@ -17,6 +17,10 @@
  *                see the memset's bytes (README: stream semantics)
  *   comm free    MPI_Comm_free of a dup with an operation in flight, then
  *                its result
+ *   derived      an Ibcast of a contiguous derived type, freed right after
+ *                the call
+ *   before       a fresh communicator's non-blocking calls before any
+ *                blocking one (staged: no host agreement in them), correct
  *   exchanges    Ialltoall (1 MiB blocks), Ialltoallv (ragged), Igather,
  *                Iscatter, Iscan, Iexscan in flight together
  *   persistent   MPIX_Allreduce_init / Bcast_init / Alltoall_init (Open
@@ -95,8 +99,7 @@ static void outstanding(MPI_Comm comm)
         if (MPI_SUCCESS != rc) ++bad;
     }
     for (int k = K - 1; k >= 0; --k) { /* reverse order */
-        MPI_Status st;
-        if (MPI_SUCCESS != MPI_Wait(&req[k], &st) || MPI_SUCCESS != st.MPI_ERROR) ++bad;
+        if (MPI_SUCCESS != MPI_Wait(&req[k], MPI_STATUS_IGNORE)) ++bad;
         check_request_null(req[k], "outstanding");
         expect("outstanding iallreduce", out[k], sizes[k], sum_of, k);
     }
@@ -276,6 +279,11 @@ static void two_comms(void)
 {
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    { /* blocking first: the dup's loom communicator */
+        float *w = dalloc(4);
+        MPI_Allreduce(MPI_IN_PLACE, w, 1, MPI_FLOAT, MPI_SUM, dup);
+        cudaFree(w);
+    }
     const size_t n = (1u << 18) + 1;
     float *a = dfill(n, rank, 1), *b = dfill(n, rank, 2), *oa = dalloc(n * 4), *ob = dalloc(n * 4);
     MPI_Request req[2];
@@ -314,6 +322,24 @@ static void freed(MPI_Comm comm)
     cudaFree(a), cudaFree(oa), cudaFree(c), cudaFree(oc);
 }
 
+/* A derived datatype (4 floats), freed right after the call: Open MPI
+ * retains it through the request loom returns (MPI reduces only predefined
+ * types: a broadcast carries it). */
+static void derived_type(MPI_Comm comm)
+{
+    const size_t n = 4 * 50001;
+    float *buf = rank == 1 % size ? dfill(n, rank, 11) : dalloc(n * 4);
+    MPI_Datatype four;
+    MPI_Type_contiguous(4, MPI_FLOAT, &four);
+    MPI_Type_commit(&four);
+    MPI_Request r;
+    if (MPI_SUCCESS != MPI_Ibcast(buf, (int)(n / 4), four, 1 % size, comm, &r)) ++bad;
+    MPI_Type_free(&four);
+    if (MPI_SUCCESS != MPI_Wait(&r, MPI_STATUS_IGNORE)) ++bad;
+    expect("ibcast of a derived type", buf, n, from_root1, 11);
+    cudaFree(buf);
+}
+
 static void stream_order(MPI_Comm comm)
 {
     const size_t n = (1u << 20) + 7; /* ints */
@@ -342,6 +368,7 @@ static void comm_free_in_flight(void)
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     const size_t n = (1u << 20) + 1;
     float *oa = dalloc(n * 4), *b = dfill(n, rank, 6);
+    MPI_Allreduce(MPI_IN_PLACE, oa, 1, MPI_FLOAT, MPI_SUM, dup); /* blocking first: the dup's loom communicator */
     MPI_Request r;
     MPI_Iallreduce(b, oa, (int)n, MPI_FLOAT, MPI_SUM, dup, &r);
     MPI_Request_free(&r);
@@ -359,8 +386,24 @@ int main(int argc, char **argv)
     int ndev = 0;
     cudaGetDeviceCount(&ndev);
     cudaSetDevice((lr ? atoi(lr) : rank) % (ndev ? ndev : 1));
+    /* Non-blocking calls take loom's kernels once a blocking collective on
+     * device buffers made the loom communicator (and, for exchanges and
+     * scans, once a blocking one connected every pair); before, they are
+     * staged, still correct: round 0 of a fresh dup checks that. */
+    MPI_Comm fresh;
+    MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+    outstanding(fresh);
+    MPI_Comm_free(&fresh);
+    {
+        float *w = dfill((size_t)size, rank, 0), *o = dalloc((size_t)size * 4);
+        MPI_Allreduce(w, o, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Alltoall(w, 1, MPI_FLOAT, o, 1, MPI_FLOAT, MPI_COMM_WORLD);
+        MPI_Scan(w, o, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        cudaFree(w), cudaFree(o);
+    }
     for (int round = 0; round < 2; ++round) {
         outstanding(MPI_COMM_WORLD);
+        derived_type(MPI_COMM_WORLD);
         mixed(MPI_COMM_WORLD);
         exchanges(MPI_COMM_WORLD);
         persistent(MPI_COMM_WORLD);
