@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/select.h"
 #include "core/tuning.h"
@@ -28,6 +30,24 @@ loomComm oneHost(int n) {
     return c;
 }
 
+// (bytes, loom's us) of a loom-bench CSV under contrib/bench/results.
+std::vector<std::pair<size_t, double>> measured(const std::string &name) {
+    const std::string path = std::string(LOOM_BENCH_RESULTS) + "/" + name;
+    std::ifstream f(path);
+    ck_assert_msg(f.good(), "cannot read %s", path.c_str());
+    std::vector<std::pair<size_t, double>> points;
+    std::string line;
+    std::getline(f, line); // header: bytes,loom_us,...
+    while (std::getline(f, line)) {
+        std::istringstream row(line);
+        std::string bytes, us;
+        std::getline(row, bytes, ',');
+        std::getline(row, us, ',');
+        points.emplace_back(std::stoull(bytes), std::stod(us));
+    }
+    return points;
+}
+
 } // namespace
 
 START_TEST(predictions_within_a_quarter_of_the_measurements) {
@@ -40,25 +60,15 @@ START_TEST(predictions_within_a_quarter_of_the_measurements) {
     std::string worstAt;
     for (int n = 2; n <= 4; ++n)
         for (const auto &a : algos) {
-            char path[512];
-            snprintf(path, sizeof(path), "%s/2026-11-27_h200x4_model_%s_np%d.csv", LOOM_BENCH_RESULTS, a.name, n);
-            std::ifstream f(path);
-            ck_assert_msg(f.good(), "cannot read %s", path);
-            std::string line;
-            std::getline(f, line); // header: bytes,loom_us,...
             const loomComm c = oneHost(n);
-            while (std::getline(f, line)) {
-                std::istringstream row(line);
-                std::string bytes, us;
-                std::getline(row, bytes, ',');
-                std::getline(row, us, ',');
-                const size_t b = std::stoull(bytes);
+            for (const auto &[b, measuredUs] : measured("2026-11-27_h200x4_model_" + std::string(a.name) + "_np" +
+                                                       std::to_string(n) + ".csv")) {
                 if (b < 8) continue; // each run's first size: warm-up
-                const double measured = std::stod(us);
                 const double predicted = predictUs(&c, CallShape{kRingAllReduce, b, b, 4, false}, a.algo);
                 ck_assert(predicted > 0);
-                const double err = std::fabs(predicted - measured) / measured;
-                if (err > worst) worst = err, worstAt = std::string(a.name) + " np" + std::to_string(n) + " " + bytes;
+                const double err = std::fabs(predicted - measuredUs) / measuredUs;
+                if (err > worst)
+                    worst = err, worstAt = std::string(a.name) + " np" + std::to_string(n) + " " + std::to_string(b);
                 ++points;
             }
         }
@@ -81,24 +91,12 @@ START_TEST(predictions_on_fixed_ctas_within_a_quarter) {
     double worst = 0;
     std::string worstAt;
     for (const auto &r : runs) {
-        char path[512];
-        snprintf(path, sizeof(path), "%s/2026-11-27_h200x4_channels_%s_ch%d_np4.csv", LOOM_BENCH_RESULTS, r.name,
-                 r.channels);
-        std::ifstream f(path);
-        ck_assert_msg(f.good(), "cannot read %s", path);
-        std::string line;
-        std::getline(f, line);
-        while (std::getline(f, line)) {
-            std::istringstream row(line);
-            std::string bytes, us;
-            std::getline(row, bytes, ',');
-            std::getline(row, us, ',');
-            const size_t b = std::stoull(bytes);
-            const double measured = std::stod(us);
+        for (const auto &[b, measuredUs] : measured("2026-11-27_h200x4_channels_" + std::string(r.name) + "_ch" +
+                                                   std::to_string(r.channels) + "_np4.csv")) {
             const double predicted = predictUs(&c, CallShape{kRingAllReduce, b, b, 4, false}, r.algo, r.channels);
-            const double err = std::fabs(predicted - measured) / measured;
+            const double err = std::fabs(predicted - measuredUs) / measuredUs;
             if (err > worst)
-                worst = err, worstAt = std::string(r.name) + " on " + std::to_string(r.channels) + " CTAs, " + bytes;
+                worst = err, worstAt = std::string(r.name) + " on " + std::to_string(r.channels) + " CTAs, " + std::to_string(b);
             ++points;
         }
     }
