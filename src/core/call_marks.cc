@@ -7,8 +7,6 @@
  * finish in ticket order: a test pops finished marks from the front and
  * stops at the first unfinished one. Events are recycled.
  */
-#include <algorithm>
-
 #include "core/comm.h"
 #include "core/debug.h"
 #include "loom.h"

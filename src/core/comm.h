@@ -158,6 +158,17 @@ inline void withdrawEntry(loomComm *comm) {
     if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
 }
 
+// A ring protocol's FIFO slot, and one channel's FifoFlags + slots, in the
+// area of that protocol (kProtoSimple, kProtoLL, kProtoLL128).
+inline size_t ringSlotBytes(const loomComm *comm, int proto) {
+    return proto == kProtoLL ? comm->llRingSlotBytes : proto == kProtoLL128 ? comm->ll128RingSlotBytes : comm->slotBytes;
+}
+inline size_t ringChannelBytes(const loomComm *comm, int proto) {
+    return proto == kProtoLL ? comm->llRingChannelBytes
+           : proto == kProtoLL128 ? comm->ll128RingChannelBytes
+                                  : comm->channelBytes;
+}
+
 // After the stream finished the calls up to some point (err: what the wait
 // or query said): a silent peer, a failed kernel or an undelivered block as
 // loomCommWait reports them. all: every call enqueued so far finished.

@@ -221,9 +221,7 @@ loomResult_t buildRingTables(loomComm *comm) {
     for (RingLink &ring : comm->rings)
         if (e == cudaSuccess) e = uploadRingOrder(&ring);
     for (int p = 0; p < kNumRingProtos && e == cudaSuccess; ++p) {
-        const size_t chBytes = p == kProtoLL      ? comm->llRingChannelBytes
-                               : p == kProtoLL128 ? comm->ll128RingChannelBytes
-                                                  : comm->channelBytes;
+        const size_t chBytes = ringChannelBytes(comm, p);
         std::vector<RingChannel> chans((size_t)comm->maxChannels);
         for (int c = 0; c < comm->maxChannels && n > 1; ++c) {
             const RingLink &ring = comm->rings[c % nr];

@@ -75,9 +75,7 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.nchannels = ringChannels(comm, c.totalBytes); // core/tuning.h
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
-    a.slotBytes = c.proto == kProtoLL      ? comm->llRingSlotBytes
-                  : c.proto == kProtoLL128 ? comm->ll128RingSlotBytes
-                                           : comm->slotBytes;
+    a.slotBytes = ringSlotBytes(comm, c.proto);
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
     ConnSteps *steps = comm->ringSteps[c.proto];
