@@ -106,6 +106,8 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic, &nics);
     if (r != loomSuccess) return r;
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
+    for (int q = 0; q < comm->nranks; ++q)
+        comm->gpuShared |= q != comm->rank && ids[q].hostHash == me.hostHash && strcmp(ids[q].busId, me.busId) == 0;
     // The same graphs on every rank: every rank decides alike.
     comm->intraNvlink = !comm->spansHosts && g.intraType <= topo::PathType::Nvl;
     comm->trees[0] = g.trees[0];
@@ -324,6 +326,7 @@ void releaseComm(loomComm *comm) {
     cudaGetDevice(&current);
     if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
     if (comm->stream) cudaStreamSynchronize(comm->stream);
+    residentRelease(comm); // before the slots its calls write go
     // One deadline for the sends of all links (a dead peer takes none).
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     for (RingLink &ring : comm->rings) {
@@ -522,6 +525,9 @@ extern "C" loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected) 
 
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
+    // A call on the resident kernel was the last one: loom's stream was idle
+    // when it was posted, and nothing was enqueued since (enterCollective).
+    if (comm->residentPosted) return loom::residentFinish(comm);
     cudaError_t err;
     if (comm->ringsUseNet || comm->edgesUseNet) {
         // The proxy threads move this collective's data: a rank bound to one
@@ -532,6 +538,7 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     }
     for (void *p : comm->deferredFrees) cudaFree(p); // the stream is idle: nothing reads them
     comm->deferredFrees.clear();
+    comm->streamIdle = err == cudaSuccess;
     return loom::callsFinished(comm, err, true);
 }
 

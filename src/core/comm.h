@@ -15,6 +15,7 @@
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
 #include "core/arrival.h"
+#include "core/resident.h"
 #include "core/ring_link.h"
 #include "device/oneshot_args.h"
 #include "device/conn.h"
@@ -130,6 +131,16 @@ struct loomComm {
     loom::ArrivalBoard *arrivals = nullptr; // this host's ranks' collsEntered (null: none)
     int arrivalSlot = -1;        // this rank's slot on it
     bool failed = false;
+    bool gpuShared = false;      // another rank's process uses this GPU (no resident kernel)
+    // The resident kernel (core/resident.h); residentPosted: a call posted to
+    // it that no wait has seen finish yet.
+    loom::ResidentState *resident = nullptr;
+    bool residentPosted = false;
+    // loom's stream holds nothing unfinished (a wait saw it drain and nothing
+    // was enqueued since; false when unsure), and whether it was so when the
+    // current call entered (beginCall): the resident kernel's cheap check.
+    bool streamIdle = true;
+    bool streamIdleAtEntry = false;
     // loomCommSetHostWait: 0 while the caller may not wait on the host for
     // other ranks (MPI's non-blocking collectives): no zero-copy allreduce.
     bool hostWaitAllowed = true;
@@ -143,9 +154,24 @@ struct loomComm {
 
 namespace loom {
 
+// Every collective entry point, before anything goes on loom's stream.
+inline void beginCall(loomComm *comm) {
+    comm->streamIdleAtEntry = comm->streamIdle;
+    comm->streamIdle = false;
+}
+
+// Work put on loom's stream ahead of the call's own kernel (copies of inputs).
+inline void streamBusy(loomComm *comm) {
+    comm->streamIdle = false;
+    comm->streamIdleAtEntry = false;
+}
+
 // Every collective's enqueue, once per call on every rank, before its launch:
-// names it for errors and counts it on the arrival board.
+// names it for errors and counts it on the arrival board. A call still on the
+// resident kernel finishes first (a C API caller may enqueue again before it
+// waits; the component always waits).
 inline void enterCollective(loomComm *comm, const char *name) {
+    if (comm->residentPosted) residentFinish(comm); // its failure fails the communicator
     comm->lastColl = name;
     ++comm->collsEntered;
     if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);

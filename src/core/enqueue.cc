@@ -140,6 +140,7 @@ bool equalBlocks(const size_t *counts, const size_t *displs, int n) {
 loomResult_t vInputCopy(loomComm *comm, const void *in, size_t bytes, cudaStream_t stream, const void **copy) {
     loomResult_t r = growDeviceBuffer(comm, &comm->vInput, &comm->vInputBytes, bytes, "in-place reduce_scatter input");
     if (r != loomSuccess) return r;
+    streamBusy(comm);
     cudaError_t e = cudaMemcpyAsync(comm->vInput, in, bytes, cudaMemcpyDeviceToDevice, stream);
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: copy of an in-place reduce_scatter's input (%zu B): %s",
@@ -174,7 +175,9 @@ namespace loom {
 
 loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
+    if (comm->residentPosted && residentFinish(comm) != loomSuccess) return loomRemoteError; // said by it
     if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
+    beginCall(comm);
     if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
     if (reduction && !loomOpSupported(dtype, op))
         return fail(loomInvalidArgument, "%s: op %d is not defined on datatype %d", what, (int)op, (int)dtype);

@@ -95,7 +95,9 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
                                      size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
     if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
+    if (comm->residentPosted && residentFinish(comm) != loomSuccess) return loomRemoteError; // said by it
     if (comm->failed) return fail(loomRemoteError, "loomAllToAllV: rank %d: communicator failed earlier", comm->rank);
+    beginCall(comm);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
         return fail(loomInvalidArgument, "loomAllToAllV: NULL counts or displacements");
     const int n = comm->nranks, me = comm->rank;
@@ -135,6 +137,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
         !(oneShot && sameLayout(in, sendcounts, sdispls, out, recvcounts, rdispls, n))) {
         loomResult_t r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, inSpan, "in-place alltoallv input");
         if (r != loomSuccess) return r;
+        streamBusy(comm);
         cudaError_t e = cudaMemcpyAsync(p.inputCopy, in, inSpan, cudaMemcpyDeviceToDevice, stream);
         if (e != cudaSuccess) return cudaFail(comm, "copy of an in-place input", e);
         in = static_cast<const char *>(p.inputCopy);

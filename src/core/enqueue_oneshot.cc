@@ -9,6 +9,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/enqueue.h"
+#include "core/resident.h"
 #include "core/tuning.h"
 #include "device/collectives.h"
 #include "device/oneshot_schedule.h"
@@ -48,6 +49,11 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
     const bool moves = coll == kOneShotAllGather || coll == kOneShotBroadcast || coll == kOneShotAllToAll;
+    if (residentEligible(comm, units, stream)) { // no launch: the resident kernel takes it (core/resident.h)
+        LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot on the resident kernel", comm->rank,
+                   kOneShotNames[coll], bytes);
+        return residentRun(comm, a, dtype, op, moves);
+    }
     cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot %s launch: %s", comm->rank, comm->cudaDev,

@@ -68,6 +68,14 @@ const loomParamDef kParams[] = {
     {"zero_copy_cta_bytes", "LOOM_ZERO_COPY_CTA_BYTES", LOOM_PARAM_INT, 16 * KiB, 512, 1L << 30, "16 KiB",
      "A zero-copy allreduce runs one CTA per this many bytes a rank reduces (its slice; in one shot the whole "
      "buffer), up to LOOM_ZERO_COPY_CTAS; set it alike on every rank"},
+    {"resident_idle_us", "LOOM_RESIDENT_IDLE_US", LOOM_PARAM_INT, 1000, 0, 1000000, "1000",
+     "Blocking one-shot calls inside a host go to a kernel that stays on the GPU between calls (no launch per "
+     "call) and leaves after this many microseconds without one; a device-wide synchronize (cudaFree, "
+     "cudaDeviceSynchronize) in between waits at most this long; 0: launch every call"},
+    {"resident_max_bytes", "LOOM_RESIDENT_MAX_BYTES", LOOM_PARAM_INT, 64 * KiB, 0, 16 * MiB, "64 KiB",
+     "One-shot calls up to this many bytes (the call's input) go to the resident kernel"},
+    {"resident_ctas", "LOOM_RESIDENT_CTAS", LOOM_PARAM_INT, 4, 1, 32, "4",
+     "CTAs of the resident kernel (of 512 threads; they stay on the GPU while it waits for calls)"},
     {"oneshot_max_bytes", "LOOM_ONESHOT_MAX_BYTES", LOOM_PARAM_INT, -1, -1, 1L << 40, "measured per collective",
      "One-shot LL broadcast, reduce, allgather and reduce_scatter inside a host while the bytes a rank moves, "
      "(ranks - 1) x piece, stay below this (-1: the measured table in select.cc: bcast 768 KiB, the others 1.5 MiB; "

@@ -51,6 +51,9 @@ const Params &params() {
         p.zeroCopyCtas = (int)paramLong("LOOM_ZERO_COPY_CTAS");
         p.zeroCopyBoard = (int)paramLong("LOOM_ZERO_COPY_BOARD");
         p.zeroCopyCtaBytes = paramLong("LOOM_ZERO_COPY_CTA_BYTES");
+        p.residentIdleUs = paramLong("LOOM_RESIDENT_IDLE_US");
+        p.residentMaxBytes = paramLong("LOOM_RESIDENT_MAX_BYTES");
+        p.residentCtas = (int)paramLong("LOOM_RESIDENT_CTAS");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");
         const char *algo = paramString("LOOM_ALGO");

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "device/oneshot_args.h"
+#include "device/resident_args.h"
 #include "device/ring_args.h"
 #include "device/edge_args.h"
 #include "device/exchange_args.h"
@@ -43,6 +44,15 @@ cudaError_t launchScan(const ScanArgs &a, loomDataType_t dtype, loomRedOp_t op, 
 // reductions per (dtype, op); allgather and broadcast over bytes.
 cudaError_t launchOneShotColl(const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 cudaError_t launchOneShotBytes(const OneShotArgs &a, cudaStream_t stream);
+
+// Launches the resident kernel (resident_args.h; `ctas` CTAs) on stream:
+// its one-shot reductions per (dtype, op), moves with any instance.
+struct ResidentLaunchArgs {
+    ResidentLaunch r;
+    int ctas;
+};
+cudaError_t launchResident(const ResidentLaunchArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+cudaError_t launchResidentBytes(const ResidentLaunchArgs &a, cudaStream_t stream);
 
 // Enqueues one zero-copy allreduce (a.ctas CTAs) on stream, per (dtype, op).
 cudaError_t launchZeroCopyAllReduce(const ZeroCopyArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);

@@ -33,8 +33,6 @@ struct OneShotArgs {
     void *out;
     size_t bytes;   // the call's block (OneShotBlocks)
     bool ragged;    // blocks of counts/displs bytes (allgatherv, reduce_scatter with counts, alltoall)
-    size_t counts[kMaxOneShotRanks], displs[kMaxOneShotRanks];
-    size_t rcounts[kMaxOneShotRanks], rdispls[kMaxOneShotRanks]; // alltoall: this rank's receive tables
     int nranks;
     int rank;
     int nblocks;
@@ -45,6 +43,10 @@ struct OneShotArgs {
     const LLLine *mine[kMaxOneShotRanks];
     unsigned long long timeoutCycles;
     volatile int *abortFlag;
+    // The block tables last: only ragged calls read them (the resident
+    // kernel's mailbox carries them only then: device/resident_args.h).
+    size_t counts[kMaxOneShotRanks], displs[kMaxOneShotRanks];
+    size_t rcounts[kMaxOneShotRanks], rdispls[kMaxOneShotRanks]; // alltoall: this rank's receive tables
 };
 
 } // namespace loom

@@ -1,5 +1,5 @@
 // A peer that dies, through loom's C API with a fork-based launcher (no
-// mpirun to tear the job down):  test/gpu/dead_peer [p2p|shm|net]
+// mpirun to tear the job down):  test/gpu/dead_peer [p2p|shm|net|resident]
 //
 // The launcher forks one process per GPU (up to 4); they meet through an
 // allgather over shared memory, create a communicator and run 64 MiB
@@ -10,7 +10,8 @@
 // shared-memory object of the job may be left in /dev/shm.
 //   p2p: GPUs map each other's memory; shm: LOOM_P2P_DISABLE=1 (FIFOs in
 //   host shared memory); net: every rank a host of its own
-//   (LOOM_FAKE_NODES=1, ucx over loopback TCP).
+//   (LOOM_FAKE_NODES=1, ucx over loopback TCP); resident: p2p with 4 KiB
+//   allreduces, which the resident kernel runs (core/resident.h).
 // Exit status 0: passed, 77: skipped (fewer than 2 GPUs), else failed.
 #include <atomic>
 #include <cerrno>
@@ -36,6 +37,7 @@ namespace {
 constexpr int kMaxRanks = 4;
 constexpr size_t kGatherBytes = 256 << 10; // per rank and parity
 constexpr double kTimeout = 5;             // LOOM_TIMEOUT for the ranks
+size_t g_count = 16u << 20;                // floats per allreduce (64 MiB: each call takes a while)
 
 double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -88,7 +90,7 @@ int rankMain(int rank, loomUniqueId id) {
         snprintf(g_sh->error[rank], sizeof(g_sh->error[rank]), "init: %s", loomGetLastError());
         return 3;
     }
-    const size_t n = 16u << 20; // 64 MiB of floats: each call takes a while
+    const size_t n = g_count;
     float *buf = nullptr;
     if (cudaMalloc((void **)&buf, n * sizeof(float)) != cudaSuccess) return 4;
     cudaMemset(buf, 0, n * sizeof(float));
@@ -146,13 +148,14 @@ int main(int argc, char **argv) {
     setenv("LOOM_TIMEOUT", "5", 1);
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     if (mode == "shm") setenv("LOOM_P2P_DISABLE", "1", 1);
+    else if (mode == "resident") g_count = 1024;
     else if (mode == "net") {
         setenv("LOOM_FAKE_NODES", "1", 1);
         setenv("LOOM_NET", "ucx", 1);
         setenv("UCX_TLS", "tcp", 1);
         setenv("UCX_NET_DEVICES", "lo", 1);
     } else if (mode != "p2p") {
-        fprintf(stderr, "usage: %s [p2p|shm|net]\n", argv[0]);
+        fprintf(stderr, "usage: %s [p2p|shm|net|resident]\n", argv[0]);
         return 2;
     }
     void *m = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -58,6 +58,34 @@ int main(int argc, char **argv) {
     printf("flag_latency: GPU -> CPU -> GPU through mapped host memory: %.2f us round trip, %.2f us with "
            "__threadfence_system() before each write; empty kernel launch + synchronize: %.2f us\n",
            plain, fenced, launch);
+    // What a resident kernel's host side pays per call to learn that nothing
+    // may still write the buffers: idle-stream queries, with and without a
+    // kernel spinning on a stream of its own meanwhile.
+    cudaStream_t blocking, nonBlocking, spinStream;
+    cudaStreamCreateWithFlags(&blocking, cudaStreamDefault);
+    cudaStreamCreateWithFlags(&nonBlocking, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&spinStream, cudaStreamNonBlocking);
+    const cudaStream_t streams[3] = {cudaStreamLegacy, blocking, nonBlocking};
+    double query[2][3];
+    for (int spinning = 0; spinning < 2; ++spinning) {
+        *toHost = 0;
+        *toGpu = 0;
+        if (spinning) pingPong<<<1, 1, 0, spinStream>>>(toHost, toGpu, 1, 0); // waits for the CPU's answer
+        for (int k = 0; k < 3; ++k) {
+            for (int i = 0; i < 100; ++i) cudaStreamQuery(streams[k]);
+            auto q0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < 10000; ++i) cudaStreamQuery(streams[k]);
+            query[spinning][k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - q0).count() / 10000 * 1e6;
+        }
+        if (spinning) {
+            while (*toHost < 1) {}
+            *toGpu = 1;
+            cudaStreamSynchronize(spinStream);
+        }
+    }
+    printf("flag_latency: cudaStreamQuery of an idle stream (legacy, blocking, non-blocking): %.2f, %.2f, %.2f us; "
+           "with a kernel running on another stream: %.2f, %.2f, %.2f us\n",
+           query[0][0], query[0][1], query[0][2], query[1][0], query[1][1], query[1][2]);
     cudaFreeHost(flags);
     return 0;
 }
