@@ -21,10 +21,6 @@ extern "C" loomResult_t loomCommSetHostWait(loomComm_t comm, int allowed) {
 
 extern "C" loomResult_t loomCommMark(loomComm_t comm, uint64_t *ticket) {
     if (!comm || !ticket) return loom::fail(loomInvalidArgument, "loomCommMark: comm or ticket is NULL");
-    if (comm->residentPosted) { // a call on the resident kernel is not on the stream: it finishes first
-        const loomResult_t r = loom::residentFinish(comm);
-        if (r != loomSuccess) return r;
-    }
     CallMarks &m = comm->marks;
     cudaEvent_t e = nullptr;
     cudaError_t err = cudaSuccess;

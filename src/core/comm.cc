@@ -5,6 +5,7 @@
 #include "core/comm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -108,6 +109,11 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
     for (int q = 0; q < comm->nranks; ++q)
         comm->gpuShared |= q != comm->rank && ids[q].hostHash == me.hostHash && strcmp(ids[q].busId, me.busId) == 0;
+    // Another process on this GPU seen by any communicator of this process
+    // (two communicators may each hold one process per GPU while the GPU has two).
+    static std::atomic<bool> gpuSharedSeen{false};
+    if (comm->gpuShared) gpuSharedSeen = true;
+    comm->gpuShared |= gpuSharedSeen.load();
     // The same graphs on every rank: every rank decides alike.
     comm->intraNvlink = !comm->spansHosts && g.intraType <= topo::PathType::Nvl;
     comm->trees[0] = g.trees[0];
@@ -255,7 +261,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[27] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[28] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
@@ -267,7 +273,8 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                                    (uint64_t)params().zeroCopyOneShotBytes, (uint64_t)params().zeroCopyCtas,
                                    (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels,
                                    (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes,
-                                   (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes};
+                                   (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes,
+                                   (uint64_t)params().maxCtas};
     static_assert(sizeof(geometry) == sizeof(mine.fifoGeometry), "PeerInfo::fifoGeometry holds every word");
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
@@ -525,9 +532,9 @@ extern "C" loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected) 
 
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
-    // A call on the resident kernel was the last one: loom's stream was idle
-    // when it was posted, and nothing was enqueued since (enterCollective).
-    if (comm->residentPosted) return loom::residentFinish(comm);
+    // Nothing enqueued since a wait saw the stream drain (calls the resident
+    // kernel ran finished inside them): no synchronize to pay.
+    if (comm->streamIdle && comm->deferredFrees.empty()) return loom::callsFinished(comm, cudaSuccess, true);
     cudaError_t err;
     if (comm->ringsUseNet || comm->edgesUseNet) {
         // The proxy threads move this collective's data: a rank bound to one

@@ -132,10 +132,10 @@ struct loomComm {
     int arrivalSlot = -1;        // this rank's slot on it
     bool failed = false;
     bool gpuShared = false;      // another rank's process uses this GPU (no resident kernel)
-    // The resident kernel (core/resident.h); residentPosted: a call posted to
-    // it that no wait has seen finish yet.
+    // The resident kernel (core/resident.h); residentOff: it could not be had
+    // on this communicator (every call launches).
     loom::ResidentState *resident = nullptr;
-    bool residentPosted = false;
+    bool residentOff = false;
     // loom's stream holds nothing unfinished (a wait saw it drain and nothing
     // was enqueued since; false when unsure), and whether it was so when the
     // current call entered (beginCall): the resident kernel's cheap check.
@@ -167,11 +167,8 @@ inline void streamBusy(loomComm *comm) {
 }
 
 // Every collective's enqueue, once per call on every rank, before its launch:
-// names it for errors and counts it on the arrival board. A call still on the
-// resident kernel finishes first (a C API caller may enqueue again before it
-// waits; the component always waits).
+// names it for errors and counts it on the arrival board.
 inline void enterCollective(loomComm *comm, const char *name) {
-    if (comm->residentPosted) residentFinish(comm); // its failure fails the communicator
     comm->lastColl = name;
     ++comm->collsEntered;
     if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);

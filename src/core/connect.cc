@@ -47,6 +47,7 @@ const GeometryWords kGeometryWords[] = {
     {22, 1, "LOOM_NCHANNELS"},
     {23, 2, "LOOM_LL128_MAX_BYTES/LOOM_LL128_SLOT_BYTES"},
     {25, 2, "LOOM_MIN_CHANNEL_BYTES (channel counts, the model's choices)/LOOM_LL_SLOT_BYTES (the region's layout)"},
+    {27, 1, "LOOM_MAX_CTAS"},
 };
 
 std::string geometryText(const PeerInfo &p, const GeometryWords &g) {

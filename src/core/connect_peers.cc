@@ -90,7 +90,9 @@ void dropConnections(PeerConns &p, std::chrono::steady_clock::time_point netDead
 loomResult_t connectAll(loomComm *comm) {
     PeerConns &p = *comm->peers;
     const loomBootstrap_t *bs = &p.bootstrap;
-    const int n = comm->nranks, me = comm->rank, C = exchangeChannels(n, params().exchangeChannels);
+    const int cap = params().maxCtas > 0 && params().maxCtas < params().exchangeChannels ? params().maxCtas
+                                                                                         : params().exchangeChannels;
+    const int n = comm->nranks, me = comm->rank, C = exchangeChannels(n, cap); // LOOM_MAX_CTAS caps it too
     p.channels = C;
     exchangeFifoShape(n, C, comm->edgeSlotBytes, comm->nslots, &p.nslots, &p.slotBytes);
     p.fifoBytes = sizeof(FifoFlags) + (size_t)p.nslots * p.slotBytes;

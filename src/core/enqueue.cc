@@ -61,19 +61,22 @@ void sayChoice(loomComm *comm, int coll, size_t bytes, const Choice &c) {
     uint8_t &said = comm->tuneSaid[coll][cls];
     if (said >= kTuneSaidPerClass) return;
     ++said;
-    const int channels = allReduceChannels(comm, CallShape{coll, bytes, bytes, 0, false}, c.algo);
+    const CallShape shape{coll, bytes, bytes, 0, false};
+    const int channels = allReduceChannels(comm, shape, c.algo);
+    const bool resident = c.algo == kAlgoOneShot && residentFits(comm, shape);
+    const double us = c.us < 0 ? c.us : predictCallUs(comm, shape, c.algo); // the resident kernel's saving
     char how[64];
-    snprintf(how, sizeof(how), channels > 0 ? "%s (%s, %d CTAs)" : "%s (%s)", algoName(c.algo),
-             protoName(algoProto(c.algo)), channels);
+    snprintf(how, sizeof(how), channels > 0 ? "%s (%s, %d CTAs%s)" : "%s (%s)", algoName(c.algo),
+             protoName(algoProto(c.algo)), channels, resident ? ", resident kernel" : "");
     if (c.us < 0)
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s (%s; not modelled here)", kOneShotNames[coll], bytes,
                   comm->nranks, how, c.rule);
     else if (c.runnerUp < 0)
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; no other algorithm allowed",
-                  kOneShotNames[coll], bytes, comm->nranks, how, c.us);
+                  kOneShotNames[coll], bytes, comm->nranks, how, us);
     else
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; runner-up %s, %.1f us",
-                  kOneShotNames[coll], bytes, comm->nranks, how, c.us, algoName(c.runnerUp), c.runnerUpUs);
+                  kOneShotNames[coll], bytes, comm->nranks, how, us, algoName(c.runnerUp), c.runnerUpUs);
 }
 
 // The table's choice for a call (select.cc), traced with its reason.
@@ -175,7 +178,6 @@ namespace loom {
 
 loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
-    if (comm->residentPosted && residentFinish(comm) != loomSuccess) return loomRemoteError; // said by it
     if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
     beginCall(comm);
     if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);

@@ -95,7 +95,6 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
                                      size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
     if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
-    if (comm->residentPosted && residentFinish(comm) != loomSuccess) return loomRemoteError; // said by it
     if (comm->failed) return fail(loomRemoteError, "loomAllToAllV: rank %d: communicator failed earlier", comm->rank);
     beginCall(comm);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)

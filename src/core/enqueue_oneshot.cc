@@ -49,10 +49,14 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
     const bool moves = coll == kOneShotAllGather || coll == kOneShotBroadcast || coll == kOneShotAllToAll;
-    if (residentEligible(comm, units, stream)) { // no launch: the resident kernel takes it (core/resident.h)
-        LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot on the resident kernel", comm->rank,
-                   kOneShotNames[coll], bytes);
-        return residentRun(comm, a, dtype, op, moves);
+    if (residentEligible(comm, units, stream)) { // no launch: the resident kernel runs it (core/resident.h)
+        bool ran = false;
+        const loomResult_t r = residentRun(comm, a, dtype, op, moves, &ran);
+        if (ran) {
+            LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot on the resident kernel", comm->rank,
+                       kOneShotNames[coll], bytes);
+            return r;
+        }
     }
     cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
     if (err != cudaSuccess)

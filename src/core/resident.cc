@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <sched.h>
 
 #include "core/comm.h"
 #include "core/debug.h"
@@ -21,7 +22,6 @@ struct ResidentState {
     bool alive = false;                // launched and not seen to end
     int key = -1;                      // the running instance: (type, op) of its reductions
     uint32_t seq = 0;                  // the last call posted
-    uint32_t pending = 0;              // posted, not yet waited for (0: none)
     unsigned long launches = 0;
 };
 
@@ -37,15 +37,27 @@ loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
                 comm->busId, what, cudaGetErrorString(e));
 }
 
-loomResult_t create(loomComm *comm) {
+void destroy(ResidentState *r) {
+    if (r->stream) cudaStreamDestroy(r->stream);
+    if (r->box) cudaFreeHost((void *)r->box);
+    cudaFree(r->dev);
+    delete r;
+}
+
+// The kernel's stream and boxes; null where any of them cannot be had.
+ResidentState *create(loomComm *comm) {
     ResidentState *r = new ResidentState;
-    comm->resident = r;
     cudaError_t e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaHostAlloc((void **)&r->box, sizeof(ResidentHostBox), cudaHostAllocMapped);
     if (e == cudaSuccess) memset((void *)r->box, 0, sizeof(ResidentHostBox));
     if (e == cudaSuccess) e = cudaHostGetDevicePointer((void **)&r->boxDev, (void *)r->box, 0);
     if (e == cudaSuccess) e = cudaMalloc((void **)&r->dev, sizeof(ResidentDevBox));
-    return e == cudaSuccess ? loomSuccess : cudaFail(comm, "set-up", e);
+    if (e == cudaSuccess) return r;
+    cudaGetLastError(); // not sticky: the launched path goes on
+    LOOM_WARN(kColl, "rank %d GPU %d (%s): no resident kernel (%s): every call launches", comm->rank, comm->cudaDev,
+              comm->busId, cudaGetErrorString(e));
+    destroy(r);
+    return nullptr;
 }
 
 // The call as LL lines tagged s: each 8-byte half is one store with its
@@ -60,7 +72,12 @@ void writeMail(ResidentHostBox *box, const ResidentCall &call, uint32_t s) {
         line[0] = (v & 0xffffffffu) | tag;
         line[1] = (v >> 32) | tag;
     }
-    std::atomic_thread_fence(std::memory_order_seq_cst); // the mail before the look at `state`
+    // The mail before the look at `state` (resident_args.h), as the GPU sees them.
+#if defined(__aarch64__)
+    asm volatile("dmb sy" ::: "memory");
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
 }
 
 // A fresh kernel that takes call residentNext(r->seq) first.
@@ -93,17 +110,24 @@ loomResult_t post(loomComm *comm, const ResidentCall &call, int key, loomDataTyp
     ResidentState *r = comm->resident;
     const uint32_t s = residentNext(r->seq);
     writeMail(r->box, call, s);
+    bool taken = false; // by the running kernel, though it may be leaving
     if (r->alive && r->box->state == kResidentLeaving) {
-        for (;;) {
-            if (r->box->state == kResidentRunning) break; // it saw the call
+        for (unsigned spins = 1;; ++spins) {
+            // It took the call in its last look (and may have run it, idled
+            // and left since: then the call must not run again).
+            if (r->box->taken == s || r->box->state == kResidentRunning) break;
             const cudaError_t q = cudaStreamQuery(r->stream);
-            if (q == cudaErrorNotReady) continue;
+            if (q == cudaErrorNotReady) {
+                if (spins % 64 == 0) sched_yield();
+                continue;
+            }
             r->alive = false;
             if (q != cudaSuccess) return cudaFail(comm, "ended", q);
+            taken = r->box->taken == s; // its writes are all visible now that it ended
             break;
         }
     }
-    if (!r->alive) {
+    if (!r->alive && !taken) {
         loomResult_t res = launch(comm, key, dtype, op);
         if (res != loomSuccess) return res;
     }
@@ -137,47 +161,27 @@ bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     const Params &p = params();
     if (p.residentIdleUs <= 0 || comm->gpuShared || !comm->hostWaitAllowed || stream != comm->stream ||
         units * 8 > (size_t)p.residentMaxBytes)
-        return false;
+        return false; // (tuning.cc: residentFits, the same conditions for the call's shape)
     // Nothing of loom's, nor of the application's on the legacy stream, may still write the buffers.
     if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
     return cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
 }
 
-loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, bool moves) {
-    if (!comm->resident) {
-        loomResult_t r = create(comm);
-        if (r != loomSuccess) return r;
-    }
-    ResidentState *r = comm->resident;
-    const int key = moves ? kAnyKey : reductionKey(dtype, op);
-    if (r->alive && key != kAnyKey && key != r->key) { // another instance: this one leaves first
-        loomResult_t res = leave(comm);
-        if (res != loomSuccess) return res;
-    }
-    ResidentCall call;
-    memset(&call, 0, sizeof(call));
-    call.args = a;
-    call.command = kResidentRun;
-    loomResult_t res = post(comm, call, key, dtype, op);
-    if (res != loomSuccess) return res;
-    r->pending = r->seq;
-    comm->residentPosted = true;
-    comm->streamIdle = true; // it was at entry (residentEligible), and the call is not on it
-    return loomSuccess;
-}
+namespace {
 
-loomResult_t residentFinish(loomComm *comm) {
+// Spins until the kernel says call s is done (or a peer's line never came,
+// or the kernel ended), as loomCommWait reports it.
+loomResult_t finish(loomComm *comm, uint32_t s) {
     ResidentState *r = comm->resident;
-    if (!r || !r->pending) return loomSuccess;
-    const uint32_t s = r->pending;
-    r->pending = 0;
-    comm->residentPosted = false;
     cudaError_t err = cudaSuccess;
     for (unsigned spins = 1; r->box->done != s; ++spins) {
         if (*comm->abortFlag) break; // a peer's line never came (the abort words say whose)
         if (spins % 4096 == 0) {
             const cudaError_t q = cudaStreamQuery(r->stream);
-            if (q == cudaErrorNotReady) continue;
+            if (q == cudaErrorNotReady) {
+                sched_yield(); // a rank sharing its core with a peer's (oversubscribed)
+                continue;
+            }
             r->alive = false;
             if (r->box->done == s || *comm->abortFlag) break; // finished (then left idle), or failed
             if (q != cudaSuccess) {
@@ -192,6 +196,35 @@ loomResult_t residentFinish(loomComm *comm) {
     return callsFinished(comm, err, true);
 }
 
+} // namespace
+
+loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, bool moves,
+                         bool *ran) {
+    *ran = false;
+    if (comm->residentOff) return loomSuccess;
+    if (!comm->resident && !(comm->resident = create(comm))) {
+        comm->residentOff = true;
+        return loomSuccess;
+    }
+    ResidentState *r = comm->resident;
+    const int key = moves ? kAnyKey : reductionKey(dtype, op);
+    loomResult_t res = loomSuccess;
+    if (r->alive && key != kAnyKey && key != r->key) res = leave(comm); // another instance: this one leaves first
+    ResidentCall call;
+    memset(&call, 0, sizeof(call));
+    call.args = a;
+    call.command = kResidentRun;
+    if (res == loomSuccess) res = post(comm, call, key, dtype, op);
+    if (res != loomSuccess) { // not posted: this call and the later ones launch (said at WARN by fail())
+        comm->residentOff = true;
+        return loomSuccess;
+    }
+    *ran = true;
+    res = finish(comm, r->seq);
+    if (res == loomSuccess) comm->streamIdle = true; // it was at entry (residentEligible), and the call is not on it
+    return res;
+}
+
 void residentRelease(loomComm *comm) {
     ResidentState *r = comm->resident;
     if (!r) return;
@@ -199,10 +232,7 @@ void residentRelease(loomComm *comm) {
         if (comm->failed) awaitEnd(r); // its CTAs leave on their own time-outs
         else leave(comm);
     }
-    if (r->stream) cudaStreamDestroy(r->stream);
-    if (r->box) cudaFreeHost((void *)r->box);
-    cudaFree(r->dev);
-    delete r;
+    destroy(r);
     comm->resident = nullptr;
 }
 

@@ -33,6 +33,18 @@ constexpr AlgoModel kAllReduceModels[] = {
 
 } // namespace
 
+bool residentFits(const loomComm *comm, const CallShape &s) {
+    const Params &p = params();
+    return p.residentIdleUs > 0 && !comm->gpuShared && comm->hostWaitAllowed && s.bytes <= (size_t)p.residentMaxBytes;
+}
+
+double predictCallUs(const loomComm *comm, const CallShape &s, int algo) {
+    const double us = predictUs(comm, s, algo);
+    return us >= 0 && algo == kAlgoOneShot && s.bytes <= kResidentSavedBytes && residentFits(comm, s)
+               ? us - kResidentSavedUs
+               : us;
+}
+
 double predictUs(const loomComm *comm, const CallShape &s, int algo) {
     return predictUs(comm, s, algo, allReduceChannels(comm, s, algo));
 }
@@ -50,7 +62,10 @@ double predictUs(const loomComm *comm, const CallShape &s, int algo, int channel
     return -1;
 }
 
-int channelsOr(int fixed, int most, int bySize) { return fixed <= 0 ? bySize : fixed < most ? fixed : most; }
+int channelsOr(int fixed, int most, int bySize) {
+    const int n = fixed <= 0 ? bySize : fixed < most ? fixed : most;
+    return params().maxCtas > 0 && n > params().maxCtas ? params().maxCtas : n; // LOOM_MAX_CTAS
+}
 
 int ringChannels(const loomComm *comm, size_t bytes) {
     size_t n = bytes / (size_t)params().minChannelBytes;

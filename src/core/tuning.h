@@ -22,13 +22,27 @@
  * allow the call (sizes that fit their slots, LOOM_ALGO, the zero-copy
  * bounds); elsewhere the table's order decides, as before. The constants are
  * this machine's: on slower links (PCIe) the crossovers move, which the
- * model does not know yet.
+ * model does not know yet. TUNING's lines predict one-shot calls that the
+ * resident kernel takes kResidentSavedUs faster (below); selection does not.
  */
 #pragma once
 
 #include "core/comm.h"
 
 namespace loom {
+
+// What the resident kernel (core/resident.h) saves a blocking one-shot call
+// of one CTA (up to kResidentSavedBytes): its launch and stream synchronize.
+// 2x H200, 2 ranks, both ways in one device call: 64 B - 4 KiB 12.4-12.9 us
+// launched, 8.2-8.3 us resident; at 32 KiB (4 CTAs, handed over through
+// device memory) 13.6 vs 13.0 us, which the model leaves out
+// (contrib/bench/results/2026-11-27_h200x2_{launch,resident}_allreduce_np2.csv;
+// a unit test checks the constant against them). The one-shot constants
+// below are the launched path's, and selection uses them alone: whether a
+// rank's calls go to the resident kernel is its own (LOOM_RESIDENT_*), and
+// every rank must choose alike. TUNING's lines say the saving.
+constexpr double kResidentSavedUs = 4.3;
+constexpr size_t kResidentSavedBytes = 4096;
 
 struct CallShape; // select.h
 
@@ -37,6 +51,11 @@ struct CallShape; // select.h
 double predictUs(const loomComm *comm, const CallShape &s, int algo);
 // The same on `channels` CTAs (what allReduceChannels gives, above).
 double predictUs(const loomComm *comm, const CallShape &s, int algo, int channels);
+// Whether a one-shot call of this shape goes to the resident kernel when the
+// streams are idle (core/resident.h), and the call's predicted time then
+// (predictUs less kResidentSavedUs up to kResidentSavedBytes; otherwise predictUs).
+bool residentFits(const loomComm *comm, const CallShape &s);
+double predictCallUs(const loomComm *comm, const CallShape &s, int algo);
 
 // How many CTAs (channels) a call runs. LOOM_NCHANNELS, where set, fixes the
 // count for every size, capped by what the algorithm has; else by size, as
@@ -48,7 +67,8 @@ double predictUs(const loomComm *comm, const CallShape &s, int algo, int channel
 //   one-shot: one CTA per kOneShotThreads 8-byte units a rank moves, up to
 //     kMaxOneShotBlocks.
 int ringChannels(const loomComm *comm, size_t bytes);
-// LOOM_NCHANNELS's rule: `fixed` (> 0) capped by `most`, else `bySize`.
+// LOOM_NCHANNELS's rule: `fixed` (> 0) capped by `most`, else `bySize`;
+// either capped by LOOM_MAX_CTAS.
 int channelsOr(int fixed, int most, int bySize);
 int zeroCopyChannels(size_t bytes, int nranks, bool oneShot);
 int oneShotChannels(size_t units);

@@ -15,7 +15,8 @@
  * mailbox, fences, and reads `state`. One of the two sees the other's store
  * (store, fence, load on both sides), so a call posted while the kernel
  * leaves is either run by it (state back to kRunning) or found by the host,
- * which waits for the kernel's end and launches a new one.
+ * which waits for the kernel's end and launches a new one unless `taken`
+ * says the old one took the call (it may have run it, idled and left).
  */
 #pragma once
 
@@ -48,6 +49,8 @@ struct ResidentHostBox {
     LLLine mail[kResidentMailLines];
     alignas(128) volatile uint32_t state; // ResidentPhase, written by the kernel's poller (and the host before a launch)
     alignas(128) volatile uint32_t done;  // the sequence number of the last call every CTA finished
+    alignas(128) volatile uint32_t taken; // ... of the last call the poller took (a host that saw kLeaving
+                                          // must not post that call to a fresh kernel: it may have run)
 };
 
 // Device memory: CTA 0 (the poller) hands each call to the other CTAs here.

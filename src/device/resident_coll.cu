@@ -33,6 +33,13 @@ __device__ __forceinline__ unsigned long long globalNs() {
     return t;
 }
 
+// After a thread saw a call (and before the barrier that lets its CTA run
+// it): acquire at system scope. The call's inputs were written since this
+// kernel last read them (by kernels, copy engines or the host), and no kernel
+// boundary drops what this SM cached; the barrier carries the order to the
+// CTA's other threads.
+__device__ __forceinline__ void acquireCall() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
 // Warp 0 of CTA 0: whether lines [from, to) of the mailbox carry call `seq`
 // (then copied to *out).
 __device__ bool readMail(const ResidentHostBox *host, uint32_t seq, ResidentCall *out, int from, int to) {
@@ -59,7 +66,13 @@ __device__ bool readCall(const ResidentHostBox *host, uint32_t seq, ResidentCall
 __device__ bool awaitCall(const ResidentLaunch &r, uint32_t seq, ResidentCall *call) {
     const unsigned long long since = globalNs();
     for (;;) {
-        if (readCall(r.host, seq, call)) return true;
+        if (readCall(r.host, seq, call)) {
+            if ((threadIdx.x & 31) == 0) {
+                acquireCall();
+                r.host->taken = seq; // after the fence: a store to host memory would hold it up
+            }
+            return true;
+        }
         if (*(volatile uint32_t *)&r.dev->failed) return false;
         const unsigned long long idle = globalNs() - since;
         if (idle > r.idleNs) {
@@ -67,7 +80,10 @@ __device__ bool awaitCall(const ResidentLaunch &r, uint32_t seq, ResidentCall *c
             __syncwarp();
             __threadfence_system(); // the announcement lands before the last look
             if (readCall(r.host, seq, call)) {
-                if ((threadIdx.x & 31) == 0) r.host->state = kResidentRunning;
+                if ((threadIdx.x & 31) == 0) {
+                    acquireCall();
+                    r.host->taken = seq, r.host->state = kResidentRunning;
+                }
                 return true;
             }
             return false;
@@ -99,12 +115,13 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
                     reinterpret_cast<uint64_t *>(&dev->call)[k] = reinterpret_cast<const uint64_t *>(&call)[k];
             __syncthreads();
+            const unsigned mine = used; // every thread's copy before thread 0 may change `used`
             if (threadIdx.x == 0) {
                 __threadfence();
                 *(volatile unsigned long long *)&dev->published =
-                    used ? (unsigned long long)seq << 32 | used : (unsigned long long)kResidentGone << 32;
+                    mine ? (unsigned long long)seq << 32 | mine : (unsigned long long)kResidentGone << 32;
             }
-            if (!used) return;
+            if (!mine) return;
         } else {
             if (threadIdx.x == 0) {
                 unsigned long long p;
@@ -115,16 +132,19 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                     if (++spins > 64) __nanosleep(128);
                 seq = s;
                 used = s == kResidentGone ? 0 : (unsigned)(p & 0xffffffffu);
-                __threadfence();
+                acquireCall();
             }
             __syncthreads();
-            if (!used) return;
-            if (blockIdx.x >= used) continue; // not needed: `call` may change under it
+            const unsigned mine = used;
+            __syncthreads(); // every thread read `used` before thread 0 may overwrite it for the next call
+            if (!mine) return;
+            if (blockIdx.x >= mine) continue; // not needed: `call` may change under it
             for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
                 reinterpret_cast<uint64_t *>(&call)[k] = reinterpret_cast<volatile uint64_t *>(&dev->call)[k];
             __syncthreads();
         }
-        const bool ok = __syncthreads_and(oneShotBody<T, Op>(call.args, blockIdx.x, (int)used));
+        const unsigned ctas = used;
+        const bool ok = __syncthreads_and(oneShotBody<T, Op>(call.args, blockIdx.x, (int)ctas));
         if (threadIdx.x == 0) {
             if (!ok) { // every CTA leaves: the others at their next wait
                 *(volatile uint32_t *)&dev->failed = 1;
@@ -132,7 +152,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                     *(volatile unsigned long long *)&dev->published = (unsigned long long)kResidentGone << 32;
             } else {
                 __threadfence(); // this CTA's outputs and lines before its arrival
-                if (used == 1 || atomicAdd(&dev->arrived, 1u) == used - 1) {
+                if (ctas == 1 || atomicAdd(&dev->arrived, 1u) == ctas - 1) {
                     atomicExch(&dev->arrived, 0u);
                     __threadfence_system(); // every CTA's outputs before the host hears of them
                     r.host->done = seq;

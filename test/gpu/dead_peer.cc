@@ -10,8 +10,8 @@
 // shared-memory object of the job may be left in /dev/shm.
 //   p2p: GPUs map each other's memory; shm: LOOM_P2P_DISABLE=1 (FIFOs in
 //   host shared memory); net: every rank a host of its own
-//   (LOOM_FAKE_NODES=1, ucx over loopback TCP); resident: p2p with 4 KiB
-//   allreduces, which the resident kernel runs (core/resident.h).
+//   (LOOM_FAKE_NODES=1, ucx over loopback TCP); resident: p2p with 16 KiB
+//   allreduces, which the resident kernel runs on 4 CTAs (core/resident.h).
 // Exit status 0: passed, 77: skipped (fewer than 2 GPUs), else failed.
 #include <atomic>
 #include <cerrno>
@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
     setenv("LOOM_TIMEOUT", "5", 1);
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     if (mode == "shm") setenv("LOOM_P2P_DISABLE", "1", 1);
-    else if (mode == "resident") g_count = 1024;
+    else if (mode == "resident") g_count = 4096; // 16 KiB: 4 CTAs of the resident kernel
     else if (mode == "net") {
         setenv("LOOM_FAKE_NODES", "1", 1);
         setenv("LOOM_NET", "ucx", 1);

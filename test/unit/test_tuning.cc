@@ -27,6 +27,10 @@ loomComm oneHost(int n) {
     c.allPeersMapped = true;
     c.zeroCopyReady = true;
     c.llMaxBytes = 1 << 20;
+    // The fitted constants are the launched kernels' (the model files were
+    // measured before the resident kernel): predict as for a call that may
+    // not wait on the host, which never goes to it.
+    c.hostWaitAllowed = false;
     return c;
 }
 
@@ -79,6 +83,39 @@ END_TEST
 
 // The same on a fixed number of CTAs (LOOM_NCHANNELS sweeps at 4 ranks,
 // 64 KiB - 256 MiB: 2026-11-27_h200x4_channels_{zc,ring}_chN_np4.csv).
+// The resident kernel's saving against the two paths measured in one device
+// call (2x H200, 2 ranks): every size's difference within a quarter of it;
+// TUNING's prediction applies it to blocking one-shot calls up to
+// LOOM_RESIDENT_MAX_BYTES only, on GPUs no two ranks share.
+START_TEST(resident_saving_within_a_quarter_of_the_measurements) {
+    const auto launched = measured("2026-11-27_h200x2_launch_allreduce_np2.csv");
+    const auto resident = measured("2026-11-27_h200x2_resident_allreduce_np2.csv");
+    ck_assert_int_eq(launched.size(), resident.size());
+    ck_assert_int_ge(launched.size(), 4);
+    for (size_t k = 1; k < launched.size() && launched[k].first <= kResidentSavedBytes; ++k) { // [0]: warm-up
+        ck_assert(launched[k].first == resident[k].first);
+        const double saved = launched[k].second - resident[k].second;
+        ck_assert_msg(std::fabs(saved - kResidentSavedUs) <= 0.25 * kResidentSavedUs, "%zu B: saved %.2f us",
+                      launched[k].first, saved);
+    }
+    loomComm c = oneHost(2);
+    c.hostWaitAllowed = true; // a blocking call
+    const CallShape small{kRingAllReduce, 4096, 4096, 4, false}, big{kRingAllReduce, 1 << 20, 1 << 20, 4, false};
+    const CallShape mid{kRingAllReduce, 16384, 16384, 4, false}; // resident, but several CTAs: no saving modelled
+    ck_assert(residentFits(&c, mid) && predictCallUs(&c, mid, kAlgoOneShot) == predictUs(&c, mid, kAlgoOneShot));
+    const double launchedUs = predictUs(&c, small, kAlgoOneShot);
+    ck_assert(residentFits(&c, small) && !residentFits(&c, big)); // big: past LOOM_RESIDENT_MAX_BYTES
+    ck_assert(std::fabs(launchedUs - predictCallUs(&c, small, kAlgoOneShot) - kResidentSavedUs) < 1e-9);
+    ck_assert(predictCallUs(&c, big, kAlgoOneShot) == predictUs(&c, big, kAlgoOneShot));
+    ck_assert(predictCallUs(&c, small, kAlgoRing) == predictUs(&c, small, kAlgoRing)); // other algorithms: none
+    c.gpuShared = true; // ranks sharing a GPU never use it
+    ck_assert(!residentFits(&c, small) && predictCallUs(&c, small, kAlgoOneShot) == launchedUs);
+    c.gpuShared = false;
+    c.hostWaitAllowed = false; // non-blocking calls neither
+    ck_assert(!residentFits(&c, small));
+}
+END_TEST
+
 START_TEST(predictions_on_fixed_ctas_within_a_quarter) {
     const struct {
         const char *name;
@@ -138,6 +175,7 @@ Suite *tuning_suite(void) {
     TCase *t = tcase_create("tuning");
     tcase_add_test(t, predictions_within_a_quarter_of_the_measurements);
     tcase_add_test(t, predictions_on_fixed_ctas_within_a_quarter);
+    tcase_add_test(t, resident_saving_within_a_quarter_of_the_measurements);
     tcase_add_test(t, predictions_grow_with_size_and_only_where_modelled);
     suite_add_tcase(s, t);
     return s;

@@ -1,0 +1,179 @@
+/*
+ * overlap_bench: what a collective in flight costs an application's compute,
+ * and what the compute costs the collective (issue 14's overlap benchmark).
+ * Every rank runs GEMMs (test/perf/gemm.cu; the GPU hosts have no cuBLAS) on
+ * an application stream (cudaStreamNonBlocking) while collectives run back
+ * to back beside them: loom's MPI_Iallreduce / MPI_Ialltoall + MPI_Wait on
+ * device buffers through the component, then NCCL's twin (the system
+ * libnccl.so.2; ncclAllReduce, or grouped ncclSend/ncclRecv per peer) on a
+ * stream of its own, in the same run.
+ *
+ *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [--no-nccl]
+ *
+ * Per library: a GEMM's time alone and under the collectives (slowdown =
+ * loaded / alone), and a collective's time alone and under the GEMMs. The
+ * loaded phase runs as many collectives as fit the GEMMs' time alone (the
+ * same count on every rank). The knobs that trade one against the other are
+ * the libraries' own environment: LOOM_MAX_CTAS (loom), NCCL_MAX_CTAS /
+ * NCCL_MIN_CTAS (NCCL). Times are the slowest rank's.
+ */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl_dl.h"
+
+cudaError_t perfGemm(int n, const float *a, const float *b, float *c, cudaStream_t stream);
+
+#define CUDA(call)                                                                  \
+    do {                                                                            \
+        cudaError_t e_ = (call);                                                    \
+        if (e_ != cudaSuccess) {                                                    \
+            fprintf(stderr, "overlap_bench: %s: %s\n", #call, cudaGetErrorString(e_)); \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                           \
+        }                                                                           \
+    } while (0)
+
+static int me, np, alltoall;
+static size_t bytes = 64u << 20;
+static void *sendbuf, *recvbuf;
+static nccl_comm_t ncomm;
+static cudaStream_t nstream;
+
+/* One collective, finished when it returns. */
+static void collective(int use_nccl)
+{
+    if (!use_nccl) {
+        MPI_Request r;
+        if (alltoall)
+            MPI_Ialltoall(sendbuf, (int)(bytes / np), MPI_BYTE, recvbuf, (int)(bytes / np), MPI_BYTE, MPI_COMM_WORLD, &r);
+        else
+            MPI_Iallreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        return;
+    }
+    if (alltoall) {
+        const size_t block = bytes / np;
+        nccl.group_start();
+        for (int q = 0; q < np; ++q) {
+            nccl.send((char *)sendbuf + q * block, block, NCCL_INT8, q, ncomm, nstream);
+            nccl.recv((char *)recvbuf + q * block, block, NCCL_INT8, q, ncomm, nstream);
+        }
+        nccl.group_end();
+    } else {
+        nccl.all_reduce(sendbuf, recvbuf, bytes / 4, NCCL_FLOAT32, NCCL_SUM, ncomm, nstream);
+    }
+    CUDA(cudaStreamSynchronize(nstream));
+}
+
+static double slowest(double t)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    int n = 4096, gemms = 20, use_nccl = 1;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "-C") && i + 1 < argc) alltoall = !strcmp(argv[++i], "alltoall");
+        else if (!strcmp(argv[i], "-s") && i + 1 < argc) bytes = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "-m") && i + 1 < argc) n = atoi(argv[++i]) / 64 * 64;
+        else if (!strcmp(argv[i], "-g") && i + 1 < argc) gemms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
+    }
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (me == 0) printf("overlap_bench: no GPU\n");
+        MPI_Finalize();
+        return 77;
+    }
+    CUDA(cudaSetDevice(me % ndev));
+    bytes = bytes / (4 * (size_t)np) * 4 * (size_t)np; /* whole floats, whole blocks */
+    float *a, *b, *c;
+    CUDA(cudaMalloc((void **)&a, (size_t)n * n * 4));
+    CUDA(cudaMalloc((void **)&b, (size_t)n * n * 4));
+    CUDA(cudaMalloc((void **)&c, (size_t)n * n * 4));
+    CUDA(cudaMemset(a, 0, (size_t)n * n * 4));
+    CUDA(cudaMemset(b, 0, (size_t)n * n * 4));
+    CUDA(cudaMalloc(&sendbuf, bytes));
+    CUDA(cudaMalloc(&recvbuf, bytes));
+    CUDA(cudaMemset(sendbuf, 0, bytes));
+    cudaStream_t app;
+    CUDA(cudaStreamCreateWithFlags(&app, cudaStreamNonBlocking));
+    CUDA(cudaStreamCreateWithFlags(&nstream, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1;
+    CUDA(cudaEventCreate(&e0));
+    CUDA(cudaEventCreate(&e1));
+    if (use_nccl && !load_nccl()) {
+        if (me == 0) printf("overlap_bench: no libnccl.so.2: loom only\n");
+        use_nccl = 0;
+    }
+    if (use_nccl) {
+        nccl_id_t id;
+        if (me == 0) nccl.get_unique_id(&id);
+        MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (nccl.comm_init_rank(&ncomm, np, id, me)) use_nccl = 0;
+    }
+    /* A blocking call first: it makes loom's communicator (non-blocking calls take loom's kernels once it exists). */
+    if (alltoall)
+        MPI_Alltoall(sendbuf, (int)(bytes / np), MPI_BYTE, recvbuf, (int)(bytes / np), MPI_BYTE, MPI_COMM_WORLD);
+    else
+        MPI_Allreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < 2; ++i) CUDA(perfGemm(n, a, b, c, app));
+    CUDA(cudaStreamSynchronize(app));
+    if (me == 0)
+        printf("# %s of %zu B on %d ranks beside %d GEMMs of %d x %d floats; LOOM_MAX_CTAS=%s NCCL_MAX_CTAS=%s\n"
+               "# library  gemm_alone_ms  gemm_loaded_ms  slowdown  coll_alone_us  coll_loaded_us  colls_loaded\n",
+               alltoall ? "alltoall" : "allreduce", bytes, np, gemms, n, n,
+               getenv("LOOM_MAX_CTAS") ? getenv("LOOM_MAX_CTAS") : "-",
+               getenv("NCCL_MAX_CTAS") ? getenv("NCCL_MAX_CTAS") : "-");
+    for (int lib = 0; lib <= use_nccl; ++lib) {
+        /* GEMMs alone. */
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA(cudaEventRecord(e0, app));
+        for (int i = 0; i < gemms; ++i) CUDA(perfGemm(n, a, b, c, app));
+        CUDA(cudaEventRecord(e1, app));
+        CUDA(cudaEventSynchronize(e1));
+        float ms;
+        CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        const double gemmAlone = slowest(ms / gemms);
+        /* Collectives alone. */
+        for (int i = 0; i < 3; ++i) collective(lib);
+        MPI_Barrier(MPI_COMM_WORLD);
+        const int reps = 20;
+        double t = MPI_Wtime();
+        for (int i = 0; i < reps; ++i) collective(lib);
+        const double collAlone = slowest((MPI_Wtime() - t) / reps * 1e6);
+        /* Both: as many collectives as fit the GEMMs' time alone. */
+        int count = (int)(gemmAlone * gemms * 1e3 / collAlone);
+        if (count < 1) count = 1;
+        MPI_Bcast(&count, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA(cudaEventRecord(e0, app));
+        for (int i = 0; i < gemms; ++i) CUDA(perfGemm(n, a, b, c, app));
+        CUDA(cudaEventRecord(e1, app));
+        t = MPI_Wtime();
+        for (int i = 0; i < count; ++i) collective(lib);
+        const double collLoaded = slowest((MPI_Wtime() - t) / count * 1e6);
+        CUDA(cudaEventSynchronize(e1));
+        CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        const double gemmLoaded = slowest(ms / gemms);
+        if (me == 0)
+            printf("%-8s  %13.3f  %14.3f  %8.3f  %13.1f  %14.1f  %12d\n", lib ? "nccl" : "loom", gemmAlone, gemmLoaded,
+                   gemmLoaded / gemmAlone, collAlone, collLoaded, count);
+    }
+    if (use_nccl) nccl.comm_destroy(ncomm);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaFree(sendbuf);
+    cudaFree(recvbuf);
+    MPI_Finalize();
+    return 0;
+}
