@@ -85,7 +85,10 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     // A blocking stream: loom's kernels are ordered after the application's
     // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
     // DMA may still run when the call returns), as CUDA-aware MPI users expect.
-    CUDA_TRY(cudaStreamCreateWithFlags(&comm->stream, cudaStreamDefault), "cudaStreamCreate");
+    int least = 0, greatest = 0;
+    if (p.streamPriority) CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
+    CUDA_TRY(cudaStreamCreateWithPriority(&comm->stream, cudaStreamDefault, p.streamPriority ? greatest : 0),
+             "cudaStreamCreate");
     CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, kAbortWords * sizeof(int), cudaHostAllocMapped),
              "cudaHostAlloc");
     for (int k = 0; k < kAbortWords; ++k) comm->abortFlag[k] = 0;
@@ -96,6 +99,19 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     comm->timeoutCycles = (unsigned long long)(p.timeoutSeconds * clockKHz * 1000.0);
     return loomSuccess;
 }
+
+// Another process on this GPU, seen by any communicator of this process (two
+// communicators may each hold one process per GPU while the GPU has two).
+std::atomic<bool> gpuSharedSeen{false};
+void noteGpuShared() { gpuSharedSeen = true; }
+
+} // namespace
+
+namespace loom {
+bool gpuSharedInProcess() { return gpuSharedSeen.load(); }
+} // namespace loom
+
+namespace {
 
 // Phase 2, collective and deterministic: ring neighbours and channel count.
 loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const RankIdentity &me) {
@@ -109,11 +125,7 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
     for (int q = 0; q < comm->nranks; ++q)
         comm->gpuShared |= q != comm->rank && ids[q].hostHash == me.hostHash && strcmp(ids[q].busId, me.busId) == 0;
-    // Another process on this GPU seen by any communicator of this process
-    // (two communicators may each hold one process per GPU while the GPU has two).
-    static std::atomic<bool> gpuSharedSeen{false};
-    if (comm->gpuShared) gpuSharedSeen = true;
-    comm->gpuShared |= gpuSharedSeen.load();
+    if (comm->gpuShared) noteGpuShared();
     // The same graphs on every rank: every rank decides alike.
     comm->intraNvlink = !comm->spansHosts && g.intraType <= topo::PathType::Nvl;
     comm->trees[0] = g.trees[0];

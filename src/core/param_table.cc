@@ -72,10 +72,10 @@ const loomParamDef kParams[] = {
      "Blocking one-shot calls inside a host go to a kernel that stays on the GPU between calls (no launch per "
      "call) and leaves after this many microseconds without one; a device-wide synchronize (cudaFree, "
      "cudaDeviceSynchronize) in between waits at most this long; 0: launch every call"},
-    {"resident_max_bytes", "LOOM_RESIDENT_MAX_BYTES", LOOM_PARAM_INT, 32 * KiB, 0, 16 * MiB, "32 KiB",
+    {"resident_max_bytes", "LOOM_RESIDENT_MAX_BYTES", LOOM_PARAM_INT, 16 * KiB, 0, 16 * MiB, "16 KiB",
      "One-shot calls up to this many bytes (8-byte units of the call's largest piece) go to the resident kernel "
-     "(2x H200: 8.2 vs 12.4 us launched up to 4 KiB, 13.0 vs 13.6 at 32 KiB, slower at 64 KiB, where a "
-     "launch gets more CTAs)"},
+     "(4x H200, 4 ranks: 10.7-11.5 vs 14.9-15.9 us launched up to 4 KiB, 13.9-14.3 in OSU at 8-16 KiB, 16.1 vs "
+     "15.3 launched at 32 KiB, where a launch gets more CTAs)"},
     {"resident_ctas", "LOOM_RESIDENT_CTAS", LOOM_PARAM_INT, 4, 1, 32, "4",
      "CTAs of the resident kernel (of 512 threads; they stay on the GPU while it waits for calls)"},
     {"oneshot_max_bytes", "LOOM_ONESHOT_MAX_BYTES", LOOM_PARAM_INT, -1, -1, 1L << 40, "measured per collective",
@@ -113,6 +113,9 @@ const loomParamDef kParams[] = {
     {"nchannels", "LOOM_NCHANNELS", LOOM_PARAM_INT, 0, 0, 64, "0",
      "CTAs (channels) of every ring, one-shot and zero-copy call, whatever its size, up to what each has (ring: "
      "LOOM_MAX_NCHANNELS; one-shot 32, zero-copy 64); 0: the tuner decides by size; set it alike on every rank"},
+    {"stream_priority", "LOOM_STREAM_PRIORITY", LOOM_PARAM_INT, 0, 0, 1, "0",
+     "1: loom's stream at the device's greatest priority, so that its kernels' CTAs are dispatched before those of "
+     "an application kernel that fills the GPU (overlap beside compute; not yet measured)"},
     {"max_ctas", "LOOM_MAX_CTAS", LOOM_PARAM_INT, 0, 0, 64, "0",
      "At most this many CTAs per ring, one-shot and zero-copy call and channels per pair of the exchanges, "
      "whatever the size (NCCL_MAX_CTAS's twin: fewer SMs taken from the application's kernels, less bandwidth); "

@@ -52,6 +52,7 @@ const Params &params() {
         p.zeroCopyBoard = (int)paramLong("LOOM_ZERO_COPY_BOARD");
         p.zeroCopyCtaBytes = paramLong("LOOM_ZERO_COPY_CTA_BYTES");
         p.maxCtas = (int)paramLong("LOOM_MAX_CTAS");
+        p.streamPriority = (int)paramLong("LOOM_STREAM_PRIORITY");
         p.residentIdleUs = paramLong("LOOM_RESIDENT_IDLE_US");
         p.residentMaxBytes = paramLong("LOOM_RESIDENT_MAX_BYTES");
         p.residentCtas = (int)paramLong("LOOM_RESIDENT_CTAS");

@@ -80,6 +80,12 @@ void writeMail(ResidentHostBox *box, const ResidentCall &call, uint32_t s) {
 #endif
 }
 
+// LOOM_RESIDENT_CTAS, capped by LOOM_MAX_CTAS.
+int residentCtas() {
+    const int n = params().residentCtas, cap = params().maxCtas;
+    return cap > 0 && cap < n ? cap : n;
+}
+
 // A fresh kernel that takes call residentNext(r->seq) first.
 loomResult_t launch(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t op) {
     ResidentState *r = comm->resident;
@@ -91,7 +97,7 @@ loomResult_t launch(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t o
     a.r.dev = r->dev;
     a.r.lastSeq = r->seq;
     a.r.idleNs = (unsigned long long)params().residentIdleUs * 1000ull;
-    a.ctas = params().residentCtas;
+    a.ctas = residentCtas();
     e = key == kAnyKey ? launchResidentBytes(a, r->stream) : launchResident(a, dtype, op, r->stream);
     if (e != cudaSuccess) return cudaFail(comm, "launch", e);
     r->alive = true;
@@ -99,8 +105,8 @@ loomResult_t launch(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t o
     if (!r->launches++ && comm->rank == 0)
         LOOM_INFO(kColl, "blocking one-shot calls up to %ld B go to the resident kernel (%d CTAs; it leaves after "
                   "%ld us without a call); said once per communicator", params().residentMaxBytes,
-                  params().residentCtas, params().residentIdleUs);
-    LOOM_TRACE(kColl, "rank %d: resident kernel launched (%d CTAs, key %d)", comm->rank, params().residentCtas, key);
+                  residentCtas(), params().residentIdleUs);
+    LOOM_TRACE(kColl, "rank %d: resident kernel launched (%d CTAs, key %d)", comm->rank, residentCtas(), key);
     return loomSuccess;
 }
 
@@ -159,8 +165,8 @@ loomResult_t leave(loomComm *comm) {
 
 bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     const Params &p = params();
-    if (p.residentIdleUs <= 0 || comm->gpuShared || !comm->hostWaitAllowed || stream != comm->stream ||
-        units * 8 > (size_t)p.residentMaxBytes)
+    if (p.residentIdleUs <= 0 || comm->gpuShared || gpuSharedInProcess() || !comm->hostWaitAllowed ||
+        stream != comm->stream || units * 8 > (size_t)p.residentMaxBytes)
         return false; // (tuning.cc: residentFits, the same conditions for the call's shape)
     // Nothing of loom's, nor of the application's on the legacy stream, may still write the buffers.
     if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;

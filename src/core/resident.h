@@ -41,6 +41,10 @@ bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream);
 loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dtype, loomRedOp_t op, bool moves,
                          bool *ran);
 
+// Whether any communicator of this process found another process on its GPU
+// (comm.cc; the resident kernel stays off then, on every communicator).
+bool gpuSharedInProcess();
+
 // Tells the kernel to leave and frees what it used (communicator teardown).
 void residentRelease(loomComm *comm);
 

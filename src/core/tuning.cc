@@ -35,7 +35,8 @@ constexpr AlgoModel kAllReduceModels[] = {
 
 bool residentFits(const loomComm *comm, const CallShape &s) {
     const Params &p = params();
-    return p.residentIdleUs > 0 && !comm->gpuShared && comm->hostWaitAllowed && s.bytes <= (size_t)p.residentMaxBytes;
+    return p.residentIdleUs > 0 && !comm->gpuShared && !gpuSharedInProcess() && comm->hostWaitAllowed &&
+           s.bytes <= (size_t)p.residentMaxBytes;
 }
 
 double predictCallUs(const loomComm *comm, const CallShape &s, int algo) {

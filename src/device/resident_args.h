@@ -63,6 +63,7 @@ struct ResidentDevBox {
     unsigned long long published;
     uint32_t failed;      // a CTA's call failed (abort words set): every CTA leaves
     unsigned int arrived; // CTAs done with the current call
+    uint32_t finished;    // the last call every CTA it needed is done with (set by the last to arrive)
 };
 
 constexpr uint32_t kResidentGone = 0xffffffffu;

@@ -11,7 +11,9 @@
  *  - only the poller decides to leave (idle, a leave command or a failed
  *    CTA), and it tells the other CTAs through dev->published (Gone);
  *  - a call needs the CTAs its units need (at most the kernel's): the others
- *    skip it, and `done` waits only for those it needs;
+ *    skip it, and `done` waits only for those it needs; CTA 0 waits for
+ *    them too (dev->finished) before it looks for the next call, so it never
+ *    leaves while a needed CTA has yet to start;
  *  - a CTA whose call fails (a peer's line never came) leaves at once, and
  *    so does every other CTA at its next look: the abort words tell the host.
  * One instance per (type, op) of the reductions; any instance runs the
@@ -151,15 +153,31 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 if (blockIdx.x == 0)
                     *(volatile unsigned long long *)&dev->published = (unsigned long long)kResidentGone << 32;
             } else {
-                __threadfence(); // this CTA's outputs and lines before its arrival
-                if (ctas == 1 || atomicAdd(&dev->arrived, 1u) == ctas - 1) {
+                // This CTA's outputs and lines before its arrival, at system
+                // scope: an output may be mapped host memory (C API callers).
+                __threadfence_system();
+                if (ctas == 1) {
+                    r.host->done = seq;
+                } else if (atomicAdd(&dev->arrived, 1u) == ctas - 1) {
                     atomicExch(&dev->arrived, 0u);
-                    __threadfence_system(); // every CTA's outputs before the host hears of them
+                    *(volatile uint32_t *)&dev->finished = seq;
+                    __threadfence_system(); // every CTA's outputs (seen through their arrivals) before the host hears
                     r.host->done = seq;
                 }
             }
         }
         if (!ok) return;
+        // CTA 0 goes back to the mailbox (and its idle clock) only once every
+        // CTA the call needs is done with it: one dispatched late would else
+        // find the kernel gone (kResidentGone) and the call half run.
+        if (blockIdx.x == 0 && ctas > 1) {
+            if (threadIdx.x == 0) {
+                int spins = 0;
+                while (*(volatile uint32_t *)&dev->finished != seq && !*(volatile uint32_t *)&dev->failed)
+                    if (++spins > 64) __nanosleep(128);
+            }
+            __syncthreads();
+        }
     }
 }
 

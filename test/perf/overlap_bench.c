@@ -8,16 +8,22 @@
  * libnccl.so.2; ncclAllReduce, or grouped ncclSend/ncclRecv per peer) on a
  * stream of its own, in the same run.
  *
- *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [--no-nccl]
+ *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [-p] [--no-nccl]
  *
- * Per library: a GEMM's time alone and under the collectives (slowdown =
- * loaded / alone), and a collective's time alone and under the GEMMs. The
- * loaded phase runs as many collectives as fit the GEMMs' time alone (the
- * same count on every rank). The knobs that trade one against the other are
- * the libraries' own environment: LOOM_MAX_CTAS (loom), NCCL_MAX_CTAS /
- * NCCL_MIN_CTAS (NCCL). Times are the slowest rank's.
+ * Per library: a GEMM's time alone and with collectives beside it (slowdown
+ * = loaded / alone), a collective's time alone and beside the GEMMs (only
+ * the collectives that started while every rank's GEMMs still ran count:
+ * the ranks agree before each one, outside the timed part), and the share of
+ * the GEMMs' time a collective was in flight. With -p, NCCL's stream has the
+ * device's greatest priority (give loom's the same with
+ * LOOM_STREAM_PRIORITY=1): a GEMM grid fills the GPU, and without priority a
+ * collective's CTAs start only as the GEMM's last ones are dispatched. The
+ * knobs that trade one against the other are the libraries' own
+ * environment: LOOM_MAX_CTAS (loom), NCCL_MAX_CTAS / NCCL_MIN_CTAS (NCCL).
+ * Times are the slowest rank's.
  */
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +82,7 @@ static double slowest(double t)
 
 int main(int argc, char **argv)
 {
-    int n = 4096, gemms = 20, use_nccl = 1;
+    int n = 4096, gemms = 20, use_nccl = 1, priority = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -84,6 +90,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-C") && i + 1 < argc) alltoall = !strcmp(argv[++i], "alltoall");
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) n = atoi(argv[++i]) / 64 * 64;
+        else if (!strcmp(argv[i], "-p")) priority = 1;
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) gemms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
     }
@@ -95,6 +102,11 @@ int main(int argc, char **argv)
     }
     CUDA(cudaSetDevice(me % ndev));
     bytes = bytes / (4 * (size_t)np) * 4 * (size_t)np; /* whole floats, whole blocks */
+    if (n < 64) n = 64;
+    if (bytes == 0 || bytes / 4 > INT_MAX) {
+        if (me == 0) fprintf(stderr, "overlap_bench: -s must give 1 .. INT_MAX floats\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     float *a, *b, *c;
     CUDA(cudaMalloc((void **)&a, (size_t)n * n * 4));
     CUDA(cudaMalloc((void **)&b, (size_t)n * n * 4));
@@ -106,19 +118,23 @@ int main(int argc, char **argv)
     CUDA(cudaMemset(sendbuf, 0, bytes));
     cudaStream_t app;
     CUDA(cudaStreamCreateWithFlags(&app, cudaStreamNonBlocking));
-    CUDA(cudaStreamCreateWithFlags(&nstream, cudaStreamNonBlocking));
+    int least = 0, greatest = 0;
+    CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CUDA(cudaStreamCreateWithPriority(&nstream, cudaStreamNonBlocking, priority ? greatest : 0));
     cudaEvent_t e0, e1;
     CUDA(cudaEventCreate(&e0));
     CUDA(cudaEventCreate(&e1));
-    if (use_nccl && !load_nccl()) {
-        if (me == 0) printf("overlap_bench: no libnccl.so.2: loom only\n");
-        use_nccl = 0;
-    }
+    if (use_nccl) use_nccl = load_nccl();
+    MPI_Allreduce(MPI_IN_PLACE, &use_nccl, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* every rank alike */
+    if (!use_nccl && me == 0) printf("overlap_bench: no NCCL (libnccl.so.2) on every rank, or --no-nccl: loom only\n");
     if (use_nccl) {
         nccl_id_t id;
         if (me == 0) nccl.get_unique_id(&id);
         MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-        if (nccl.comm_init_rank(&ncomm, np, id, me)) use_nccl = 0;
+        if (nccl.comm_init_rank(&ncomm, np, id, me)) {
+            fprintf(stderr, "overlap_bench: rank %d: ncclCommInitRank failed\n", me);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     /* A blocking call first: it makes loom's communicator (non-blocking calls take loom's kernels once it exists). */
     if (alltoall)
@@ -129,7 +145,8 @@ int main(int argc, char **argv)
     CUDA(cudaStreamSynchronize(app));
     if (me == 0)
         printf("# %s of %zu B on %d ranks beside %d GEMMs of %d x %d floats; LOOM_MAX_CTAS=%s NCCL_MAX_CTAS=%s\n"
-               "# library  gemm_alone_ms  gemm_loaded_ms  slowdown  coll_alone_us  coll_loaded_us  colls_loaded\n",
+               "# library  gemm_alone_ms  gemm_loaded_ms  slowdown  coll_alone_us  coll_loaded_us  colls_beside  "
+               "coll_share\n",
                alltoall ? "alltoall" : "allreduce", bytes, np, gemms, n, n,
                getenv("LOOM_MAX_CTAS") ? getenv("LOOM_MAX_CTAS") : "-",
                getenv("NCCL_MAX_CTAS") ? getenv("NCCL_MAX_CTAS") : "-");
@@ -150,23 +167,31 @@ int main(int argc, char **argv)
         double t = MPI_Wtime();
         for (int i = 0; i < reps; ++i) collective(lib);
         const double collAlone = slowest((MPI_Wtime() - t) / reps * 1e6);
-        /* Both: as many collectives as fit the GEMMs' time alone. */
-        int count = (int)(gemmAlone * gemms * 1e3 / collAlone);
-        if (count < 1) count = 1;
-        MPI_Bcast(&count, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        /* Both: collectives back to back while every rank's GEMMs run (the
+         * ranks agree before each one; that host allreduce is not timed). */
         MPI_Barrier(MPI_COMM_WORLD);
         CUDA(cudaEventRecord(e0, app));
         for (int i = 0; i < gemms; ++i) CUDA(perfGemm(n, a, b, c, app));
         CUDA(cudaEventRecord(e1, app));
-        t = MPI_Wtime();
-        for (int i = 0; i < count; ++i) collective(lib);
-        const double collLoaded = slowest((MPI_Wtime() - t) / count * 1e6);
+        double busy = 0;
+        int count = 0;
+        for (;;) {
+            int running = cudaEventQuery(e1) == cudaErrorNotReady;
+            MPI_Allreduce(MPI_IN_PLACE, &running, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            if (!running) break;
+            t = MPI_Wtime();
+            collective(lib);
+            busy += MPI_Wtime() - t;
+            ++count;
+        }
+        const double collLoaded = count ? slowest(busy / count * 1e6) : -1;
         CUDA(cudaEventSynchronize(e1));
         CUDA(cudaEventElapsedTime(&ms, e0, e1));
         const double gemmLoaded = slowest(ms / gemms);
+        const double share = slowest(busy * 1e3 / ms);
         if (me == 0)
-            printf("%-8s  %13.3f  %14.3f  %8.3f  %13.1f  %14.1f  %12d\n", lib ? "nccl" : "loom", gemmAlone, gemmLoaded,
-                   gemmLoaded / gemmAlone, collAlone, collLoaded, count);
+            printf("%-8s  %13.3f  %14.3f  %8.3f  %13.1f  %14.1f  %12d  %10.2f\n", lib ? "nccl" : "loom", gemmAlone,
+                   gemmLoaded, gemmLoaded / gemmAlone, collAlone, collLoaded, count, share);
     }
     if (use_nccl) nccl.comm_destroy(ncomm);
     cudaFree(a);

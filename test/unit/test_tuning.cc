@@ -84,24 +84,30 @@ END_TEST
 // The same on a fixed number of CTAs (LOOM_NCHANNELS sweeps at 4 ranks,
 // 64 KiB - 256 MiB: 2026-11-27_h200x4_channels_{zc,ring}_chN_np4.csv).
 // The resident kernel's saving against the two paths measured in one device
-// call (2x H200, 2 ranks): every size's difference within a quarter of it;
+// call (2x H200, 2 ranks; 4x H200, 4 ranks): every one-CTA size's difference
+// within a quarter of it;
 // TUNING's prediction applies it to blocking one-shot calls up to
 // LOOM_RESIDENT_MAX_BYTES only, on GPUs no two ranks share.
 START_TEST(resident_saving_within_a_quarter_of_the_measurements) {
-    const auto launched = measured("2026-11-27_h200x2_launch_allreduce_np2.csv");
-    const auto resident = measured("2026-11-27_h200x2_resident_allreduce_np2.csv");
-    ck_assert_int_eq(launched.size(), resident.size());
-    ck_assert_int_ge(launched.size(), 4);
-    for (size_t k = 1; k < launched.size() && launched[k].first <= kResidentSavedBytes; ++k) { // [0]: warm-up
-        ck_assert(launched[k].first == resident[k].first);
-        const double saved = launched[k].second - resident[k].second;
-        ck_assert_msg(std::fabs(saved - kResidentSavedUs) <= 0.25 * kResidentSavedUs, "%zu B: saved %.2f us",
-                      launched[k].first, saved);
+    for (const char *run : {"h200x2_%s_allreduce_np2", "h200x4_%s_allreduce_np4"}) {
+        char l[64], r[64];
+        snprintf(l, sizeof(l), run, "launch");
+        snprintf(r, sizeof(r), run, "resident");
+        const auto launched = measured("2026-11-27_" + std::string(l) + ".csv");
+        const auto resident = measured("2026-11-27_" + std::string(r) + ".csv");
+        ck_assert_int_eq(launched.size(), resident.size());
+        ck_assert_int_ge(launched.size(), 4);
+        for (size_t k = 1; k < launched.size() && launched[k].first <= kResidentSavedBytes; ++k) { // [0]: warm-up
+            ck_assert(launched[k].first == resident[k].first);
+            const double saved = launched[k].second - resident[k].second;
+            ck_assert_msg(std::fabs(saved - kResidentSavedUs) <= 0.25 * kResidentSavedUs, "%s, %zu B: saved %.2f us",
+                          l, launched[k].first, saved);
+        }
     }
     loomComm c = oneHost(2);
     c.hostWaitAllowed = true; // a blocking call
     const CallShape small{kRingAllReduce, 4096, 4096, 4, false}, big{kRingAllReduce, 1 << 20, 1 << 20, 4, false};
-    const CallShape mid{kRingAllReduce, 16384, 16384, 4, false}; // resident, but several CTAs: no saving modelled
+    const CallShape mid{kRingAllReduce, 8192, 8192, 4, false}; // resident, but several CTAs: no saving modelled
     ck_assert(residentFits(&c, mid) && predictCallUs(&c, mid, kAlgoOneShot) == predictUs(&c, mid, kAlgoOneShot));
     const double launchedUs = predictUs(&c, small, kAlgoOneShot);
     ck_assert(residentFits(&c, small) && !residentFits(&c, big)); // big: past LOOM_RESIDENT_MAX_BYTES
