@@ -163,11 +163,14 @@ loomResult_t leave(loomComm *comm) {
 
 } // namespace
 
-bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
+bool residentAllowed(const loomComm *comm, size_t bytes) {
     const Params &p = params();
-    if (p.residentIdleUs <= 0 || comm->gpuShared || gpuSharedInProcess() || !comm->hostWaitAllowed ||
-        stream != comm->stream || units * 8 > (size_t)p.residentMaxBytes)
-        return false; // (tuning.cc: residentFits, the same conditions for the call's shape)
+    return p.residentIdleUs > 0 && !comm->gpuShared && !gpuSharedInProcess() && comm->hostWaitAllowed &&
+           bytes <= (size_t)p.residentMaxBytes;
+}
+
+bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
+    if (stream != comm->stream || !residentAllowed(comm, units * 8)) return false;
     // Nothing of loom's, nor of the application's on the legacy stream, may still write the buffers.
     if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
     return cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;

@@ -31,6 +31,10 @@ namespace loom {
 
 struct ResidentState; // resident.cc
 
+// Whether a one-shot call of `bytes` may go to the resident kernel once the
+// streams are idle: the settings, this process's GPU, a call that may wait.
+bool residentAllowed(const loomComm *comm, size_t bytes);
+
 // Whether the one-shot call `a` (of `units` 8-byte units) may go to the resident kernel now.
 bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream);
 

@@ -33,11 +33,7 @@ constexpr AlgoModel kAllReduceModels[] = {
 
 } // namespace
 
-bool residentFits(const loomComm *comm, const CallShape &s) {
-    const Params &p = params();
-    return p.residentIdleUs > 0 && !comm->gpuShared && !gpuSharedInProcess() && comm->hostWaitAllowed &&
-           s.bytes <= (size_t)p.residentMaxBytes;
-}
+bool residentFits(const loomComm *comm, const CallShape &s) { return residentAllowed(comm, s.bytes); }
 
 double predictCallUs(const loomComm *comm, const CallShape &s, int algo) {
     const double us = predictUs(comm, s, algo);
