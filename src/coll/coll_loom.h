@@ -77,6 +77,11 @@ typedef struct {
     /* Testing aid: treat host buffers as device buffers, so the staging path
      * (span arithmetic, copy in/out) runs on machines without a GPU. */
     bool stage_host_buffers;
+    /* The application's promise that every collective passes the same kind
+     * of memory on every rank (all host or all device buffers): host-buffer
+     * calls then go to the previous module even where loom's communicator
+     * exists, instead of through loom's kernels and its device scratch. */
+    bool uniform_memory;
     /* opal_output stream of the component's reports (verbosity: verbose). */
     int output;
 } mca_coll_loom_component_t;

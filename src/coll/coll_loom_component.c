@@ -39,6 +39,7 @@ mca_coll_loom_component_t mca_coll_loom_component = {
     .enable = true,
     .verbose = 0,
     .stage_host_buffers = false,
+    .uniform_memory = false,
     .output = -1,
 };
 
@@ -81,6 +82,14 @@ static int loom_register(void)
         {"stage_host_buffers", "Testing aid: treat host buffers as device buffers so that the staging path runs without a GPU",
          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
          offsetof(mca_coll_loom_component_t, stage_host_buffers)},
+        {"uniform_memory", "The application promises that every collective passes the same kind of memory on every "
+                           "rank (host buffers on all ranks, or device buffers on all ranks): host-buffer calls then "
+                           "go to the component Open MPI would have used even on communicators that carry "
+                           "device-buffer collectives (by default loom runs them through its kernels, which is what "
+                           "makes ranks that mix memory kinds in one call correct, and then they wait for SMs like "
+                           "any kernel). A call that breaks the promise hangs or is wrong",
+         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+         offsetof(mca_coll_loom_component_t, uniform_memory)},
     };
     for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); ++i)
         mca_base_component_var_register(&lc->super.collm_version, params[i].name, params[i].help, params[i].type, NULL,

@@ -174,7 +174,9 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (loomSuccess == r && stage_out) kout = (char *)scratch + out_at;
     if (loomSuccess == r && stage_in) {
         kin = in_inside_out ? kout + (in - out) : (const char *)scratch;
-        r = loomMemcpySync((void *)kin, in, c->in_bytes);
+        /* in_inside_out: in lies in out, whose kind stage_out says */
+        const bool host = loomMemoryHost == (in_inside_out ? out_info.kind : in_info.kind);
+        r = host ? loomCommStageIn(m->lcomm, (void *)kin, in, c->in_bytes) : loomMemcpySync((void *)kin, in, c->in_bytes);
     }
     if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
     if (loomSuccess == r) r = launch(m, c, kin, kout);
@@ -184,12 +186,20 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_WAIT);
     if (loomSuccess == r && stage_out) {
+        /* Host memory: the scratch's out bytes through the bounce buffer when they fit (view). */
+        const void *view = NULL;
+        if (loomMemoryHost == out_info.kind) r = loomCommStageOut(m->lcomm, kout, c->out_bytes, &view);
+        const char *from = NULL != view ? (const char *)view : kout;
         if (LOOM_GPU_ALLGATHERV == c->kind || LOOM_GPU_ALLTOALLV == c->kind) { /* the blocks only: gaps are the caller's */
             const int n = ompi_comm_size(m->comm);
-            for (int q = 0; q < n && loomSuccess == r; ++q)
-                if (c->counts[q]) r = loomMemcpySync(out + c->displs[q], kout + c->displs[q], c->counts[q]);
-        } else {
-            r = loomMemcpySync(out, kout, c->out_bytes);
+            for (int q = 0; q < n && loomSuccess == r; ++q) {
+                if (!c->counts[q]) continue;
+                if (NULL != view) memcpy(out + c->displs[q], from + c->displs[q], c->counts[q]);
+                else r = loomMemcpySync(out + c->displs[q], from + c->displs[q], c->counts[q]);
+            }
+        } else if (loomSuccess == r) {
+            if (NULL != view) memcpy(out, view, c->out_bytes);
+            else r = loomMemcpySync(out, kout, c->out_bytes);
         }
     }
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_STAGE);
@@ -217,6 +227,8 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     mca_coll_loom_probe(m);
     if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
     if (NULL != c->why_not) return stay_off(m, c, local_gpu, c->why_not);
+    /* Host buffers here, so (promised) host buffers on every rank. */
+    if (!local_gpu && mca_coll_loom_component.uniform_memory) return false;
     if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, mca_coll_loom_why_intercomm);
     if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
     if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");

@@ -366,6 +366,7 @@ void releaseComm(loomComm *comm) {
     p2pFreeRegion(&comm->region);
     for (RingChannel *t : comm->ringChansDev) cudaFree(t);
     cudaFree(comm->scratch);
+    if (comm->stageBounce) cudaFreeHost(comm->stageBounce);
     cudaFree(comm->blockTablesDev);
     cudaFree(comm->vInput);
     cudaFree(comm->edgeConnsDev);

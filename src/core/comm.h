@@ -108,6 +108,8 @@ struct loomComm {
     unsigned long long timeoutCycles = 0;
     void *scratch = nullptr;     // loomCommScratch's buffer (GPU memory)
     size_t scratchBytes = 0;
+    void *stageBounce = nullptr; // pinned: host-buffer ranks' copies to and from scratch (core/stage_bounce.cc)
+    bool stageBounceFailed = false;
     // Ragged calls (allgatherv, reduce_scatter with counts): their block
     // tables (counts, then displacements; 2 x nranks) in device memory, and
     // the event of the last kernel that read them (the next call's copy waits

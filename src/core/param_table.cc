@@ -115,7 +115,7 @@ const loomParamDef kParams[] = {
      "LOOM_MAX_NCHANNELS; one-shot 32, zero-copy 64); 0: the tuner decides by size; set it alike on every rank"},
     {"stream_priority", "LOOM_STREAM_PRIORITY", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: loom's stream at the device's greatest priority, so that its kernels' CTAs are dispatched before those of "
-     "an application kernel that fills the GPU (overlap beside compute; not yet measured)"},
+     "an application kernel that fills the GPU (2x H200, 64 MiB allreduce beside GEMMs: 498 us instead of 3426, GEMMs 11.6% slower instead of 6.5%)"},
     {"max_ctas", "LOOM_MAX_CTAS", LOOM_PARAM_INT, 0, 0, 64, "0",
      "At most this many CTAs per ring, one-shot and zero-copy call and channels per pair of the exchanges, "
      "whatever the size (NCCL_MAX_CTAS's twin: fewer SMs taken from the application's kernels, less bandwidth); "

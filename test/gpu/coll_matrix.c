@@ -9,9 +9,12 @@
  * split, dup, reversed, odd-sized split}. Every element is compared with a
  * host reference. Inputs are small integers, so every result is exact.
  *
- *   coll_matrix [-q] [-m device|host|mixed]
+ *   coll_matrix [-q] [-m device|host|mixed|alternate]
  * -m mixed: even ranks pass host buffers, odd ranks device buffers (MPI
- * allows it per call); host: every rank host memory (runs without a GPU).
+ * allows it per call); host: every rank host memory (runs without a GPU);
+ * alternate: every rank host memory for even types, device memory for odd
+ * ones (the same kind on every rank in each call: what
+ * coll_loom_uniform_memory promises).
  * Without -q, 2^28-byte broadcast and reduce_scatter_block run on world too.
  */
 #include <cuda_runtime.h>
@@ -320,6 +323,7 @@ int main(int argc, char **argv)
         cudaSetDevice((lr ? atoi(lr) : wrank) % (ndev ? ndev : 1));
     }
     const int on_host = !strcmp(mode, "host") || (!strcmp(mode, "mixed") && wrank % 2 == 0);
+    const int alternate = !strcmp(mode, "alternate");
 
     const type_t types[] = {
         {"char", MPI_CHAR, 1, K_INT, 1, 0, 0},
@@ -352,13 +356,17 @@ int main(int argc, char **argv)
     ctx_t x = {0};
     x.on_host = on_host;
     x.host = malloc(buf_bytes);
-    if (on_host) {
-        x.ds = malloc(buf_bytes);
-        x.dr = malloc(buf_bytes);
-    } else {
-        cudaMalloc(&x.ds, buf_bytes);
-        cudaMalloc(&x.dr, buf_bytes);
+    void *hs = NULL, *hr = NULL, *gs = NULL, *gr = NULL;
+    if (on_host || alternate) {
+        hs = malloc(buf_bytes);
+        hr = malloc(buf_bytes);
     }
+    if (!on_host || alternate) {
+        cudaMalloc(&gs, buf_bytes);
+        cudaMalloc(&gr, buf_bytes);
+    }
+    x.ds = on_host ? hs : gs;
+    x.dr = on_host ? hr : gr;
     MPI_Comm comms[5];
     const char *cnames[] = {"world", "split", "dup", "reversed", "odd_split"};
     comms[0] = MPI_COMM_WORLD;
@@ -376,6 +384,11 @@ int main(int argc, char **argv)
         const int roots[3] = {0, x.size - 1, x.size / 2};
         for (size_t ti = 0; ti < ntypes; ++ti) {
             const type_t *t = &types[ti];
+            if (alternate) {
+                x.on_host = ti % 2 == 0;
+                x.ds = x.on_host ? hs : gs;
+                x.dr = x.on_host ? hr : gr;
+            }
             int first_op = -1;
             for (int o = 0; o < NOPS; ++o) {
                 if (!op_valid(t, o)) continue;
@@ -400,13 +413,10 @@ int main(int argc, char **argv)
         printf("coll_matrix: %d ranks, memory %s: %ld collective calls (summed over ranks), %ld wrong elements or "
                "errors\n", wsize, mode, totals[0], totals[1]);
     for (int c = 1; c < 5; ++c) MPI_Comm_free(&comms[c]);
-    if (on_host) {
-        free(x.ds);
-        free(x.dr);
-    } else {
-        cudaFree(x.ds);
-        cudaFree(x.dr);
-    }
+    free(hs);
+    free(hr);
+    cudaFree(gs);
+    cudaFree(gr);
     free(x.host);
     MPI_Finalize();
     return totals[1] ? 1 : 0;

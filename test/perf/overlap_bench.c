@@ -8,7 +8,7 @@
  * libnccl.so.2; ncclAllReduce, or grouped ncclSend/ncclRecv per peer) on a
  * stream of its own, in the same run.
  *
- *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [-p] [--no-nccl]
+ *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [-p] [-v] [--no-nccl]
  *
  * Per library: a GEMM's time alone and with collectives beside it (slowdown
  * = loaded / alone), a collective's time alone and beside the GEMMs (only
@@ -20,7 +20,8 @@
  * collective's CTAs start only as the GEMM's last ones are dispatched. The
  * knobs that trade one against the other are the libraries' own
  * environment: LOOM_MAX_CTAS (loom), NCCL_MAX_CTAS / NCCL_MIN_CTAS (NCCL).
- * Times are the slowest rank's.
+ * Times are the slowest rank's. -v: rank 0 prints each loaded step (the
+ * collective's time, the agreement's, and what the GEMMs' event said).
  */
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -46,6 +47,11 @@ static int me, np, alltoall;
 static size_t bytes = 64u << 20;
 static void *sendbuf, *recvbuf;
 static nccl_comm_t ncomm;
+/* The host-buffer calls (agreement, timing, barriers) run on a communicator
+ * of their own: on one that carries device-buffer collectives, loom takes
+ * host-buffer calls too (through its device scratch, for ranks that mix
+ * memory kinds), and those wait for SMs behind the GEMMs like any kernel. */
+static MPI_Comm ctl;
 static cudaStream_t nstream;
 
 /* One collective, finished when it returns. */
@@ -76,21 +82,23 @@ static void collective(int use_nccl)
 
 static double slowest(double t)
 {
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctl);
     return t;
 }
 
 int main(int argc, char **argv)
 {
-    int n = 4096, gemms = 20, use_nccl = 1, priority = 0;
+    int n = 4096, gemms = 20, use_nccl = 1, priority = 0, verbose = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-C") && i + 1 < argc) alltoall = !strcmp(argv[++i], "alltoall");
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) n = atoi(argv[++i]) / 64 * 64;
         else if (!strcmp(argv[i], "-p")) priority = 1;
+        else if (!strcmp(argv[i], "-v")) verbose = 1;
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) gemms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
     }
@@ -125,12 +133,12 @@ int main(int argc, char **argv)
     CUDA(cudaEventCreate(&e0));
     CUDA(cudaEventCreate(&e1));
     if (use_nccl) use_nccl = load_nccl();
-    MPI_Allreduce(MPI_IN_PLACE, &use_nccl, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* every rank alike */
+    MPI_Allreduce(MPI_IN_PLACE, &use_nccl, 1, MPI_INT, MPI_MIN, ctl); /* every rank alike */
     if (!use_nccl && me == 0) printf("overlap_bench: no NCCL (libnccl.so.2) on every rank, or --no-nccl: loom only\n");
     if (use_nccl) {
         nccl_id_t id;
         if (me == 0) nccl.get_unique_id(&id);
-        MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, ctl);
         if (nccl.comm_init_rank(&ncomm, np, id, me)) {
             fprintf(stderr, "overlap_bench: rank %d: ncclCommInitRank failed\n", me);
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -152,7 +160,7 @@ int main(int argc, char **argv)
                getenv("NCCL_MAX_CTAS") ? getenv("NCCL_MAX_CTAS") : "-");
     for (int lib = 0; lib <= use_nccl; ++lib) {
         /* GEMMs alone. */
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(ctl);
         CUDA(cudaEventRecord(e0, app));
         for (int i = 0; i < gemms; ++i) CUDA(perfGemm(n, a, b, c, app));
         CUDA(cudaEventRecord(e1, app));
@@ -162,26 +170,32 @@ int main(int argc, char **argv)
         const double gemmAlone = slowest(ms / gemms);
         /* Collectives alone. */
         for (int i = 0; i < 3; ++i) collective(lib);
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(ctl);
         const int reps = 20;
         double t = MPI_Wtime();
         for (int i = 0; i < reps; ++i) collective(lib);
         const double collAlone = slowest((MPI_Wtime() - t) / reps * 1e6);
         /* Both: collectives back to back while every rank's GEMMs run (the
          * ranks agree before each one; that host allreduce is not timed). */
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(ctl);
         CUDA(cudaEventRecord(e0, app));
         for (int i = 0; i < gemms; ++i) CUDA(perfGemm(n, a, b, c, app));
         CUDA(cudaEventRecord(e1, app));
         double busy = 0;
         int count = 0;
         for (;;) {
-            int running = cudaEventQuery(e1) == cudaErrorNotReady;
-            MPI_Allreduce(MPI_IN_PLACE, &running, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            const double t0 = MPI_Wtime();
+            const cudaError_t q = cudaEventQuery(e1);
+            int running = q == cudaErrorNotReady;
+            MPI_Allreduce(MPI_IN_PLACE, &running, 1, MPI_INT, MPI_MIN, ctl);
+            const double agreed = MPI_Wtime() - t0;
+            if (verbose && me == 0) printf("#   %s step %d: GEMMs' event %s, agreement %.1f us\n", lib ? "nccl" : "loom",
+                                           count, cudaGetErrorName(q), agreed * 1e6);
             if (!running) break;
             t = MPI_Wtime();
             collective(lib);
             busy += MPI_Wtime() - t;
+            if (verbose && me == 0) printf("#   %s step %d: collective %.1f us\n", lib ? "nccl" : "loom", count, (MPI_Wtime() - t) * 1e6);
             ++count;
         }
         const double collLoaded = count ? slowest(busy / count * 1e6) : -1;
@@ -193,12 +207,47 @@ int main(int argc, char **argv)
             printf("%-8s  %13.3f  %14.3f  %8.3f  %13.1f  %14.1f  %12d  %10.2f\n", lib ? "nccl" : "loom", gemmAlone,
                    gemmLoaded, gemmLoaded / gemmAlone, collAlone, collLoaded, count, share);
     }
+    /* Small blocking MPI_Allreduces on the collectives' communicator (an
+     * application's convergence check), alone and beside the GEMMs: a host
+     * int in place, a host int, and a device int in place. loom runs the host
+     * ones on the GPU too (ranks may mix memory kinds) unless
+     * coll_loom_uniform_memory lets them go to the host component. */
+    {
+        int *dv;
+        CUDA(cudaMalloc((void **)&dv, sizeof(int)));
+        CUDA(cudaMemset(dv, 0, sizeof(int)));
+        const char *names[3] = {"host int, in place", "host int", "device int, in place"};
+        for (int kind = 0; kind < 3; ++kind) {
+            int v = me, w = 0, reps = 50;
+            double us[2];
+            for (int loaded = 0; loaded <= 1; ++loaded) {
+                MPI_Barrier(ctl);
+                if (loaded) {
+                    for (int i = 0; i < gemms; ++i) CUDA(perfGemm(n, a, b, c, app));
+                    CUDA(cudaEventRecord(e1, app));
+                }
+                const double t0 = MPI_Wtime();
+                for (int i = 0; i < reps; ++i) {
+                    if (kind == 0) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+                    else if (kind == 1) MPI_Allreduce(&v, &w, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+                    else MPI_Allreduce(MPI_IN_PLACE, dv, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+                }
+                us[loaded] = slowest((MPI_Wtime() - t0) / reps * 1e6);
+                if (loaded) CUDA(cudaEventSynchronize(e1));
+            }
+            if (me == 0)
+                printf("# MPI_Allreduce of 1 %s on the same communicator: %.1f us alone, %.1f us beside the GEMMs\n",
+                       names[kind], us[0], us[1]);
+        }
+        cudaFree(dv);
+    }
     if (use_nccl) nccl.comm_destroy(ncomm);
     cudaFree(a);
     cudaFree(b);
     cudaFree(c);
     cudaFree(sendbuf);
     cudaFree(recvbuf);
+    MPI_Comm_free(&ctl);
     MPI_Finalize();
     return 0;
 }
