@@ -15,6 +15,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
+#include "opal/threads/mutex.h"
 #include "coll_loom_profile.h"
 
 BEGIN_C_DECLS
@@ -115,6 +116,13 @@ typedef struct {
     size_t exchange_tables_bytes;
     mca_coll_loom_profile_t *profile; /* LOOM_PROFILE: host time per phase of GPU-path calls (coll_loom_profile.h) */
     bool busy; /* inside a call into its loom communicator: progress leaves its requests alone */
+    /* Held (MPI_THREAD_MULTIPLE) while a thread is inside a call into the
+     * loom communicator; progress only tries it, and leaves the module's
+     * requests to a later pass when another thread holds it (busy covers the
+     * same thread re-entering through progress, which OPAL_THREAD_TRYLOCK
+     * does not see without threads). */
+    opal_mutex_t call_lock;
+    unsigned stalled_pass; /* progress's pass in which one of its requests was found unfinished */
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);

@@ -87,8 +87,10 @@ static int loom_register(void)
                            "go to the component Open MPI would have used even on communicators that carry "
                            "device-buffer collectives (by default loom runs them through its kernels, which is what "
                            "makes ranks that mix memory kinds in one call correct, and then they wait for SMs like "
-                           "any kernel). A call that breaks the promise hangs or is wrong",
-         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+                           "any kernel). A call that breaks the promise hangs or is wrong; a rank that passes "
+                           "NULL or no buffer (a zero count) counts as passing host memory. Set it alike on every "
+                           "rank",
+         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
          offsetof(mca_coll_loom_component_t, uniform_memory)},
     };
     for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); ++i)

@@ -219,10 +219,33 @@ static bool broken(int *rc)
     return true;
 }
 
+bool mca_coll_loom_nonblocking_setup(void)
+{
+    static int on = -1; /* LOOM_NONBLOCKING_SETUP (coll_loom_nonblocking_setup), read once */
+    if (on < 0) {
+        const char *v = getenv("LOOM_NONBLOCKING_SETUP");
+        on = NULL != v && 0 != atoi(v);
+    }
+    return on;
+}
+
 bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc)
 {
     *rc = MPI_SUCCESS;
     if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
+    const bool nonblocking_setup = mca_coll_loom_nonblocking_setup();
+    /* A non-blocking call never waits on the host for other ranks: it takes
+     * loom's kernels only once the loom communicator exists (made by a
+     * blocking collective on device buffers, alike on every rank), and it
+     * runs none of the one-time agreements (the GPU probe) itself. Open MPI
+     * makes such calls from inside progress (a communicator's context id is
+     * agreed through MPI_Iallreduce on its parent): a blocking wait there
+     * deadlocks under MPI_THREAD_MULTIPLE, where the waiter sleeps until a
+     * progressing thread, itself, completes the request. */
+    if (NULL != c->req && !nonblocking_setup && LOOM_GPU_READY != m->gpu_state)
+        return stay_off(m, c, local_gpu, "a non-blocking call before a blocking collective on device buffers "
+                                         "made the communicator's loom communicator (that takes the host "
+                                         "agreement a non-blocking call must not wait for)");
     mca_coll_loom_setup_bound(m, local_gpu);
     mca_coll_loom_probe(m);
     if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
@@ -232,21 +255,9 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, mca_coll_loom_why_intercomm);
     if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
     if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");
-    static int nonblocking_setup = -1; /* LOOM_NONBLOCKING_SETUP (coll_loom_nonblocking_setup), read once */
-    if (nonblocking_setup < 0) {
-        const char *v = getenv("LOOM_NONBLOCKING_SETUP");
-        nonblocking_setup = NULL != v && 0 != atoi(v);
-    }
     if (NULL != c->req && !nonblocking_setup) {
-        /* A non-blocking call never waits on the host for other ranks: it
-         * takes loom's kernels only once the loom communicator exists (made
-         * by a blocking collective on device buffers) and, for the
-         * exchanges and scans, once their pairs are connected. Both are the
-         * same on every rank. */
-        if (LOOM_GPU_READY != m->gpu_state)
-            return stay_off(m, c, local_gpu, "a non-blocking call before a blocking collective on device buffers "
-                                             "made the communicator's loom communicator (that takes the host "
-                                             "agreement a non-blocking call must not wait for)");
+        /* The exchanges and scans: once their pairs are connected (by a
+         * blocking one, alike on every rank). */
         int connected = 1;
         const bool pairs = LOOM_GPU_ALLTOALLV == c->kind || LOOM_GPU_SCAN == c->kind || LOOM_GPU_EXSCAN == c->kind;
         if (pairs && loomSuccess == loomCommPeersConnected(m->lcomm, &connected) && !connected)
@@ -281,14 +292,17 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
     mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
     bool deferred = false;
-    m->busy = true; /* progress (the bootstrap may run it) leaves this loom communicator alone */
+    OPAL_THREAD_LOCK(&m->call_lock); /* another thread's progress leaves this loom communicator alone */
+    m->busy = true; /* and so does progress run from inside this call (the bootstrap may run it) */
     loomResult_t r = run_here(m, c, in_info, out_info, &timer, &deferred);
     m->busy = false;
     mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
-    if (NULL == c->req) return mpi_error(r);
-    return deferred ? mca_coll_loom_request_pending(m, c->coll, c->req)
-                    : mca_coll_loom_request_done(m, mpi_error(r), c->req);
+    int rc = mpi_error(r);
+    if (NULL != c->req) /* the request's mark goes on the loom communicator too */
+        rc = deferred ? mca_coll_loom_request_pending(m, c->coll, c->req) : mca_coll_loom_request_done(m, rc, c->req);
+    OPAL_THREAD_UNLOCK(&m->call_lock);
+    return rc;
 }
 
 bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool local_gpu, int *rc)

@@ -34,6 +34,8 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->exchange_tables_bytes = 0;
     m->profile = NULL;
     m->busy = false;
+    OBJ_CONSTRUCT(&m->call_lock, opal_mutex_t);
+    m->stalled_pass = 0;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }
@@ -48,6 +50,7 @@ static void loom_module_destruct(mca_coll_loom_module_t *m)
     if (NULL != m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
     LOOM_ALL_COLLS(LOOM_RELEASE)
 #undef LOOM_RELEASE
+    OBJ_DESTRUCT(&m->call_lock);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, loom_module_construct, loom_module_destruct);

@@ -25,6 +25,7 @@ typedef struct mca_coll_loom_request_t {
     uint64_t ticket;                      /* loomCommMark's, on m's loom communicator */
     int rc;                               /* its MPI error, once finished */
     bool freed;                           /* MPI_Request_free came first: release on completion */
+    bool done;                            /* completed (set after ompi_request_complete) */
     struct mca_coll_loom_request_t *next; /* the pending list, oldest first */
     /* Persistent requests: what MPI_Start runs, its arguments (released with
      * the request), and the non-blocking call a start issued (the request
@@ -45,6 +46,7 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
     r->rc = MPI_SUCCESS;
     r->ticket = 0;
     r->freed = false;
+    r->done = false;
     r->next = NULL;
     r->start = NULL;
     r->args = NULL;
@@ -54,9 +56,14 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
 OBJ_CLASS_INSTANCE(mca_coll_loom_request_t, ompi_request_t, loom_request_construct, NULL);
 
 /* Every pending request of the process, oldest first; a module's requests
- * are in its issue order. */
+ * are in its issue order. pending_lock (MPI_THREAD_MULTIPLE) guards the
+ * list, progress_registered and each request's freed/done pair; it is never
+ * held while a loom communicator is waited on or a request completed, and
+ * is taken after a module's call_lock, never before one (progress only
+ * tries call_lock). */
 static mca_coll_loom_request_t *pending_head = NULL, *pending_tail = NULL;
 static bool progress_registered = false;
+static opal_mutex_t pending_lock = OPAL_MUTEX_STATIC_INIT;
 static int loom_progress(void);
 
 static mca_coll_loom_request_t *new_request(mca_coll_loom_module_t *m)
@@ -85,26 +92,39 @@ static void release(mca_coll_loom_request_t *r)
     OBJ_RELEASE(r);
 }
 
+/* Released exactly once when MPI_Request_free races with completion in
+ * another thread: whichever of the two comes second releases. */
 static void complete(mca_coll_loom_request_t *r, int rc)
 {
     r->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&r->super.super, true);
-    if (r->freed) release(r);
+    OPAL_THREAD_LOCK(&pending_lock);
+    r->done = true;
+    const bool freed = r->freed;
+    OPAL_THREAD_UNLOCK(&pending_lock);
+    if (freed) release(r);
 }
 
 static void append(mca_coll_loom_request_t *r)
 {
+    OPAL_THREAD_LOCK(&pending_lock);
+    r->done = false; /* a persistent request started again */
     if (NULL == pending_tail) pending_head = r;
     else pending_tail->next = r;
     pending_tail = r;
     if (!progress_registered) progress_registered = OPAL_SUCCESS == opal_progress_register(loom_progress);
+    OPAL_THREAD_UNLOCK(&pending_lock);
 }
 
 static int loom_request_free(ompi_request_t **request)
 {
     mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)*request;
-    if (REQUEST_COMPLETE(&r->super.super)) release(r);
-    else r->freed = true; /* the operation still completes; progress releases it then */
+    OPAL_THREAD_LOCK(&pending_lock);
+    /* An inactive persistent request (never started, or its last start done) is not pending either. */
+    const bool now = r->done || OMPI_REQUEST_INACTIVE == r->super.super.req_state;
+    if (!now) r->freed = true; /* the operation still completes; its completion releases it then */
+    OPAL_THREAD_UNLOCK(&pending_lock);
+    if (now) release(r);
     *request = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
 }
@@ -126,25 +146,40 @@ static void unlink_request(mca_coll_loom_request_t *prev, mca_coll_loom_request_
 static int loom_progress(void)
 {
     static bool walking = false;
-    if (walking || NULL == pending_head) return 0;
+    if (NULL == pending_head) return 0; /* a racy peek: a request appended meanwhile waits for the next pass */
+    if (OPAL_THREAD_TRYLOCK(&pending_lock)) return 0; /* another thread walks */
+    if (walking) {
+        OPAL_THREAD_UNLOCK(&pending_lock);
+        return 0;
+    }
     walking = true;
+    static unsigned pass = 0;
+    ++pass;
     mca_coll_loom_request_t *done_head = NULL, **done_tail = &done_head;
     mca_coll_loom_request_t *prev = NULL, *r = pending_head;
     while (NULL != r) {
         mca_coll_loom_request_t *next = r->next;
         bool finished = false;
-        if (r->m->busy) {
-            /* its loom communicator is in use by the call that got here */
+        bool locked = false;
+        if (r->m->busy || r->m->stalled_pass == pass) {
+            /* its loom communicator is in use by the call that got here, or an
+             * earlier request of its module is unfinished (issue order) */
+        } else if (OPAL_THREAD_TRYLOCK(&r->m->call_lock)) {
+            /* another thread is inside a call on it */
         } else if (NULL != r->inner) { /* a started persistent request: done when its call is */
+            locked = true;
             finished = REQUEST_COMPLETE(r->inner);
             if (finished) r->rc = r->inner->req_status.MPI_ERROR;
         } else {
+            locked = true;
             int done = 0;
             const loomResult_t lr = loomCommTest(r->m->lcomm, r->ticket, &done);
             finished = done || loomSuccess != lr;
             if (loomSuccess != lr) mca_coll_loom_report_error(r->m, mca_coll_loom_coll_names[r->coll], lr);
             r->rc = loomSuccess == lr ? MPI_SUCCESS : MPI_ERR_OTHER;
         }
+        if (locked) OPAL_THREAD_UNLOCK(&r->m->call_lock);
+        if (!finished) r->m->stalled_pass = pass;
         if (finished) {
             unlink_request(prev, r);
             *done_tail = r;
@@ -155,6 +190,7 @@ static int loom_progress(void)
         r = next;
     }
     walking = false;
+    OPAL_THREAD_UNLOCK(&pending_lock);
     int completed = 0;
     while (NULL != done_head) {
         r = done_head;
@@ -197,15 +233,21 @@ int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t
 
 static bool any_pending(const mca_coll_loom_module_t *m)
 {
-    for (mca_coll_loom_request_t *r = pending_head; NULL != r; r = r->next)
-        if (r->m == m) return true;
-    return false;
+    bool any = false;
+    OPAL_THREAD_LOCK(&pending_lock);
+    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next) any = r->m == m;
+    OPAL_THREAD_UNLOCK(&pending_lock);
+    return any;
 }
 
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m)
 {
     if (!any_pending(m)) return;
-    if (NULL != m->lcomm) loomCommWait(m->lcomm); /* then every plain request of m completes at once */
+    if (NULL != m->lcomm) { /* then every plain request of m completes at once */
+        OPAL_THREAD_LOCK(&m->call_lock);
+        loomCommWait(m->lcomm);
+        OPAL_THREAD_UNLOCK(&m->call_lock);
+    }
     while (any_pending(m)) opal_progress(); /* started persistent ones: their calls' requests too */
 }
 

@@ -43,7 +43,8 @@ void *bounce(loomComm *comm) {
     return comm->stageBounce;
 }
 
-loomResult_t copyFail(const loomComm *comm, const char *what, cudaError_t e) {
+loomResult_t copyFail(loomComm *comm, const char *what, cudaError_t e) {
+    comm->failed = true; // a copy that could not be enqueued: the next call would meet a broken context
     return loom::fail(loomUnhandledCudaError, "rank %d GPU %d: staging a host buffer %s: %s", comm->rank,
                       comm->cudaDev, what, cudaGetErrorString(e));
 }
@@ -60,11 +61,10 @@ extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const vo
     // to the resident kernel, which a GPU filled by the application's kernels
     // does not delay (a launched kernel waits for SMs: 2x H200 beside GEMMs,
     // a staged 4-byte allreduce took 270 us launched).
-    cudaError_t e = cudaMemcpyAsync(scratch, b, bytes, cudaMemcpyHostToDevice, comm->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stream);
+    const cudaError_t e = cudaMemcpyAsync(scratch, b, bytes, cudaMemcpyHostToDevice, comm->stream);
     if (e != cudaSuccess) return copyFail(comm, "in", e);
-    comm->streamIdle = true; // drained
-    return loomSuccess;
+    loom::streamBusy(comm);
+    return loomCommWait(comm); // as every wait: errors of earlier kernels said as such, proxies left their cores
 }
 
 extern "C" loomResult_t loomCommStageOut(loomComm_t comm, const void *scratch, size_t bytes, const void **view) {
@@ -73,10 +73,10 @@ extern "C" loomResult_t loomCommStageOut(loomComm_t comm, const void *scratch, s
     if (bytes == 0) return loomSuccess;
     void *b = bytes <= kBounceBytes ? bounce(comm) : nullptr;
     if (!b) return loomSuccess; // the caller copies with loomMemcpySync
-    cudaError_t e = cudaMemcpyAsync(b, scratch, bytes, cudaMemcpyDeviceToHost, comm->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stream);
+    const cudaError_t e = cudaMemcpyAsync(b, scratch, bytes, cudaMemcpyDeviceToHost, comm->stream);
     if (e != cudaSuccess) return copyFail(comm, "out", e);
-    comm->streamIdle = true; // drained, and nothing of the call's is left on it
-    *view = b;
-    return loomSuccess;
+    loom::streamBusy(comm);
+    const loomResult_t r = loomCommWait(comm);
+    if (r == loomSuccess) *view = b;
+    return r;
 }
