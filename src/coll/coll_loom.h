@@ -16,6 +16,8 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
 #include "opal/threads/mutex.h"
+
+#include <pthread.h>
 #include "coll_loom_profile.h"
 
 BEGIN_C_DECLS
@@ -122,6 +124,7 @@ typedef struct {
      * same thread re-entering through progress, which OPAL_THREAD_TRYLOCK
      * does not see without threads). */
     opal_mutex_t call_lock;
+    pthread_t call_owner; /* the thread inside a call (valid while busy; written before busy) */
     unsigned stalled_pass; /* progress's pass in which one of its requests was found unfinished */
 } mca_coll_loom_module_t;
 

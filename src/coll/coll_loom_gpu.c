@@ -174,9 +174,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (loomSuccess == r && stage_out) kout = (char *)scratch + out_at;
     if (loomSuccess == r && stage_in) {
         kin = in_inside_out ? kout + (in - out) : (const char *)scratch;
-        /* in_inside_out: in lies in out, whose kind stage_out says */
-        const bool host = loomMemoryHost == (in_inside_out ? out_info.kind : in_info.kind);
-        r = host ? loomCommStageIn(m->lcomm, (void *)kin, in, c->in_bytes) : loomMemcpySync((void *)kin, in, c->in_bytes);
+        r = loomCommStageIn(m->lcomm, (void *)kin, in, c->in_bytes);
     }
     if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
     if (loomSuccess == r) r = launch(m, c, kin, kout);
@@ -186,20 +184,12 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_WAIT);
     if (loomSuccess == r && stage_out) {
-        /* Host memory: the scratch's out bytes through the bounce buffer when they fit (view). */
-        const void *view = NULL;
-        if (loomMemoryHost == out_info.kind) r = loomCommStageOut(m->lcomm, kout, c->out_bytes, &view);
-        const char *from = NULL != view ? (const char *)view : kout;
         if (LOOM_GPU_ALLGATHERV == c->kind || LOOM_GPU_ALLTOALLV == c->kind) { /* the blocks only: gaps are the caller's */
             const int n = ompi_comm_size(m->comm);
-            for (int q = 0; q < n && loomSuccess == r; ++q) {
-                if (!c->counts[q]) continue;
-                if (NULL != view) memcpy(out + c->displs[q], from + c->displs[q], c->counts[q]);
-                else r = loomMemcpySync(out + c->displs[q], from + c->displs[q], c->counts[q]);
-            }
-        } else if (loomSuccess == r) {
-            if (NULL != view) memcpy(out, view, c->out_bytes);
-            else r = loomMemcpySync(out, kout, c->out_bytes);
+            for (int q = 0; q < n && loomSuccess == r; ++q)
+                if (c->counts[q]) r = loomCommStageOut(m->lcomm, out + c->displs[q], kout + c->displs[q], c->counts[q]);
+        } else {
+            r = loomCommStageOut(m->lcomm, out, kout, c->out_bytes);
         }
     }
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_STAGE);
@@ -292,10 +282,22 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
     mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
     bool deferred = false;
+    /* A call made by progress that runs inside this thread's call on the
+     * same communicator (Open MPI's own collectives for an MPI_Comm_idup
+     * still pending, progressed while loom's bootstrap waits): loom's
+     * communicator is mid-call, and its lock is this thread's. */
+    if (__atomic_load_n(&m->busy, __ATOMIC_ACQUIRE) && pthread_equal(m->call_owner, pthread_self())) {
+        opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s: %s started from inside another "
+                    "collective on the same communicator (Open MPI progressed a pending operation, such as "
+                    "MPI_Comm_idup, while loom was setting up); not supported: finish such operations first",
+                    ompi_comm_rank(m->comm), m->comm->c_name, mca_coll_loom_coll_names[c->coll]);
+        return MPI_ERR_OTHER;
+    }
     OPAL_THREAD_LOCK(&m->call_lock); /* another thread's progress leaves this loom communicator alone */
-    m->busy = true; /* and so does progress run from inside this call (the bootstrap may run it) */
+    m->call_owner = pthread_self();
+    __atomic_store_n(&m->busy, true, __ATOMIC_RELEASE); /* and so does progress run from inside this call */
     loomResult_t r = run_here(m, c, in_info, out_info, &timer, &deferred);
-    m->busy = false;
+    __atomic_store_n(&m->busy, false, __ATOMIC_RELEASE);
     mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
     int rc = mpi_error(r);

@@ -93,12 +93,16 @@ static void release(mca_coll_loom_request_t *r)
 }
 
 /* Released exactly once when MPI_Request_free races with completion in
- * another thread: whichever of the two comes second releases. */
+ * another thread: whichever of the two comes second releases. The lock
+ * spans the completion itself: the waiting thread it wakes may free the
+ * request (or start a persistent one again) only after done and freed are
+ * settled. Open MPI's completion callbacks release datatypes and ops only;
+ * none comes back into loom. */
 static void complete(mca_coll_loom_request_t *r, int rc)
 {
+    OPAL_THREAD_LOCK(&pending_lock);
     r->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&r->super.super, true);
-    OPAL_THREAD_LOCK(&pending_lock);
     r->done = true;
     const bool freed = r->freed;
     OPAL_THREAD_UNLOCK(&pending_lock);
@@ -161,7 +165,7 @@ static int loom_progress(void)
         mca_coll_loom_request_t *next = r->next;
         bool finished = false;
         bool locked = false;
-        if (r->m->busy || r->m->stalled_pass == pass) {
+        if (__atomic_load_n(&r->m->busy, __ATOMIC_ACQUIRE) || r->m->stalled_pass == pass) {
             /* its loom communicator is in use by the call that got here, or an
              * earlier request of its module is unfinished (issue order) */
         } else if (OPAL_THREAD_TRYLOCK(&r->m->call_lock)) {

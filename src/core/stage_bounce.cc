@@ -51,32 +51,31 @@ loomResult_t copyFail(loomComm *comm, const char *what, cudaError_t e) {
 
 } // namespace
 
-extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *host, size_t bytes) {
+extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *src, size_t bytes) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageIn: comm is NULL");
     if (bytes == 0) return loomSuccess;
-    void *b = bytes <= kBounceBytes ? bounce(comm) : nullptr;
-    if (!b) return loomMemcpySync(scratch, host, bytes);
-    memcpy(b, host, bytes);
-    // Waited for here, so that the call finds loom's stream idle and may go
-    // to the resident kernel, which a GPU filled by the application's kernels
-    // does not delay (a launched kernel waits for SMs: 2x H200 beside GEMMs,
-    // a staged 4-byte allreduce took 270 us launched).
-    const cudaError_t e = cudaMemcpyAsync(scratch, b, bytes, cudaMemcpyHostToDevice, comm->stream);
+    loomPointerInfo_t info;
+    loomPointerQuery(src, &info);
+    void *b = bytes <= kBounceBytes && info.kind == loomMemoryHost ? bounce(comm) : nullptr;
+    if (b) memcpy(b, src, bytes);
+    // Large host buffers (pageable: a synchronous copy, but on loom's stream)
+    // and another GPU's buffers straight from where they are.
+    const cudaError_t e = cudaMemcpyAsync(scratch, b ? b : src, bytes, cudaMemcpyDefault, comm->stream);
     if (e != cudaSuccess) return copyFail(comm, "in", e);
     loom::streamBusy(comm);
     return loomCommWait(comm); // as every wait: errors of earlier kernels said as such, proxies left their cores
 }
 
-extern "C" loomResult_t loomCommStageOut(loomComm_t comm, const void *scratch, size_t bytes, const void **view) {
-    if (!comm || !view) return loom::fail(loomInvalidArgument, "loomCommStageOut: NULL argument");
-    *view = nullptr;
+extern "C" loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, size_t bytes) {
+    if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageOut: comm is NULL");
     if (bytes == 0) return loomSuccess;
-    void *b = bytes <= kBounceBytes ? bounce(comm) : nullptr;
-    if (!b) return loomSuccess; // the caller copies with loomMemcpySync
-    const cudaError_t e = cudaMemcpyAsync(b, scratch, bytes, cudaMemcpyDeviceToHost, comm->stream);
+    loomPointerInfo_t info;
+    loomPointerQuery(dst, &info);
+    void *b = bytes <= kBounceBytes && info.kind == loomMemoryHost ? bounce(comm) : nullptr;
+    const cudaError_t e = cudaMemcpyAsync(b ? b : dst, scratch, bytes, cudaMemcpyDefault, comm->stream);
     if (e != cudaSuccess) return copyFail(comm, "out", e);
     loom::streamBusy(comm);
     const loomResult_t r = loomCommWait(comm);
-    if (r == loomSuccess) *view = b;
+    if (r == loomSuccess && b) memcpy(dst, b, bytes);
     return r;
 }

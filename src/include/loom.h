@@ -206,15 +206,11 @@ loomResult_t loomExScan(const void *sendbuff, void *recvbuff, size_t count, loom
  * memory, another GPU) on the communicator's kernels. */
 loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr);
 
-/* A host buffer's bytes into the scratch buffer, there when it returns
- * (small ones through a pinned bounce buffer on loom's stream; large ones by
- * loomMemcpySync). */
-loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *host, size_t bytes);
-
-/* After the call's kernel: the scratch buffer's first `bytes` in host memory
- * at *view (the communicator's bounce buffer: valid until its next call), or
- * *view NULL for copies too large for it (copy them with loomMemcpySync). */
-loomResult_t loomCommStageOut(loomComm_t comm, const void *scratch, size_t bytes, const void **view);
+/* Copies between a buffer the kernels cannot use (host memory, another
+ * GPU's) and the communicator's scratch buffer, on loom's stream (small
+ * host ones through a pinned bounce buffer), finished when they return. */
+loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *src, size_t bytes);
+loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, size_t bytes);
 
 /* Blocks until every operation enqueued on loom's own stream has finished;
  * loomRemoteError when a peer stopped answering (the comm is then unusable),

@@ -91,7 +91,9 @@ static void *work(void *arg)
         w->bad += check_sum(c, h, count, seed + 1);
         copy(h, b, count * sizeof(int));
         for (size_t i = 0; i < count; ++i) w->bad += h[i] != (int)(i * 3 + (size_t)seed);
-        /* freed before it completes: the blocking call after it sees its result (issue order) */
+        /* freed before it completes: it still completes. Reading its output
+         * after the next blocking call relies on loom (one stream per
+         * communicator, calls in issue order), not on MPI. */
         fill(a, h, count, seed + 2);
         MPI_Request f;
         MPI_Iallreduce(a, c, (int)count, MPI_INT, MPI_SUM, w->comm, &f);
