@@ -49,33 +49,40 @@ loomResult_t copyFail(loomComm *comm, const char *what, cudaError_t e) {
                       comm->cudaDev, what, cudaGetErrorString(e));
 }
 
+// The bounce buffer for `bytes` of the host-side buffer `host`, or null when
+// the copy goes straight from or to it (too large, or another GPU's memory).
+void *bounceFor(loomComm *comm, const void *host, size_t bytes) {
+    loomPointerInfo_t info;
+    loomPointerQuery(host, &info);
+    return bytes <= kBounceBytes && info.kind == loomMemoryHost ? bounce(comm) : nullptr;
+}
+
+// Copies on loom's stream and waits like every wait (errors of earlier
+// kernels said as such, proxies left their cores).
+loomResult_t copyAndWait(loomComm *comm, void *dst, const void *src, size_t bytes, const char *what) {
+    const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, comm->stream);
+    if (e != cudaSuccess) return copyFail(comm, what, e);
+    loom::streamBusy(comm);
+    return loomCommWait(comm);
+}
+
 } // namespace
 
 extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *src, size_t bytes) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageIn: comm is NULL");
     if (bytes == 0) return loomSuccess;
-    loomPointerInfo_t info;
-    loomPointerQuery(src, &info);
-    void *b = bytes <= kBounceBytes && info.kind == loomMemoryHost ? bounce(comm) : nullptr;
+    void *b = bounceFor(comm, src, bytes);
     if (b) memcpy(b, src, bytes);
     // Large host buffers (pageable: a synchronous copy, but on loom's stream)
     // and another GPU's buffers straight from where they are.
-    const cudaError_t e = cudaMemcpyAsync(scratch, b ? b : src, bytes, cudaMemcpyDefault, comm->stream);
-    if (e != cudaSuccess) return copyFail(comm, "in", e);
-    loom::streamBusy(comm);
-    return loomCommWait(comm); // as every wait: errors of earlier kernels said as such, proxies left their cores
+    return copyAndWait(comm, scratch, b ? b : src, bytes, "in");
 }
 
 extern "C" loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, size_t bytes) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageOut: comm is NULL");
     if (bytes == 0) return loomSuccess;
-    loomPointerInfo_t info;
-    loomPointerQuery(dst, &info);
-    void *b = bytes <= kBounceBytes && info.kind == loomMemoryHost ? bounce(comm) : nullptr;
-    const cudaError_t e = cudaMemcpyAsync(b ? b : dst, scratch, bytes, cudaMemcpyDefault, comm->stream);
-    if (e != cudaSuccess) return copyFail(comm, "out", e);
-    loom::streamBusy(comm);
-    const loomResult_t r = loomCommWait(comm);
+    void *b = bounceFor(comm, dst, bytes);
+    const loomResult_t r = copyAndWait(comm, b ? b : dst, scratch, bytes, "out");
     if (r == loomSuccess && b) memcpy(dst, b, bytes);
     return r;
 }
