@@ -148,6 +148,16 @@ void mca_coll_loom_report_why(mca_coll_loom_module_t *m, int coll, const char *w
 /* Once per communicator, at its first collective, before anything else that
  * communicates (every override calls it): do all ranks' processes see a GPU? */
 void mca_coll_loom_probe(mca_coll_loom_module_t *m);
+/* LOOM_NONBLOCKING_SETUP: non-blocking calls may run the one-time host
+ * agreements (GPU probe, creation) themselves; off by default (they block). */
+bool mca_coll_loom_nonblocking_setup(void);
+/* The probe for a call on a path other than loom's kernels (req: NULL when
+ * blocking). The probe is collective: every rank runs it at the same call,
+ * whichever path that call takes on it. Only blocking calls run it (MPI
+ * matches a non-blocking call with non-blocking ones only, so ranks agree):
+ * Open MPI makes non-blocking calls from inside progress (context ids of new
+ * communicators), where a blocking wait deadlocks under MPI_THREAD_MULTIPLE. */
+void mca_coll_loom_probe_call(mca_coll_loom_module_t *m, const void *req);
 
 static inline void mca_coll_loom_note(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path)
 {

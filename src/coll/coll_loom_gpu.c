@@ -219,6 +219,11 @@ bool mca_coll_loom_nonblocking_setup(void)
     return on;
 }
 
+void mca_coll_loom_probe_call(mca_coll_loom_module_t *m, const void *req)
+{
+    if (NULL == req || mca_coll_loom_nonblocking_setup()) mca_coll_loom_probe(m);
+}
+
 bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc)
 {
     *rc = MPI_SUCCESS;

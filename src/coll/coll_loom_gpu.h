@@ -86,10 +86,6 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
  * MPI_SUCCESS (run it: exec) or the error to return. takes reads c's buffers
  * only to choose the GPU of a communicator it creates; exec runs c as it is
  * then and returns the MPI error code. */
-/* LOOM_NONBLOCKING_SETUP: non-blocking calls may run the one-time host
- * agreements (GPU probe, creation) themselves; off by default (they block). */
-bool mca_coll_loom_nonblocking_setup(void);
-
 bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc);
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c);
 

@@ -46,7 +46,7 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     int rc;
     if (mca_coll_loom_gpu_run(m, &c, on_gpu, &rc)) return rc;
     if (!on_gpu) LOOM_DELEGATE(m, req, bcast, buf, count, dt, root, comm);
-    if (NULL == req || mca_coll_loom_nonblocking_setup()) mca_coll_loom_probe(m); /* blocking calls only (LOOM_DELEGATE) */
+    mca_coll_loom_probe_call(m, req);
     mca_coll_loom_note(m, LOOM_COLL_ID(req, bcast), LOOM_PATH_STAGED);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
     loom_stage_t st = {.n = 0};

@@ -57,10 +57,10 @@ OBJ_CLASS_INSTANCE(mca_coll_loom_request_t, ompi_request_t, loom_request_constru
 
 /* Every pending request of the process, oldest first; a module's requests
  * are in its issue order. pending_lock (MPI_THREAD_MULTIPLE) guards the
- * list, progress_registered and each request's freed/done pair; it is never
- * held while a loom communicator is waited on or a request completed, and
- * is taken after a module's call_lock, never before one (progress only
- * tries call_lock). */
+ * list, progress_registered and each request's freed/done pair, and spans a
+ * request's completion (complete()); it is never held while a loom
+ * communicator is waited on, and is taken after a module's call_lock, never
+ * before one (progress only tries call_lock). */
 static mca_coll_loom_request_t *pending_head = NULL, *pending_tail = NULL;
 static bool progress_registered = false;
 static opal_mutex_t pending_lock = OPAL_MUTEX_STATIC_INIT;

@@ -81,7 +81,7 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
  * call the previous module with the host views (hs, hr), unstage, return. */
 #define LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, ...)                      \
     do {                                                                                       \
-        if (NULL == (req) || mca_coll_loom_nonblocking_setup()) mca_coll_loom_probe(m); /* blocking calls only: see LOOM_DELEGATE */ \
+        mca_coll_loom_probe_call(m, req);                                                      \
         if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;                           \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_STAGED);                      \
         loom_stage_t st = {.n = 0};                                                            \
@@ -92,15 +92,9 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
         return mca_coll_loom_unstage(&st, rc, req);                                            \
     } while (0)
 
-/* The probe is collective: every rank runs it at the same call, whichever
- * path that call takes on it. Only blocking calls run it (MPI matches a
- * non-blocking call with non-blocking ones only, so ranks agree): Open MPI
- * makes non-blocking calls from inside progress (context ids of new
- * communicators), where a blocking wait deadlocks under
- * MPI_THREAD_MULTIPLE (coll_loom_gpu.c). */
 #define LOOM_DELEGATE(m, req, name, ...)                                       \
     do {                                                                       \
-        if (NULL == (req) || mca_coll_loom_nonblocking_setup()) mca_coll_loom_probe(m);                             \
+        mca_coll_loom_probe_call(m, req);                                      \
         if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;           \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_DELEGATED);   \
         return LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                      \

@@ -1,8 +1,12 @@
 /*
- * Host buffers of ranks that run on the communicator's kernels (MPI allows a
- * rank host buffers while its peers pass device buffers; loom's component
- * runs such a rank through loomCommScratch): their copies to and from the
- * scratch buffer, through a pinned bounce buffer on loom's own stream.
+ * Buffers of ranks that run on the communicator's kernels but that the
+ * kernels cannot use (host memory: MPI allows a rank host buffers while its
+ * peers pass device buffers; another GPU's memory): their copies to and
+ * from the scratch buffer (loomCommScratch), on loom's own stream, small
+ * host ones through a pinned bounce buffer. Never on the legacy default
+ * stream: a legacy-stream copy waits for every blocking stream's work, other
+ * communicators' kernels included, which made threads that run collectives
+ * on different communicators wait on each other across ranks.
  *
  * Why not cudaMemcpy from the caller's (pageable) memory: it goes through
  * the driver's staging and the legacy stream, and on the GPU hosts a staged
@@ -23,7 +27,7 @@
 
 namespace {
 
-constexpr size_t kBounceBytes = 1u << 20; // larger copies go through cudaMemcpy (bandwidth, not latency)
+constexpr size_t kBounceBytes = 1u << 20; // larger copies go straight (bandwidth, not latency)
 
 // The bounce buffer (allocated at the first small copy); null: none to be had.
 void *bounce(loomComm *comm) {
@@ -35,7 +39,7 @@ void *bounce(loomComm *comm) {
             cudaGetLastError(); // not sticky: cudaMemcpy goes on
             comm->stageBounce = nullptr;
             comm->stageBounceFailed = true;
-            LOOM_WARN(loom::kColl, "rank %d GPU %d: no pinned bounce buffer for host-buffer ranks: cudaMemcpy instead",
+            LOOM_WARN(loom::kColl, "rank %d GPU %d: no pinned bounce buffer for host-buffer ranks: copies go straight",
                       comm->rank, comm->cudaDev);
         }
         if (current >= 0) cudaSetDevice(current);
