@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/debug.h"
+#include "core/arrival_query.h"
 #include "core/bootstrap.h"
 #include "core/peer_conns.h"
 #include "core/enqueue_zerocopy.h"
@@ -220,11 +221,15 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
 // diagnostic: a board that cannot be made leaves the communicator without
 // one (said at WARN), never fails it. The two agreements order create before
 // open before unlink on every host at once.
-loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
+// The host whose board holds rank q: its OS instance, or with
+// LOOM_ARRIVAL_PER_HOST the host it counts as (arrival_query.h's tests).
+uint64_t boardHost(const PeerInfo &p) { return params().arrivalPerHost ? p.hostHash : p.osHost; }
+
+loomResult_t makeArrivalBoard(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
     const int me = comm->rank, n = comm->nranks;
     std::vector<int> locals;
     for (int q = 0; q < n; ++q)
-        if (peers[q].osHost == peers[me].osHost) locals.push_back(q);
+        if (boardHost(peers[q]) == boardHost(peers[me])) locals.push_back(q);
     const bool leader = locals[0] == me;
     char name[64];
     snprintf(name, sizeof(name), "/loom-arrive-%d-%016llx", peers[locals[0]].pid, (unsigned long long)comm->commTag);
@@ -254,6 +259,27 @@ loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std:
         if (locals[k] == me) comm->arrivalSlot = (int)k;
     board->publish(comm->arrivalSlot, me, comm->cudaDev, comm->busId);
     comm->arrivals = board;
+    return loomSuccess;
+}
+
+// The board, and where ranks span hosts (agreed), every rank's contact for
+// questions about its host's board (arrival_query.h): the host's ranks
+// serve it when the board leaves some rank out.
+loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
+    loomResult_t r = makeArrivalBoard(comm, bs, peers);
+    if (r != loomSuccess || !comm->spansHosts) return r;
+    const int n = comm->nranks;
+    ArrivalContact mine;
+    memset(&mine, 0, sizeof(mine));
+    if (comm->arrivals && comm->arrivals->slots() < n) arrivalServe(comm->commTag, comm->arrivals, &mine);
+    ArrivalPeers *ap = new ArrivalPeers;
+    ap->contacts.resize(n);
+    if (bs->allgather(bs->ctx, &mine, ap->contacts.data(), sizeof(mine)) != 0) {
+        delete ap;
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of arrival contacts failed", comm->rank);
+    }
+    for (int q = 0; q < n; ++q) ap->boardOf.push_back(boardHost(peers[q]));
+    comm->arrivalPeers = ap;
     return loomSuccess;
 }
 
@@ -377,7 +403,9 @@ void releaseComm(loomComm *comm) {
     for (void *p : comm->deferredFrees) cudaFree(p);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
+    if (comm->arrivals) arrivalUnserve(comm->arrivals); // before the board goes
     delete comm->arrivals;
+    delete comm->arrivalPeers;
     if (current >= 0) cudaSetDevice(current);
     delete comm;
 }
@@ -515,9 +543,10 @@ std::string whoDidNotArrive(const loomComm *comm) {
     if (int unknown = unfilledSlots(*comm->arrivals))
         return std::to_string(unknown) + " rank(s) of this host are not on its arrival board (see the warning at "
                "set-up): whether they arrived is unknown";
-    return comm->arrivals->slots() == comm->nranks
-               ? "every rank arrived (one is stuck inside the call, or its GPU is)"
-               : "every rank of this host arrived: the missing one is on another host";
+    if (comm->arrivals->slots() == comm->nranks) return "every rank arrived (one is stuck inside the call, or its GPU is)";
+    if (!comm->arrivalPeers) return "every rank of this host arrived: the missing one is on another host";
+    const ArrivalPeers &ap = *comm->arrivalPeers;
+    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds);
 }
 
 // "call 5" or "calls 5..7" (in flight when the wait failed).

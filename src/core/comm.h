@@ -28,6 +28,7 @@
 namespace loom {
 struct PeerConns; // core/peer_conns.h
 struct ZeroCopyState; // core/enqueue_zerocopy.h
+struct ArrivalPeers;  // core/arrival_query.h
 }
 
 namespace loom {
@@ -132,6 +133,7 @@ struct loomComm {
     uint64_t commTag = 0;        // from the unique id: the same on every rank
     loom::ArrivalBoard *arrivals = nullptr; // this host's ranks' collsEntered (null: none)
     int arrivalSlot = -1;        // this rank's slot on it
+    loom::ArrivalPeers *arrivalPeers = nullptr; // ranks span hosts: whom to ask about theirs (arrival_query.h)
     bool failed = false;
     bool gpuShared = false;      // another rank's process uses this GPU (no resident kernel)
     // The resident kernel (core/resident.h); residentOff: it could not be had

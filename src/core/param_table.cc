@@ -186,6 +186,9 @@ const loomParamDef kParams[] = {
     {"fake_nodes", "LOOM_FAKE_NODES", LOOM_PARAM_INT, 0, 0, 1024, "0",
      "Testing aid: 1 makes every process a host of its own, k >= 2 pretend hosts of k GPUs (the net path on one "
      "box)"},
+    {"arrival_per_host", "LOOM_ARRIVAL_PER_HOST", LOOM_PARAM_INT, 0, 0, 1, "0",
+     "Testing aid: 1 gives every host the ranks count as (LOOM_FAKE_NODES' pretend hosts too) an arrival board of "
+     "its own, as on a cluster, so that a timeout asks the other hosts who arrived (0: one board per OS instance)"},
     {"profile", "LOOM_PROFILE", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: each communicator prints, when freed, the mean host time per phase of its calls on loom's kernels (pointer "
      "queries, enqueue, wait, staging out) per collective and size class, the first call of each (connections, "

@@ -58,6 +58,7 @@ const Params &params() {
         p.residentCtas = (int)paramLong("LOOM_RESIDENT_CTAS");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");
+        p.arrivalPerHost = (int)paramLong("LOOM_ARRIVAL_PER_HOST");
         const char *algo = paramString("LOOM_ALGO");
         if (!parseAlgoMask(algo, &p.algoMask)) {
             LOOM_WARN(kInit, "LOOM_ALGO=%s: not a list of oneshot, zerocopy, rd, trees, doubling, ll_ring, ll128_ring, ring (^ excludes) "

@@ -48,6 +48,7 @@ struct Params {
     int streamPriority;     // LOOM_STREAM_PRIORITY: 1: loom's stream at the device's greatest priority
     int maxCtas;            // LOOM_MAX_CTAS: at most this many CTAs per ring, one-shot and zero-copy call, channels per exchange pair (0: no cap)
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)
+    int arrivalPerHost;     // LOOM_ARRIVAL_PER_HOST: arrival boards per counted host, not per OS instance (tests)
     int directMapFail;      // LOOM_DIRECT_MAP_FAIL: this rank's mappings of peers' buffers fail (tests; -1: none)
 };
 

@@ -1,5 +1,5 @@
 // A peer that dies, through loom's C API with a fork-based launcher (no
-// mpirun to tear the job down):  test/gpu/dead_peer [p2p|shm|net|resident]
+// mpirun to tear the job down):  test/gpu/dead_peer [p2p|shm|net|hosts|resident]
 //
 // The launcher forks one process per GPU (up to 4); they meet through an
 // allgather over shared memory, create a communicator and run 64 MiB
@@ -10,7 +10,9 @@
 // shared-memory object of the job may be left in /dev/shm.
 //   p2p: GPUs map each other's memory; shm: LOOM_P2P_DISABLE=1 (FIFOs in
 //   host shared memory); net: every rank a host of its own
-//   (LOOM_FAKE_NODES=1, ucx over loopback TCP); resident: p2p with 16 KiB
+//   (LOOM_FAKE_NODES=1, ucx over loopback TCP); hosts: net with an arrival
+//   board per pretend host (LOOM_ARRIVAL_PER_HOST=1), so the survivors name
+//   the victim from its host's silence (core/arrival_query.h); resident: p2p with 16 KiB
 //   allreduces, which the resident kernel runs on 4 CTAs (core/resident.h).
 // Exit status 0: passed, 77: skipped (fewer than 2 GPUs), else failed.
 #include <atomic>
@@ -149,13 +151,16 @@ int main(int argc, char **argv) {
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     if (mode == "shm") setenv("LOOM_P2P_DISABLE", "1", 1);
     else if (mode == "resident") g_count = 4096; // 16 KiB: 4 CTAs of the resident kernel
-    else if (mode == "net") {
+    else if (mode == "net" || mode == "hosts") {
+        // hosts: an arrival board per pretend host, as on a cluster: the
+        // survivors learn of the victim by asking its host (nobody answers).
+        if (mode == "hosts") setenv("LOOM_ARRIVAL_PER_HOST", "1", 1);
         setenv("LOOM_FAKE_NODES", "1", 1);
         setenv("LOOM_NET", "ucx", 1);
         setenv("UCX_TLS", "tcp", 1);
         setenv("UCX_NET_DEVICES", "lo", 1);
     } else if (mode != "p2p") {
-        fprintf(stderr, "usage: %s [p2p|shm|net|resident]\n", argv[0]);
+        fprintf(stderr, "usage: %s [p2p|shm|net|hosts|resident]\n", argv[0]);
         return 2;
     }
     void *m = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -31,6 +31,7 @@ int main() {
     srunner_add_suite(sr, params_suite());
     srunner_add_suite(sr, side_channel_suite());
     srunner_add_suite(sr, arrival_suite());
+    srunner_add_suite(sr, arrival_query_suite());
     srunner_add_suite(sr, zerocopy_schedule_suite());
     srunner_add_suite(sr, desc_board_suite());
     srunner_add_suite(sr, tuning_suite());

@@ -18,6 +18,7 @@ Suite *select_suite(void);
 Suite *params_suite(void);
 Suite *side_channel_suite(void);
 Suite *arrival_suite(void);
+Suite *arrival_query_suite(void);
 Suite *zerocopy_schedule_suite(void);
 Suite *desc_board_suite(void);
 Suite *tuning_suite(void);

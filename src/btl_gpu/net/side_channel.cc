@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace loom {
 namespace net {
@@ -35,6 +37,23 @@ std::string addressText(const sockaddr_in &sa) {
 }
 
 } // namespace
+
+uint32_t sideLocalIp() {
+    if (const char *e = paramString("LOOM_SOCKET_IFADDR")) return inet_addr(e);
+    uint32_t ip = htonl(INADDR_LOOPBACK);
+    ifaddrs *ifs = nullptr;
+    if (getifaddrs(&ifs) != 0) return ip;
+    for (ifaddrs *i = ifs; i; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
+            uint32_t a = ((sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+            if (a != htonl(INADDR_LOOPBACK)) {
+                ip = a;
+                break;
+            }
+        }
+    freeifaddrs(ifs);
+    return ip;
+}
 
 void sideNewSecret(uint8_t *s) {
     size_t got = 0;
@@ -68,7 +87,7 @@ std::vector<uint8_t> sideHello(const SideAddress &addr, const void *payload, siz
 }
 
 loomResult_t SideListener::open(uint32_t ip, size_t payloadBytes, SideAddress *addr, SideListener **out,
-                                double helloSeconds) {
+                                double helloSeconds, bool once) {
     *out = nullptr;
     if (payloadBytes > UINT16_MAX) return fail(loomInternalError, "side channel: a %zu-byte payload", payloadBytes);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -90,6 +109,7 @@ loomResult_t SideListener::open(uint32_t ip, size_t payloadBytes, SideAddress *a
     l->listenFd_ = fd;
     l->payloadBytes_ = payloadBytes;
     l->helloSeconds_ = helloSeconds;
+    l->once_ = once;
     sideNewSecret(l->secret_);
     memset(addr, 0, sizeof(*addr));
     addr->ip = ip;
@@ -102,6 +122,13 @@ loomResult_t SideListener::open(uint32_t ip, size_t payloadBytes, SideAddress *a
 SideListener::~SideListener() {
     for (Pending &p : pending_) close(p.fd);
     stopListening();
+}
+
+std::vector<int> SideListener::fds() const {
+    std::vector<int> out;
+    if (listenFd_ >= 0) out.push_back(listenFd_);
+    for (const Pending &p : pending_) out.push_back(p.fd);
+    return out;
 }
 
 void SideListener::stopListening() {
@@ -217,7 +244,7 @@ loomResult_t SideListener::poll(void *payload, int *fd) {
     // Hellos that failed were closed by readHello; forget them.
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const Pending &p) { return p.fd < 0; }),
                    pending_.end());
-    if (*fd >= 0) { // one connection per listener: the rest were not meant for it
+    if (*fd >= 0 && once_) { // one connection per listener: the rest were not meant for it
         stopListening();
         for (Pending &p : pending_) drop(p, "the listener's connection was already made");
         pending_.clear();

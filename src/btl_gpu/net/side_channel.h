@@ -7,7 +7,9 @@
  *    random 128-bit secret, which travels only inside the listen handle (the
  *    communicator's bootstrap carries it to the one peer meant to connect);
  *  - then stops listening: it accepts one connection in its life, so a
- *    replayed hello afterwards finds no listener;
+ *    replayed hello afterwards finds no listener (a serving listener, made
+ *    with once = false, keeps listening and hands back every proved one:
+ *    for read-only queries, core/arrival_query.h);
  *  - closes everything else that connects without acting on it: garbage, a
  *    wrong secret, magic, version or size, a hello truncated or stalled past
  *    its deadline. Up to kSidePending handshakes are read at once; beyond
@@ -52,6 +54,10 @@ struct SideHello {
     uint8_t secret[kSideSecretBytes];
 };
 
+// The IPv4 address (network order) side channels listen on: LOOM_SOCKET_IFADDR,
+// else the first non-loopback IPv4 address, else loopback.
+uint32_t sideLocalIp();
+
 // A fresh random secret (getrandom), and a comparison whose time does not
 // depend on where two secrets differ. The ucx plugin's hello uses them too.
 void sideNewSecret(uint8_t *secret);
@@ -64,8 +70,9 @@ class SideListener {
   public:
     // Listens on `ip` (network order; the kernel picks the port) for hellos
     // carrying `payloadBytes` bytes; fills `addr` with a fresh secret.
+    // once = false: keeps listening after a connection is handed back.
     static loomResult_t open(uint32_t ip, size_t payloadBytes, SideAddress *addr, SideListener **out,
-                             double helloSeconds = kSideHelloSeconds);
+                             double helloSeconds = kSideHelloSeconds, bool once = true);
     ~SideListener();
     SideListener(const SideListener &) = delete;
     SideListener &operator=(const SideListener &) = delete;
@@ -77,6 +84,8 @@ class SideListener {
     loomResult_t poll(void *payload, int *fd);
 
     bool listening() const { return listenFd_ >= 0; }
+    // The sockets poll() may wait on: the listening one, then the pending ones.
+    std::vector<int> fds() const;
     uint64_t dropped() const { return dropped_; } // connections closed unheard
 
   private:
@@ -100,6 +109,7 @@ class SideListener {
     int listenFd_ = -1;
     size_t payloadBytes_ = 0;
     double helloSeconds_ = kSideHelloSeconds;
+    bool once_ = true;
     uint8_t secret_[kSideSecretBytes] = {};
     std::vector<Pending> pending_;
     uint64_t dropped_ = 0;

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <random>
@@ -30,20 +29,6 @@ namespace ib {
 namespace {
 
 // ------------------------------------------------------------------ sockets
-
-uint32_t localIp() {
-    if (const char *e = paramString("LOOM_SOCKET_IFADDR")) return inet_addr(e);
-    uint32_t ip = htonl(INADDR_LOOPBACK);
-    ifaddrs *ifs = nullptr;
-    if (getifaddrs(&ifs) != 0) return ip;
-    for (ifaddrs *i = ifs; i; i = i->ifa_next)
-        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
-            uint32_t a = ((sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-            if (a != htonl(INADDR_LOOPBACK)) { ip = a; break; }
-        }
-    freeifaddrs(ifs);
-    return ip;
-}
 
 void nonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -221,7 +206,7 @@ loomResult_t ibListen(int dev, Handle *handle, void **listenComm) {
     memset(handle, 0, sizeof(*handle));
     HandleData *h = reinterpret_cast<HandleData *>(handle->data);
     SideListener *side = nullptr;
-    loomResult_t r = SideListener::open(localIp(), sizeof(ConnInfo), &h->side, &side);
+    loomResult_t r = SideListener::open(sideLocalIp(), sizeof(ConnInfo), &h->side, &side);
     if (r != loomSuccess) return r;
     h->magic = kMagic;
     *listenComm = new ListenComm{&g_devs[dev], side};

@@ -1,0 +1,71 @@
+/*
+ * Who arrived, asked across hosts. An arrival board (core/arrival.h) covers
+ * the ranks of one host: a waiting rank whose host's ranks all arrived
+ * cannot see the one that did not. So every process with a communicator
+ * that spans hosts serves its boards to the communicator's other ranks:
+ *  - one thread per process, started with the first such board and joined
+ *    with the last, asleep in poll() between questions;
+ *  - listening on the side channel's interface (LOOM_SOCKET_IFADDR) behind
+ *    a per-process secret (btl_gpu/net/side_channel.h: bound to one
+ *    address, hellos without the secret closed unheard, fuzz-tested); the
+ *    address and secret go around at the communicator's set-up, so only the
+ *    job's own ranks can ask;
+ *  - a question names the communicator (its tag); the answer is that host's
+ *    board: every slot's rank, calls entered, pid, GPU, bus id, host name,
+ *    and whether its process is alive as seen on that host. Read-only: a
+ *    replayed question changes nothing.
+ * The thread answers, not the application's: the rank that did not arrive
+ * (computing elsewhere, or stuck) still answers for its host, and so does
+ * any live rank of a host whose rank died. A host none of whose processes
+ * answers in time is named as unreachable.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "btl_gpu/net/side_channel.h"
+#include "core/arrival.h"
+
+namespace loom {
+
+// Where a rank's boards are served (ip 0: nowhere, e.g. its server could
+// not start, or its board holds every rank and nobody needs to ask).
+using ArrivalContact = net::SideAddress;
+
+// What a communicator that spans boards keeps (the same on every rank).
+struct ArrivalPeers {
+    std::vector<uint64_t> boardOf;        // per rank: the host whose board holds it
+    std::vector<ArrivalContact> contacts; // per rank
+};
+
+// Serves `board` under `tag` until arrivalUnserve; *contact: this process's
+// address and secret (ip 0 when the server could not start: said at WARN).
+void arrivalServe(uint64_t tag, const ArrivalBoard *board, ArrivalContact *contact);
+void arrivalUnserve(const ArrivalBoard *board);
+
+// One host's answer.
+struct HostArrivals {
+    bool answered = false;
+    std::vector<Arrival> slots;
+    std::vector<uint8_t> alive; // per slot, as its host sees it
+};
+
+// Asks every host of `hosts` (each the contacts of its ranks, tried in turn
+// until one answers) for its board under `tag`, all hosts at once; gives up
+// on a host after `seconds`.
+std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector<ArrivalContact>> &hosts,
+                                     double seconds);
+
+// How long a timed-out rank waits for the other hosts' answers.
+constexpr double kArrivalAskSeconds = 3.0;
+
+// For a rank whose own board (`myBoard`) shows everyone arrived at call
+// `call`: what the other hosts' boards say. "did not arrive: rank ... entered
+// 4 of 5 calls", "dead (process gone): rank ...", "no answer from the host of
+// ranks 4, 5 within 3 s (...)", or that every rank arrived.
+std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
+                               double seconds);
+
+} // namespace loom

@@ -1,0 +1,120 @@
+// Questions about another host's arrival board (src/core/arrival_query.h),
+// on loopback: a rank behind is named from its host's answer, then as dead
+// once its process is gone; a host reached through its second rank when the
+// first is gone; a wrong communicator tag or secret gets no answer; a fuzzer
+// on the server leaves it answering; after the last board is withdrawn
+// nothing listens.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/arrival_query.h"
+#include "side_fuzz.h"
+#include "unit_suites.h"
+
+using namespace loom;
+
+namespace {
+
+double seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A contact where nothing listens (a port that was just given back).
+ArrivalContact nobodyThere() {
+    net::SideListener *l = nullptr;
+    ArrivalContact c;
+    ck_assert_int_eq(net::SideListener::open(htonl(INADDR_LOOPBACK), 8, &c, &l), loomSuccess);
+    delete l;
+    return c;
+}
+
+bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+} // namespace
+
+START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
+    setenv("LOOM_SOCKET_IFADDR", "127.0.0.1", 1);
+    const std::string name = "/loom-arrive-query-test-" + std::to_string(getpid());
+    ArrivalBoard *b = nullptr;
+    ck_assert_int_eq(ArrivalBoard::create(name, 2, 0, &b), loomSuccess);
+    // The other host: rank 2 (this process, 3 calls) and rank 3 (a child, 2 calls).
+    int done[2], go[2];
+    ck_assert_int_eq(pipe(done), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        ArrivalBoard *mine = nullptr;
+        if (ArrivalBoard::open(name, 2, 0, &mine) != loomSuccess) _exit(2);
+        mine->publish(1, 3, 1, "0000:1b:00.0");
+        mine->enter(1, 2);
+        char c = 1;
+        if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(3);
+        _exit(0);
+    }
+    b->publish(0, 2, 0, "0000:19:00.0");
+    b->enter(0, 3);
+    char c;
+    ck_assert_int_eq(read(done[0], &c, 1), 1);
+    b->unlink();
+    const uint64_t tag = 0x1234abcdull;
+    ArrivalContact served;
+    arrivalServe(tag, b, &served);
+    ck_assert_uint_ne(served.ip, 0);
+
+    // Ranks 0, 1 on this host (board 1), 2, 3 on the other (board 2); rank
+    // 2's contact is gone, so the question reaches the host through rank 3.
+    ArrivalPeers ap;
+    ap.boardOf = {1, 1, 2, 2};
+    ap.contacts = {ArrivalContact{}, ArrivalContact{}, nobodyThere(), served};
+    std::string text = describeOtherHosts(ap, 1, tag, 3, 3.0);
+    printf("%s\n", text.c_str());
+    ck_assert_msg(has(text, "did not arrive: rank 3 (host "), "%s", text.c_str());
+    ck_assert_msg(has(text, ", pid " + std::to_string(pid) + ", GPU 1, 0000:1b:00.0) entered 2 of 3 calls"), "%s",
+                  text.c_str());
+    ck_assert_msg(!has(text, "rank 2 "), "%s", text.c_str());
+    ck_assert_msg(has(describeOtherHosts(ap, 1, tag, 2, 3.0), "every rank arrived, on every host"), "call 2");
+
+    // Its process gone: dead, as its host sees it.
+    ck_assert_int_eq(write(go[1], &c, 1), 1);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    text = describeOtherHosts(ap, 1, tag, 3, 3.0);
+    printf("%s\n", text.c_str());
+    ck_assert_msg(has(text, "dead (process gone): rank 3 (host "), "%s", text.c_str());
+
+    // Another communicator's tag, or another secret: no answer.
+    text = describeOtherHosts(ap, 1, tag + 1, 3, 1.0);
+    ck_assert_msg(has(text, "no answer within 1 s from the host of ranks 2, 3"), "%s", text.c_str());
+    ArrivalPeers forged = ap;
+    forged.contacts[3].secret[5] ^= 1;
+    ck_assert_msg(has(describeOtherHosts(forged, 1, tag, 3, 1.0), "no answer"), "a wrong secret was answered");
+
+    // A fuzzer first: still listening, still answering.
+    const sidefuzz::Stats fz = sidefuzz::fuzz(served, sizeof(uint64_t), 7, 300);
+    ck_assert_int_eq(fz.refused, 0);
+    ck_assert_msg(has(describeOtherHosts(ap, 1, tag, 3, 3.0), "dead (process gone): rank 3"), "after the fuzzer");
+
+    // Withdrawn: nothing listens; the asker learns it at once (refused).
+    arrivalUnserve(b);
+    const double t0 = seconds();
+    text = describeOtherHosts(ap, 1, tag, 3, 3.0);
+    ck_assert_msg(has(text, "no answer"), "%s", text.c_str());
+    ck_assert_msg(seconds() - t0 < 1.0, "a refused host took %.2f s", seconds() - t0);
+    delete b;
+    unsetenv("LOOM_SOCKET_IFADDR");
+}
+END_TEST
+
+Suite *arrival_query_suite(void) {
+    Suite *s = suite_create("arrival_query");
+    TCase *tc = tcase_create("arrival_query");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, another_hosts_board_names_who_is_behind_or_dead);
+    suite_add_tcase(s, tc);
+    return s;
+}
