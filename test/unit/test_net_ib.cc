@@ -7,6 +7,7 @@
 // fuzzer on the side channel before the real sender connects.
 #include <atomic>
 #include <check.h>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,7 +37,7 @@ loomResult_t waitAll(std::vector<Msg> &m, double deadline, std::vector<size_t> *
     return nettest::waitAll(P(), m, deadline, sizes);
 }
 
-enum Mode { kNormal, kDie, kBadRkey, kProxy, kRandom };
+enum Mode { kNormal, kDie, kBadRkey, kProxy, kRandom, kProxyUntilKilled };
 constexpr int kRandomMsgs = 200; // 0 .. 1 MiB each: the VM moves some 20 MB/s
 
 // The proxy over ib: steps through 4-slot FIFOs registered once.
@@ -48,7 +49,7 @@ int sender(int fd, Mode mode) {
     if (int rc = connectFromPipe(P(), fd, 30, &sc)) return rc;
     if (mode == kDie) _exit(0); // gone without closing
     if (mode == kRandom) return randomTrafficSender(P(), sc, kRandomMsgs, 1u << 20, 120);
-    if (mode == kProxy) { // the sending "GPU": a host thread feeding the proxy
+    if (mode == kProxy || mode == kProxyUntilKilled) { // the sending "GPU": a host thread feeding the proxy
         HostFifo f;
         if (P()->regMr(sc, f.slots.data(), f.slots.size(), MemType::Host, &f.mr) != loomSuccess) return 10;
         int rc;
@@ -56,7 +57,7 @@ int sender(int fd, Mode mode) {
             loom::Proxy proxy(P());
             int id = proxy.addSend(sc, f.view(), 7);
             proxy.kick();
-            rc = proxyProduce(proxy, f, kSteps, 120);
+            rc = mode == kProxy ? proxyProduce(proxy, f, kSteps, 120) : proxyProduce(proxy, f, 1u << 30, 600);
             proxy.remove(id);
         }
         P()->deregMr(sc, f.mr);
@@ -164,6 +165,58 @@ START_TEST(proxy_moves_steps_over_ib) {
     P()->deregMr(rc, f.mr);
     P()->closeRecv(rc);
     P()->closeListen(lc);
+}
+END_TEST
+
+int openFds(); // below
+
+// A sender killed (SIGKILL) while its proxy streams steps: the receiving
+// proxy reports an error, within seconds, instead of waiting forever; then
+// removing it, deregistering and closing return and leave no descriptor or
+// registration behind (its QP destroyed with the connection).
+START_TEST(sender_killed_mid_stream_is_an_error_then_a_clean_close) {
+    // As startPair, with the descriptors counted between init and listen
+    // (verbs must not be opened before the fork: the child's would fail).
+    int toSender;
+    pid_t pid = forkWithPipe([](int fd) { return sender(fd, kProxyUntilKilled); }, &toSender);
+    ck_assert_int_eq(P()->init(), loomSuccess);
+    const int fds0 = openFds() - 1; // less the pipe's write end, closed by giveHandle
+    const size_t regs0 = loom::net::ibLiveRegistrations();
+    Handle h;
+    void *lc = nullptr, *rc = nullptr;
+    ck_assert_int_eq(P()->listen(0, &h, &lc), loomSuccess);
+    giveHandle(toSender, h);
+    for (double end = now() + 30; !rc && now() < end;) ck_assert_int_eq(P()->accept(lc, &rc), loomSuccess);
+    ck_assert_msg(rc, "accept did not complete in 30 s");
+    HostFifo f;
+    ck_assert_int_eq(P()->regMr(rc, f.slots.data(), f.slots.size(), MemType::Host, &f.mr), loomSuccess);
+    {
+        loom::Proxy proxy(P());
+        int id = proxy.addRecv(rc, f.view(), 7);
+        proxy.kick();
+        std::string err = proxyConsume(proxy, f, 200, 120); // streaming, verified
+        ck_assert_msg(err.empty(), "%s", err.c_str());
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        const double killed = now();
+        // What was in flight drains (slots freed unchecked), then the proxy fails.
+        while (proxy.error() == loomSuccess && now() < killed + 60) {
+            if (f.tail > f.head) f.head = f.tail;
+            usleep(100);
+        }
+        const double after = now() - killed;
+        printf("ib: sender killed mid-stream after %llu steps: %s after %.2f s\n", (unsigned long long)f.head,
+               proxy.error() != loomSuccess ? "proxy error" : "no error", after);
+        ck_assert_msg(proxy.error() != loomSuccess, "the receiving proxy saw no error in 60 s");
+        ck_assert_msg(after < 30, "the error took %.1f s", after);
+        proxy.remove(id);
+    }
+    P()->deregMr(rc, f.mr);
+    P()->closeRecv(rc);
+    P()->closeListen(lc);
+    ck_assert_uint_eq(loom::net::ibLiveRegistrations(), regs0);
+    ck_assert_int_eq(openFds(), fds0);
 }
 END_TEST
 
@@ -365,6 +418,7 @@ int main() {
     tcase_add_test(tc, dead_sender_is_an_error_not_a_hang);
     tcase_add_test(tc, auto_flush_policy_skips_host_memory);
     tcase_add_test(tc, proxy_moves_steps_over_ib);
+    tcase_add_test(tc, sender_killed_mid_stream_is_an_error_then_a_clean_close);
     tcase_add_test(tc, registration_cache_shares_live_registrations);
     tcase_add_test(tc, random_traffic);
     tcase_add_test(tc, side_channel_fuzz_then_the_real_sender);
