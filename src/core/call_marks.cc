@@ -9,6 +9,7 @@
  */
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/resident.h"
 #include "loom.h"
 
 using loom::CallMarks;
@@ -24,19 +25,23 @@ extern "C" loomResult_t loomCommMark(loomComm_t comm, uint64_t *ticket) {
     CallMarks &m = comm->marks;
     cudaEvent_t e = nullptr;
     cudaError_t err = cudaSuccess;
-    if (!m.spare.empty()) {
-        e = m.spare.back();
-        m.spare.pop_back();
-    } else {
-        err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    // No event where loom's stream holds nothing (the last call went to the
+    // resident kernel, or none came since a wait drained it).
+    if (!comm->streamIdle) {
+        if (!m.spare.empty()) {
+            e = m.spare.back();
+            m.spare.pop_back();
+        } else {
+            err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        }
+        if (err == cudaSuccess) err = cudaEventRecord(e, comm->stream);
     }
-    if (err == cudaSuccess) err = cudaEventRecord(e, comm->stream);
     if (err != cudaSuccess) {
         if (e) m.spare.push_back(e);
         return loom::fail(loomUnhandledCudaError, "rank %d GPU %d: loomCommMark: %s", comm->rank, comm->cudaDev,
                           cudaGetErrorString(err));
     }
-    m.pending.push_back(CallMarks::Mark{++m.issued, e});
+    m.pending.push_back(CallMarks::Mark{++m.issued, e, loom::residentPending(comm)});
     *ticket = m.issued;
     return loomSuccess;
 }
@@ -49,19 +54,35 @@ extern "C" loomResult_t loomCommTest(loomComm_t comm, uint64_t ticket, int *done
                                              (unsigned long long)ticket);
     size_t popped = 0;
     cudaError_t err = cudaSuccess;
+    loomResult_t failed = loomSuccess;
     while (popped < m.pending.size() && m.finished < ticket) {
-        err = cudaEventQuery(m.pending[popped].event);
-        if (err == cudaErrorNotReady) {
-            err = cudaSuccess;
-            break;
+        CallMarks::Mark &k = m.pending[popped];
+        if (k.residentSeq) { // the resident call first: loom's stream may wait for it
+            bool seen = false;
+            const loomResult_t f = loom::residentTest(comm, k.residentSeq, &seen);
+            if (f != loomSuccess) failed = f; // the kernel ended early (released: the stream drains)
+            if (!seen) break;
+            k.residentSeq = 0;
         }
-        m.finished = m.pending[popped].ticket; // finished, or the stream failed (reported below)
-        m.spare.push_back(m.pending[popped].event);
+        if (k.event) {
+            err = cudaEventQuery(k.event);
+            if (err == cudaErrorNotReady) {
+                err = cudaSuccess;
+                break;
+            }
+            m.spare.push_back(k.event);
+        }
+        m.finished = k.ticket; // finished, or the stream failed (reported below)
         ++popped;
         if (err != cudaSuccess) break;
     }
     m.pending.erase(m.pending.begin(), m.pending.begin() + (long)popped);
-    if (m.finished < ticket && err == cudaSuccess) return loomSuccess; // still running (an aborted kernel too: it may still touch buffers)
+    if (failed != loomSuccess) {
+        *done = 1;
+        return failed;
+    }
+    if (m.finished < ticket && err == cudaSuccess)
+        return loomSuccess; // still running (an aborted kernel too: it may still touch buffers)
     *done = 1;
     return loom::callsFinished(comm, err, m.pending.empty());
 }

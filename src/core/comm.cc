@@ -370,6 +370,7 @@ void releaseComm(loomComm *comm) {
     int current = -1;
     cudaGetDevice(&current);
     if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
+    residentSettle(comm); // a pending call first: loom's stream may wait for it
     if (comm->stream) cudaStreamSynchronize(comm->stream);
     residentRelease(comm); // before the slots its calls write go
     // One deadline for the sends of all links (a dead peer takes none).
@@ -574,6 +575,8 @@ extern "C" loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected) 
 
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
+    // A pending resident call first: loom's stream may wait for it.
+    if (loomResult_t r = loom::residentSettle(comm)) return r;
     // Nothing enqueued since a wait saw the stream drain (calls the resident
     // kernel ran finished inside them): no synchronize to pay.
     if (comm->streamIdle && comm->deferredFrees.empty()) return loom::callsFinished(comm, cudaSuccess, true);

@@ -37,7 +37,8 @@ namespace loom {
 struct CallMarks {
     struct Mark {
         uint64_t ticket;
-        cudaEvent_t event;
+        cudaEvent_t event;     // on loom's stream; null: it held nothing
+        uint32_t residentSeq;  // a pending resident call before the mark (core/resident.h); 0: none
     };
     std::vector<Mark> pending; // oldest first
     std::vector<cudaEvent_t> spare;
@@ -158,8 +159,11 @@ struct loomComm {
 
 namespace loom {
 
+void residentOrder(loomComm *comm); // core/resident.h
+
 // Every collective entry point, before anything goes on loom's stream.
 inline void beginCall(loomComm *comm) {
+    if (comm->resident) residentOrder(comm); // after a pending non-blocking resident call
     comm->streamIdleAtEntry = comm->streamIdle;
     comm->streamIdle = false;
 }

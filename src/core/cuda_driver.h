@@ -19,6 +19,9 @@ struct CudaDriver {
     // Optional (null before CUDA 11.7): a dma-buf fd for GPU memory, which a
     // NIC registers with ibv_reg_dmabuf_mr (GPUDirect RDMA without nvidia-peermem).
     CUresult (*cuMemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);
+    // Optional: a stream waits, on the GPU, for a 32-bit word to reach a
+    // value (the resident kernel's `done`, core/resident.h).
+    CUresult (*cuStreamWaitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 };
 
 // The driver table, or nullptr when there is no usable driver (the reason is

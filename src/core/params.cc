@@ -56,6 +56,7 @@ const Params &params() {
         p.residentIdleUs = paramLong("LOOM_RESIDENT_IDLE_US");
         p.residentMaxBytes = paramLong("LOOM_RESIDENT_MAX_BYTES");
         p.residentCtas = (int)paramLong("LOOM_RESIDENT_CTAS");
+        p.residentNonblocking = (int)paramLong("LOOM_RESIDENT_NONBLOCKING");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");
         p.arrivalPerHost = (int)paramLong("LOOM_ARRIVAL_PER_HOST");

@@ -42,6 +42,7 @@ struct Params {
     long residentIdleUs;    // LOOM_RESIDENT_IDLE_US: the resident kernel stays this long without a call (0: no resident kernel)
     long residentMaxBytes;  // LOOM_RESIDENT_MAX_BYTES: one-shot calls up to this size go to the resident kernel
     int residentCtas;       // LOOM_RESIDENT_CTAS: the resident kernel's CTAs
+    int residentNonblocking; // LOOM_RESIDENT_NONBLOCKING: non-blocking calls post to the resident kernel
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
     unsigned algoMask;      // LOOM_ALGO and LOOM_PROTO: the algorithms selection may choose (bit per Algo, select.h)
     int nchannels;          // LOOM_NCHANNELS: CTAs of every ring, one-shot and zero-copy call (0: the tuner decides)

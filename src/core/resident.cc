@@ -8,6 +8,7 @@
 #include <sched.h>
 
 #include "core/comm.h"
+#include "core/cuda_driver.h"
 #include "core/debug.h"
 #include "core/params.h"
 #include "device/collectives.h"
@@ -22,6 +23,14 @@ struct ResidentState {
     bool alive = false;                // launched and not seen to end
     int key = -1;                      // the running instance: (type, op) of its reductions
     uint32_t seq = 0;                  // the last call posted
+    // A call posted by a caller that may not wait (MPI's non-blocking ones),
+    // not yet seen done; 0: none. While it is outstanding nothing else is
+    // posted (the mailbox holds one call), and loom's stream waits for it.
+    uint32_t pending = 0;
+    uint32_t ordered = 0;              // the pending call loom's stream already waits for (0: none)
+    uint32_t failedSeq = 0;            // the last pending call that failed, and its error, for its
+    loomResult_t failedErr = loomSuccess; // own mark when another caller saw it first
+    unsigned polls = 0;
     unsigned long launches = 0;
 };
 
@@ -30,6 +39,20 @@ namespace {
 static_assert(sizeof(ResidentCall) % 8 == 0, "the mailbox carries whole 8-byte units");
 
 constexpr int kAnyKey = -1;
+
+// Set where cuStreamWaitValue32 failed once: non-blocking calls then launch
+// (ordering them after a pending call would need a wait on the host).
+std::atomic<bool> streamWaitBroken{false};
+// Communicators of this process with resident-kernel state. Posting needs
+// this one to be the only one: with three threads on a communicator each
+// (coll_threads), posting hung across ranks (4x H200; cause not found: not
+// the hardware queues' count, CUDA_DEVICE_MAX_CONNECTIONS=32 hung as well).
+std::atomic<int> residentComms{0};
+
+void clearPending(ResidentState *r) {
+    r->pending = 0;
+    r->ordered = 0; // else a later call with the same number (after a wrap) would find its wait already there
+}
 int reductionKey(loomDataType_t dtype, loomRedOp_t op) { return (int)dtype * 64 + (int)op; }
 
 loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
@@ -38,6 +61,7 @@ loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
 }
 
 void destroy(ResidentState *r) {
+    residentComms.fetch_sub(1);
     if (r->stream) cudaStreamDestroy(r->stream);
     if (r->box) cudaFreeHost((void *)r->box);
     cudaFree(r->dev);
@@ -47,6 +71,7 @@ void destroy(ResidentState *r) {
 // The kernel's stream and boxes; null where any of them cannot be had.
 ResidentState *create(loomComm *comm) {
     ResidentState *r = new ResidentState;
+    residentComms.fetch_add(1);
     cudaError_t e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaHostAlloc((void **)&r->box, sizeof(ResidentHostBox), cudaHostAllocMapped);
     if (e == cudaSuccess) memset((void *)r->box, 0, sizeof(ResidentHostBox));
@@ -103,7 +128,7 @@ loomResult_t launch(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t o
     r->alive = true;
     r->key = key;
     if (!r->launches++ && comm->rank == 0)
-        LOOM_INFO(kColl, "blocking one-shot calls up to %ld B go to the resident kernel (%d CTAs; it leaves after "
+        LOOM_INFO(kColl, "one-shot calls up to %ld B go to the resident kernel (%d CTAs; it leaves after "
                   "%ld us without a call); said once per communicator", params().residentMaxBytes,
                   residentCtas(), params().residentIdleUs);
     LOOM_TRACE(kColl, "rank %d: resident kernel launched (%d CTAs, key %d)", comm->rank, residentCtas(), key);
@@ -148,8 +173,14 @@ cudaError_t awaitEnd(ResidentState *r) {
     return e;
 }
 
+loomResult_t settle(loomComm *comm);
+
 loomResult_t leave(loomComm *comm) {
     ResidentState *r = comm->resident;
+    if (r->pending) { // the mailbox still holds it: the kernel must take it first
+        loomResult_t res = settle(comm);
+        if (res != loomSuccess) return res;
+    }
     if (!r->alive) return loomSuccess;
     ResidentCall call;
     memset(&call, 0, sizeof(call));
@@ -165,12 +196,22 @@ loomResult_t leave(loomComm *comm) {
 
 bool residentAllowed(const loomComm *comm, size_t bytes) {
     const Params &p = params();
-    return p.residentIdleUs > 0 && !comm->gpuShared && !gpuSharedInProcess() && comm->hostWaitAllowed &&
+    // A caller that may not wait posts the call; the next calls need loom's
+    // stream to wait for it on the GPU (residentOrder).
+    const bool posting = comm->hostWaitAllowed ||
+                         (p.residentNonblocking && residentComms.load(std::memory_order_relaxed) - (comm->resident ? 1 : 0) == 0 &&
+                          !streamWaitBroken.load(std::memory_order_relaxed) && cudaDriver() &&
+                          cudaDriver()->cuStreamWaitValue32);
+    return p.residentIdleUs > 0 && !comm->gpuShared && !gpuSharedInProcess() && posting &&
            bytes <= (size_t)p.residentMaxBytes;
 }
 
 bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     if (stream != comm->stream || !residentAllowed(comm, units * 8)) return false;
+    if (ResidentState *r = comm->resident) { // one call in the mailbox at a time
+        if (r->pending && r->box->done == r->pending) clearPending(r);
+        if (r->pending) return false;
+    }
     // Nothing of loom's, nor of the application's on the legacy stream, may still write the buffers.
     if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
     return cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
@@ -178,31 +219,64 @@ bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
 
 namespace {
 
+// One look at call s (the last posted): 1 done, 0 not yet, -1 failed: a
+// peer's line never came (the abort words say whose; callsFinished reports
+// it), or the kernel ended before the call was done (*err says so). `every`:
+// the kernel's stream is queried every that many looks (about 1 us each).
+int look(loomComm *comm, uint32_t s, unsigned every, loomResult_t *err) {
+    ResidentState *r = comm->resident;
+    *err = loomSuccess;
+    if (r->box->done == s) return 1;
+    if (*comm->abortFlag) return -1;
+    if (++r->polls % every) return 0;
+    const cudaError_t q = cudaStreamQuery(r->stream);
+    if (q == cudaErrorNotReady) return 0;
+    r->alive = false;
+    if (r->box->done == s) return 1; // finished, then left idle
+    if (*comm->abortFlag) return -1;
+    comm->failed = true;
+    *err = q != cudaSuccess ? cudaFail(comm, "ended", q)
+                            : fail(loomInternalError, "rank %d GPU %d (%s): %s: the resident kernel ended before call %u "
+                                   "finished; communicator unusable", comm->rank, comm->cudaDev, comm->busId,
+                                   comm->lastColl, s);
+    return -1;
+}
+
+// A posted call that failed: its `done` is written here, so that loom's
+// stream, which may wait for it (residentOrder), drains; its kernels see the
+// abort words and leave.
+void release(ResidentState *r, loomResult_t err) {
+    r->box->done = r->pending;
+    r->failedSeq = r->pending;
+    r->failedErr = err;
+    clearPending(r);
+}
+
 // Spins until the kernel says call s is done (or a peer's line never came,
 // or the kernel ended), as loomCommWait reports it.
 loomResult_t finish(loomComm *comm, uint32_t s) {
+    loomResult_t err = loomSuccess;
+    int k;
+    for (unsigned spins = 1; (k = look(comm, s, 4096, &err)) == 0; ++spins)
+        if (spins % 4096 == 0) sched_yield(); // a rank sharing its core with a peer's (oversubscribed)
+    if (err != loomSuccess) return err;
+    return callsFinished(comm, cudaSuccess, true);
+}
+
+// Waits for the posted call: done (success), or failed (its error).
+loomResult_t settle(loomComm *comm) {
     ResidentState *r = comm->resident;
-    cudaError_t err = cudaSuccess;
-    for (unsigned spins = 1; r->box->done != s; ++spins) {
-        if (*comm->abortFlag) break; // a peer's line never came (the abort words say whose)
-        if (spins % 4096 == 0) {
-            const cudaError_t q = cudaStreamQuery(r->stream);
-            if (q == cudaErrorNotReady) {
-                sched_yield(); // a rank sharing its core with a peer's (oversubscribed)
-                continue;
-            }
-            r->alive = false;
-            if (r->box->done == s || *comm->abortFlag) break; // finished (then left idle), or failed
-            if (q != cudaSuccess) {
-                err = q;
-                break;
-            }
-            comm->failed = true;
-            return fail(loomInternalError, "rank %d GPU %d (%s): %s: the resident kernel ended before call %u "
-                        "finished; communicator unusable", comm->rank, comm->cudaDev, comm->busId, comm->lastColl, s);
-        }
+    loomResult_t err = loomSuccess;
+    int k;
+    for (unsigned spins = 1; (k = look(comm, r->pending, 4096, &err)) == 0; ++spins)
+        if (spins % 4096 == 0) sched_yield();
+    if (k > 0) {
+        clearPending(r);
+        return loomSuccess;
     }
-    return callsFinished(comm, err, true);
+    if (err == loomSuccess) err = callsFinished(comm, cudaSuccess, false); // the abort words say what failed
+    release(r, err);
+    return err;
 }
 
 } // namespace
@@ -229,9 +303,73 @@ loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dt
         return loomSuccess;
     }
     *ran = true;
+    if (!comm->hostWaitAllowed) { // the caller may not wait: done when a mark or loomCommWait sees `done`
+        r->pending = r->seq;
+        comm->streamIdle = true; // it was at entry, and the call is not on it
+        return loomSuccess;
+    }
     res = finish(comm, r->seq);
     if (res == loomSuccess) comm->streamIdle = true; // it was at entry (residentEligible), and the call is not on it
     return res;
+}
+
+uint32_t residentPending(loomComm *comm) {
+    ResidentState *r = comm->resident;
+    if (!r || !r->pending) return 0;
+    if (r->box->done == r->pending) clearPending(r);
+    return r->pending;
+}
+
+loomResult_t residentTest(loomComm *comm, uint32_t s, bool *done) {
+    ResidentState *r = comm->resident;
+    *done = true;
+    if (!r) return loomSuccess;
+    if (r->pending != s) return s == r->failedSeq ? r->failedErr : loomSuccess; // seen already (by another caller)
+    loomResult_t err = loomSuccess;
+    const int k = look(comm, s, 256, &err);
+    if (k == 0) {
+        *done = false;
+        return loomSuccess;
+    }
+    if (k > 0) {
+        clearPending(r);
+        return loomSuccess;
+    }
+    // A peer's line never came (err success: callsFinished reports the abort
+    // words), or the kernel ended early (err says so).
+    release(r, err != loomSuccess ? err : loomRemoteError);
+    return err;
+}
+
+loomResult_t residentSettle(loomComm *comm) {
+    return comm->resident && comm->resident->pending ? settle(comm) : loomSuccess;
+}
+
+void residentOrder(loomComm *comm) {
+    ResidentState *r = comm->resident;
+    if (!r->pending || r->ordered == r->pending) return;
+    if (r->box->done == r->pending) {
+        clearPending(r);
+        return;
+    }
+    // EQ, not GEQ: nothing is posted after it until the host saw it done, and
+    // loom's stream is busy (this wait) until then, so `done` stays there.
+    const CudaDriver *d = cudaDriver();
+    const CUresult e = d && d->cuStreamWaitValue32
+                           ? d->cuStreamWaitValue32((CUstream)comm->stream, (CUdeviceptr)(uintptr_t)&r->boxDev->done,
+                                                    r->pending, CU_STREAM_WAIT_VALUE_EQ)
+                           : CUDA_ERROR_NOT_SUPPORTED;
+    streamBusy(comm);
+    if (e == CUDA_SUCCESS) {
+        r->ordered = r->pending;
+        return;
+    }
+    // No stream memory operations after all: this call waits on the host
+    // (once per process; from now on non-blocking calls launch, residentAllowed).
+    if (!streamWaitBroken.exchange(true))
+        LOOM_WARN(kColl, "rank %d: cuStreamWaitValue32 failed (%d): non-blocking calls no longer go to the resident "
+                  "kernel", comm->rank, (int)e);
+    if (settle(comm) != loomSuccess) comm->failed = true; // said by fail(); the call's own wait reports it again
 }
 
 void residentRelease(loomComm *comm) {

@@ -152,6 +152,11 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 *(volatile uint32_t *)&dev->failed = 1;
                 if (blockIdx.x == 0)
                     *(volatile unsigned long long *)&dev->published = (unsigned long long)kResidentGone << 32;
+                // `done` all the same, after the abort words: loom's stream
+                // may wait for it (a pending call, core/resident.h); the
+                // host reads the abort words before it trusts a call done.
+                __threadfence_system();
+                r.host->done = seq;
             } else {
                 // This CTA's outputs and lines before its arrival, at system
                 // scope: an output may be mapped host memory (C API callers).

@@ -12,7 +12,12 @@
  * set-up would meet the per-call agreement, which MPI leaves unbounded)
  * fails too, its peers having given up. argv[4] (default allreduce): the
  * collective both calls are, alltoall or scan instead (their peers are not
- * the ring's: the report names the peers of the step that stalled). */
+ * the ring's: the report names the peers of the step that stalled), or
+ * "ipending": the second call is two MPI_Iallreduce, 8 B (posted to the
+ * resident kernel, pending) then 1 MiB (launched behind it on loom's
+ * stream), then cudaDeviceSynchronize, then MPI_Waitall: the failed pending
+ * call must release loom's stream (no hang in the synchronize) and both
+ * requests fail, within two timeouts (the launched kernel times out too). */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -23,6 +28,14 @@
 
 static int call(const char *coll, float *d, int n, int size)
 {
+    if (!strcmp(coll, "ipending")) {
+        MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, d, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &q[0]);
+        if (rc == MPI_SUCCESS) rc = MPI_Iallreduce(MPI_IN_PLACE, d + 1024, n - 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &q[1]);
+        cudaDeviceSynchronize();
+        const int w = MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        return rc != MPI_SUCCESS ? rc : w;
+    }
     if (!strcmp(coll, "alltoall"))
         return MPI_Alltoall(MPI_IN_PLACE, n / size, MPI_FLOAT, d, n / size, MPI_FLOAT, MPI_COMM_WORLD);
     if (!strcmp(coll, "scan")) return MPI_Scan(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -53,7 +66,7 @@ int main(int argc, char **argv)
     float *d;
     cudaMalloc((void **)&d, n * sizeof(float));
     cudaMemset(d, 0, n * sizeof(float));
-    int rc = first ? MPI_SUCCESS : call(coll, d, n, size);
+    int rc = first ? MPI_SUCCESS : call(strcmp(coll, "ipending") ? coll : "allreduce", d, n, size);
     if (rc != MPI_SUCCESS) {
         fprintf(stderr, "rank %d: the first %s failed\n", rank, coll);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -73,8 +86,9 @@ int main(int argc, char **argv)
     if (rc != MPI_SUCCESS) MPI_Error_string(rc, msg, &len);
     printf("rank %d%s: %s returned %s after %.1f s\n", rank, rank == absent ? " (absent)" : "", coll,
            rc == MPI_SUCCESS ? "success" : msg, took);
-    int bad = rank != absent && (rc == MPI_SUCCESS || took > timeout + 5);
-    if (bad) fprintf(stderr, "rank %d: expected an error within %.0f s\n", rank, timeout + 5);
+    const double bound = strcmp(coll, "ipending") ? timeout + 5 : 2 * timeout + 5;
+    int bad = rank != absent && (rc == MPI_SUCCESS || took > bound);
+    if (bad) fprintf(stderr, "rank %d: expected an error within %.0f s\n", rank, bound);
     cudaFree(d);
     MPI_Finalize();
     return bad;

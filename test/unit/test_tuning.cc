@@ -117,7 +117,7 @@ START_TEST(resident_saving_within_a_quarter_of_the_measurements) {
     c.gpuShared = true; // ranks sharing a GPU never use it
     ck_assert(!residentFits(&c, small) && predictCallUs(&c, small, kAlgoOneShot) == launchedUs);
     c.gpuShared = false;
-    c.hostWaitAllowed = false; // non-blocking calls neither
+    c.hostWaitAllowed = false; // non-blocking calls only with LOOM_RESIDENT_NONBLOCKING=1 (core/resident.h)
     ck_assert(!residentFits(&c, small));
 }
 END_TEST
