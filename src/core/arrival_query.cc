@@ -72,6 +72,7 @@ struct Server {
     std::mutex boardsMu; // the thread reads boards under it; unserve removes under it
     std::vector<std::pair<uint64_t, const ArrivalBoard *>> boards;
     bool stop = false; // under boardsMu
+    pid_t pid = 0;     // the process that started it (a forked child has none of it)
 };
 std::mutex lifeMu; // starts and stops the server
 Server *server = nullptr;
@@ -105,17 +106,23 @@ std::vector<uint8_t> answerFor(Server *s, uint64_t tag, bool *known) {
     return out;
 }
 
+bool stopping(Server *s) {
+    std::lock_guard<std::mutex> g(s->boardsMu);
+    return s->stop;
+}
+
 void serve(Server *s) {
     for (;;) {
-        {
-            std::lock_guard<std::mutex> g(s->boardsMu);
-            if (s->stop) return;
-        }
+        if (stopping(s)) return;
         std::vector<pollfd> fds{{s->wake[0], POLLIN, 0}};
         for (int fd : s->listener->fds()) fds.push_back({fd, POLLIN, 0});
         // Wakes at least every 0.5 s: a stalled hello's deadline is checked.
         ::poll(fds.data(), fds.size(), 500);
-        for (;;) {
+        if (fds[0].revents) { // the wake-up: drained, so that poll sleeps again
+            char c[16];
+            if (read(s->wake[0], c, sizeof(c)) < 0) { /* nothing to drain */ }
+        }
+        while (!stopping(s)) {
             uint64_t tag = 0;
             int fd = -1;
             s->listener->poll(&tag, &fd);
@@ -133,9 +140,21 @@ void serve(Server *s) {
 
 } // namespace
 
+// In a child forked after the server started: the thread is the parent's,
+// and so are the boards; the child's copies of the sockets are closed, the
+// rest left behind (never joined), and the child starts its own.
+void forgetForked() {
+    if (!server || server->pid == getpid()) return;
+    delete server->listener;
+    close(server->wake[0]);
+    close(server->wake[1]);
+    server = nullptr; // leaked on purpose: its thread is not in this process (never joined), its mutexes may be held
+}
+
 void arrivalServe(uint64_t tag, const ArrivalBoard *board, ArrivalContact *contact) {
     memset(contact, 0, sizeof(*contact));
     std::lock_guard<std::mutex> life(lifeMu);
+    forgetForked();
     if (!server) {
         Server *s = new Server;
         if (net::SideListener::open(net::sideLocalIp(), sizeof(uint64_t), &s->addr, &s->listener, kAnswerSeconds,
@@ -148,7 +167,18 @@ void arrivalServe(uint64_t tag, const ArrivalBoard *board, ArrivalContact *conta
             delete s;
             return;
         }
-        s->thread = std::thread(serve, s);
+        s->pid = getpid();
+        try {
+            s->thread = std::thread(serve, s);
+        } catch (const std::exception &e) {
+            LOOM_WARN(kInit, "arrival query: no server thread (%s): a timeout on another host will not learn who "
+                      "arrived here", e.what());
+            delete s->listener;
+            close(s->wake[0]);
+            close(s->wake[1]);
+            delete s;
+            return;
+        }
         server = s;
     }
     std::lock_guard<std::mutex> g(server->boardsMu);
@@ -158,6 +188,7 @@ void arrivalServe(uint64_t tag, const ArrivalBoard *board, ArrivalContact *conta
 
 void arrivalUnserve(const ArrivalBoard *board) {
     std::lock_guard<std::mutex> life(lifeMu);
+    forgetForked();
     if (!server) return;
     bool empty;
     {
@@ -187,7 +218,7 @@ namespace {
 // One host's question in flight: a non-blocking connect, the hello, the answer.
 struct Asking {
     const std::vector<ArrivalContact> *contacts = nullptr;
-    size_t next = 0; // the contact to try after this one
+    size_t next = 0, tried = 0; // the contact to try after this one (from a rotated start), how many tried
     int fd = -1;
     bool connected = false;
     double deadline = 0; // of this attempt
@@ -202,8 +233,10 @@ void giveUp(Asking &a) {
 
 // Starts a connection to the next contact that has an address; false when none is left.
 bool startNext(Asking &a, uint64_t tag, double attemptSeconds, double end) {
-    while (a.next < a.contacts->size()) {
-        const ArrivalContact &c = (*a.contacts)[a.next++];
+    while (a.tried < a.contacts->size()) {
+        const ArrivalContact &c = (*a.contacts)[a.next];
+        a.next = (a.next + 1) % a.contacts->size();
+        ++a.tried;
         if (c.ip == 0) continue;
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) return false;
@@ -243,10 +276,13 @@ int step(Asking &a) {
         else return -1;
     }
     uint8_t buf[4096];
+    const size_t most = sizeof(AnswerHeader) + (size_t)kMaxSlots * sizeof(WireSlot);
     for (;;) {
         ssize_t k = recv(a.fd, buf, sizeof(buf), 0);
         if (k > 0) {
             a.got.insert(a.got.end(), buf, buf + k);
+            // Not a loom answer (a stranger on the port): no more memory or time for it.
+            if (a.got.size() > most || now() > a.deadline) return -1;
         } else if (k == 0) {
             break; // the server closed: the answer is whole, or there is none
         } else if (errno == EINTR) {
@@ -286,7 +322,7 @@ void decode(const std::vector<uint8_t> &got, HostArrivals *out) {
 } // namespace
 
 std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector<ArrivalContact>> &hosts,
-                                     double seconds) {
+                                     double seconds, unsigned start) {
     std::vector<HostArrivals> out(hosts.size());
     std::vector<Asking> asks(hosts.size());
     const double end = now() + seconds;
@@ -295,6 +331,7 @@ std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector
     const double attempt = seconds / 3;
     for (size_t h = 0; h < hosts.size(); ++h) {
         asks[h].contacts = &hosts[h];
+        asks[h].next = hosts[h].empty() ? 0 : start % hosts[h].size(); // askers spread over a host's ranks
         startNext(asks[h], tag, attempt, end);
     }
     for (;;) {
@@ -328,7 +365,7 @@ std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector
 }
 
 std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
-                               double seconds) {
+                               double seconds, int me) {
     // The other hosts, each with its ranks' contacts in rank order.
     std::vector<uint64_t> hostIds;
     std::vector<std::vector<ArrivalContact>> contacts;
@@ -344,9 +381,9 @@ std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint
         contacts[h].push_back(peers.contacts[q]);
         ranks[h].push_back((int)q);
     }
-    const std::vector<HostArrivals> answers = arrivalAsk(tag, contacts, seconds);
+    const std::vector<HostArrivals> answers = arrivalAsk(tag, contacts, seconds, me);
     std::vector<Arrival> absent, dead;
-    std::string silent;
+    std::string silent, unknown;
     for (size_t h = 0; h < answers.size(); ++h) {
         if (!answers[h].answered) {
             std::string list;
@@ -357,18 +394,25 @@ std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint
             silent += (silent.empty() ? "" : "; ") + std::string(line) + list;
             continue;
         }
+        std::vector<int> seen;
         for (size_t k = 0; k < answers[h].slots.size(); ++k) {
             const Arrival &a = answers[h].slots[k];
-            if (a.pid == 0) continue; // a slot never filled: unknown
+            if (a.pid == 0) continue; // a slot never filled: that rank is reported unknown below
+            seen.push_back(a.rank);
             if (!answers[h].alive[k]) dead.push_back(a);
             else if (a.entered < call) absent.push_back(a);
         }
+        for (int q : ranks[h])
+            if (std::find(seen.begin(), seen.end(), q) == seen.end())
+                unknown += (unknown.empty() ? "" : ", ") + std::to_string(q);
     }
     std::string s;
     if (!dead.empty()) s = "dead (process gone): " + describeRanks(dead);
     if (!absent.empty()) s += (s.empty() ? "" : "; ") + std::string("did not arrive: ") + describeAbsent(absent, call);
     if (!silent.empty())
         s += (s.empty() ? "" : "; ") + silent + " (its processes gone, or its network unreachable)";
+    if (!unknown.empty())
+        s += (s.empty() ? "" : "; ") + std::string("not on their host's board, arrival unknown: ranks ") + unknown;
     return s.empty() ? "every rank arrived, on every host (one is stuck inside the call, or its GPU is)" : s;
 }
 

@@ -53,10 +53,11 @@ struct HostArrivals {
 };
 
 // Asks every host of `hosts` (each the contacts of its ranks, tried in turn
-// until one answers) for its board under `tag`, all hosts at once; gives up
+// from contact `start` modulo their number, until one answers: askers start
+// at different ranks) for its board under `tag`, all hosts at once; gives up
 // on a host after `seconds`.
 std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector<ArrivalContact>> &hosts,
-                                     double seconds);
+                                     double seconds, unsigned start = 0);
 
 // How long a timed-out rank waits for the other hosts' answers.
 constexpr double kArrivalAskSeconds = 3.0;
@@ -65,7 +66,8 @@ constexpr double kArrivalAskSeconds = 3.0;
 // `call`: what the other hosts' boards say. "did not arrive: rank ... entered
 // 4 of 5 calls", "dead (process gone): rank ...", "no answer from the host of
 // ranks 4, 5 within 3 s (...)", or that every rank arrived.
+// `me`: the asking rank (where each host's questions start).
 std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
-                               double seconds);
+                               double seconds, int me = 0);
 
 } // namespace loom

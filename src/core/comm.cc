@@ -5,6 +5,7 @@
 #include "core/comm.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -272,6 +273,11 @@ loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std:
     ArrivalContact mine;
     memset(&mine, 0, sizeof(mine));
     if (comm->arrivals && comm->arrivals->slots() < n) arrivalServe(comm->commTag, comm->arrivals, &mine);
+    // Loopback (no other interface) reaches no other OS instance: not handed
+    // to ranks there, whose own loopback would get the secret.
+    bool otherOs = false;
+    for (int q = 0; q < n; ++q) otherOs |= peers[q].osHost != peers[comm->rank].osHost;
+    if (otherOs && mine.ip == htonl(INADDR_LOOPBACK)) memset(&mine, 0, sizeof(mine));
     ArrivalPeers *ap = new ArrivalPeers;
     ap->contacts.resize(n);
     if (bs->allgather(bs->ctx, &mine, ap->contacts.data(), sizeof(mine)) != 0) {
@@ -547,7 +553,7 @@ std::string whoDidNotArrive(const loomComm *comm) {
     if (comm->arrivals->slots() == comm->nranks) return "every rank arrived (one is stuck inside the call, or its GPU is)";
     if (!comm->arrivalPeers) return "every rank of this host arrived: the missing one is on another host";
     const ArrivalPeers &ap = *comm->arrivalPeers;
-    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds);
+    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds, comm->rank);
 }
 
 // "call 5" or "calls 5..7" (in flight when the wait failed).

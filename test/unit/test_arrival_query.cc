@@ -9,7 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <atomic>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "core/arrival_query.h"
@@ -110,11 +113,88 @@ START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
 }
 END_TEST
 
+// Not a loom server on the port: it streams bytes without end. The asker
+// gives up within its attempt, holding at most one answer's worth.
+START_TEST(a_stranger_that_streams_is_cut_off) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    ck_assert_int_eq(bind(fd, (sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 4), 0);
+    ck_assert_int_eq(getsockname(fd, (sockaddr *)&sa, &len), 0);
+    std::atomic<long> sent{0};
+    std::thread stranger([&] {
+        int c = accept(fd, nullptr, nullptr);
+        std::vector<char> junk(1 << 16, 'x');
+        for (ssize_t k; c >= 0 && (k = send(c, junk.data(), junk.size(), MSG_NOSIGNAL)) > 0;) sent += k;
+        if (c >= 0) close(c);
+    });
+    ArrivalPeers ap;
+    ap.boardOf = {1, 2};
+    ap.contacts.resize(2);
+    memset(&ap.contacts[1], 0, sizeof(ArrivalContact));
+    ap.contacts[1].ip = sa.sin_addr.s_addr;
+    ap.contacts[1].port = sa.sin_port;
+    const double t0 = seconds();
+    const std::string text = describeOtherHosts(ap, 1, 7, 1, 1.5);
+    const double took = seconds() - t0;
+    stranger.join();
+    close(fd);
+    printf("stranger: %s after %.2f s (%ld bytes offered)\n", text.c_str(), took, sent.load());
+    ck_assert_msg(has(text, "no answer"), "%s", text.c_str());
+    ck_assert_msg(took < 2.5, "took %.2f s", took);
+}
+END_TEST
+
+// A child forked while the server runs starts a server of its own (the
+// parent's thread is not in it) and answers for its boards; the parent's
+// server goes on answering for its own.
+START_TEST(a_forked_child_serves_on_its_own) {
+    setenv("LOOM_SOCKET_IFADDR", "127.0.0.1", 1);
+    const std::string name = "/loom-arrive-fork-test-" + std::to_string(getpid());
+    ArrivalBoard *b = nullptr;
+    ck_assert_int_eq(ArrivalBoard::create(name, 1, 0, &b), loomSuccess);
+    b->unlink();
+    b->publish(0, 1, 0, "0000:19:00.0");
+    b->enter(0, 1);
+    ArrivalContact parent;
+    arrivalServe(11, b, &parent);
+    pid_t pid = fork();
+    if (pid == 0) {
+        ArrivalContact child;
+        b->enter(0, 5); // the mapping is shared: the parent's answer below shows it
+        arrivalServe(12, b, &child);
+        ArrivalPeers ap;
+        ap.boardOf = {1, 2};
+        ap.contacts = {ArrivalContact{}, child};
+        const bool ok = child.port != parent.port && has(describeOtherHosts(ap, 1, 12, 3, 2.0), "every rank arrived");
+        arrivalUnserve(b);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child did not answer for its own board");
+    ArrivalPeers ap;
+    ap.boardOf = {1, 2};
+    ap.contacts = {ArrivalContact{}, parent};
+    const std::string text = describeOtherHosts(ap, 1, 11, 9, 2.0);
+    ck_assert_msg(has(text, "did not arrive: rank 1 ") && has(text, "entered 5 of 9"), "%s", text.c_str());
+    arrivalUnserve(b);
+    delete b;
+    unsetenv("LOOM_SOCKET_IFADDR");
+}
+END_TEST
+
 Suite *arrival_query_suite(void) {
     Suite *s = suite_create("arrival_query");
     TCase *tc = tcase_create("arrival_query");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, another_hosts_board_names_who_is_behind_or_dead);
+    tcase_add_test(tc, a_stranger_that_streams_is_cut_off);
+    tcase_add_test(tc, a_forked_child_serves_on_its_own);
     suite_add_tcase(s, tc);
     return s;
 }
