@@ -53,6 +53,12 @@ void clearPending(ResidentState *r) {
     r->pending = 0;
     r->ordered = 0; // else a later call with the same number (after a wrap) would find its wait already there
 }
+
+// Whether a posted call is still outstanding (one seen done is cleared).
+bool stillPending(ResidentState *r) {
+    if (r->pending && r->box->done == r->pending) clearPending(r);
+    return r->pending != 0;
+}
 int reductionKey(loomDataType_t dtype, loomRedOp_t op) { return (int)dtype * 64 + (int)op; }
 
 loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
@@ -208,10 +214,7 @@ bool residentAllowed(const loomComm *comm, size_t bytes) {
 
 bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     if (stream != comm->stream || !residentAllowed(comm, units * 8)) return false;
-    if (ResidentState *r = comm->resident) { // one call in the mailbox at a time
-        if (r->pending && r->box->done == r->pending) clearPending(r);
-        if (r->pending) return false;
-    }
+    if (comm->resident && stillPending(comm->resident)) return false; // one call in the mailbox at a time
     // Nothing of loom's, nor of the application's on the legacy stream, may still write the buffers.
     if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
     return cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
@@ -252,13 +255,19 @@ void release(ResidentState *r, loomResult_t err) {
     clearPending(r);
 }
 
+// Looks at call s until it is done or failed (look's answer).
+int spinOn(loomComm *comm, uint32_t s, loomResult_t *err) {
+    int k;
+    for (unsigned spins = 1; (k = look(comm, s, 4096, err)) == 0; ++spins)
+        if (spins % 4096 == 0) sched_yield(); // a rank sharing its core with a peer's (oversubscribed)
+    return k;
+}
+
 // Spins until the kernel says call s is done (or a peer's line never came,
 // or the kernel ended), as loomCommWait reports it.
 loomResult_t finish(loomComm *comm, uint32_t s) {
     loomResult_t err = loomSuccess;
-    int k;
-    for (unsigned spins = 1; (k = look(comm, s, 4096, &err)) == 0; ++spins)
-        if (spins % 4096 == 0) sched_yield(); // a rank sharing its core with a peer's (oversubscribed)
+    spinOn(comm, s, &err);
     if (err != loomSuccess) return err;
     return callsFinished(comm, cudaSuccess, true);
 }
@@ -267,9 +276,7 @@ loomResult_t finish(loomComm *comm, uint32_t s) {
 loomResult_t settle(loomComm *comm) {
     ResidentState *r = comm->resident;
     loomResult_t err = loomSuccess;
-    int k;
-    for (unsigned spins = 1; (k = look(comm, r->pending, 4096, &err)) == 0; ++spins)
-        if (spins % 4096 == 0) sched_yield();
+    const int k = spinOn(comm, r->pending, &err);
     if (k > 0) {
         clearPending(r);
         return loomSuccess;
@@ -315,9 +322,7 @@ loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dt
 
 uint32_t residentPending(loomComm *comm) {
     ResidentState *r = comm->resident;
-    if (!r || !r->pending) return 0;
-    if (r->box->done == r->pending) clearPending(r);
-    return r->pending;
+    return r && stillPending(r) ? r->pending : 0;
 }
 
 loomResult_t residentTest(loomComm *comm, uint32_t s, bool *done) {
@@ -347,11 +352,7 @@ loomResult_t residentSettle(loomComm *comm) {
 
 void residentOrder(loomComm *comm) {
     ResidentState *r = comm->resident;
-    if (!r->pending || r->ordered == r->pending) return;
-    if (r->box->done == r->pending) {
-        clearPending(r);
-        return;
-    }
+    if (!r->pending || r->ordered == r->pending || !stillPending(r)) return;
     // EQ, not GEQ: nothing is posted after it until the host saw it done, and
     // loom's stream is busy (this wait) until then, so `done` stays there.
     const CudaDriver *d = cudaDriver();
