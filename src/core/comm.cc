@@ -622,6 +622,8 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
             return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
                         comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
                         neighbours.c_str(), others, whoDidNotArrive(comm).c_str());
+        if (comm->resident) // for a bug report: what this rank's resident kernel was doing
+            LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str());
         return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (%s%s) "
                     "silent for %.0f s; %s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId,
                     comm->lastColl, callsInFlight(comm).c_str(), neighbours.c_str(), others,

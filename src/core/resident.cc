@@ -4,6 +4,7 @@
 #include "core/resident.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <sched.h>
 
@@ -44,9 +45,18 @@ constexpr int kAnyKey = -1;
 // (ordering them after a pending call would need a wait on the host).
 std::atomic<bool> streamWaitBroken{false};
 // Communicators of this process with resident-kernel state. Posting needs
-// this one to be the only one: with three threads on a communicator each
-// (coll_threads), posting hung across ranks (4x H200; cause not found: not
-// the hardware queues' count, CUDA_DEVICE_MAX_CONNECTIONS=32 hung as well).
+// this one to be the only one. With three threads on a communicator each
+// (coll_threads_np2) posting hangs in the first iterations (2x H200, 3 of 4
+// runs). cuda-gdb on the hung ranks (2026-11-28): on one rank two threads sat
+// inside cudaLaunchKernel (each an Ibcast behind its communicator's stream
+// wait) and did not return; on the other, a launched Iallreduce stayed
+// queued, not running, while another communicator's bcast kernel ran and
+// waited for the first rank's. So work of one communicator ends up behind
+// another's in the GPU's work queues (streams share hardware queues; a
+// stream wait or a kernel that waits for peers holds the queue), and the
+// ranks wait for each other across communicators. Launched calls meet the
+// same hazard in principle; the stream waits make it happen at once.
+// CUDA_DEVICE_MAX_CONNECTIONS=32 hangs as well.
 std::atomic<int> residentComms{0};
 
 void clearPending(ResidentState *r) {
@@ -371,6 +381,17 @@ void residentOrder(loomComm *comm) {
         LOOM_WARN(kColl, "rank %d: cuStreamWaitValue32 failed (%d): non-blocking calls no longer go to the resident "
                   "kernel", comm->rank, (int)e);
     if (settle(comm) != loomSuccess) comm->failed = true; // said by fail(); the call's own wait reports it again
+}
+
+std::string residentDescribe(loomComm *comm) {
+    ResidentState *r = comm->resident;
+    if (!r) return "";
+    char text[256];
+    const cudaError_t q = cudaStreamQuery(comm->stream);
+    snprintf(text, sizeof(text), "resident kernel %s, last call %u, pending %u (stream waits for %u), done word %u, "
+             "taken %u, state %u; loom's stream %s", r->alive ? "alive" : "not running", r->seq, r->pending, r->ordered,
+             r->box->done, r->box->taken, r->box->state, q == cudaSuccess ? "idle" : q == cudaErrorNotReady ? "busy" : "failed");
+    return text;
 }
 
 void residentRelease(loomComm *comm) {

@@ -33,6 +33,8 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "device/oneshot_args.h"
 #include "loom.h"
 
@@ -72,6 +74,10 @@ void residentOrder(loomComm *comm);
 // Whether any communicator of this process found another process on its GPU
 // (comm.cc; the resident kernel stays off then, on every communicator).
 bool gpuSharedInProcess();
+
+// The resident kernel's state for a time-out's message ("" where it never ran):
+// alive or not, the call pending, the done/taken words, loom's stream.
+std::string residentDescribe(loomComm *comm);
 
 // Tells the kernel to leave and frees what it used (communicator teardown).
 void residentRelease(loomComm *comm);
