@@ -16,6 +16,9 @@
  * its buffers are heap memory that is leaked on purpose, and the module is
  * broken from then on (every later call on it fails).
  *
+ * A rank that gives up names the ranks that are missing: the others answer
+ * roll calls while they wait in a step (coll_loom_roll_call.h).
+ *
  * The per-call agreement stays blocking and unbounded: every host-buffer
  * call pays it until a loom communicator exists, and the non-blocking twin
  * costs twice as much (4-byte MAX at 2 ranks, no loom: allreduce 0.64 us,
@@ -31,6 +34,7 @@
 #include <unistd.h>
 
 #include "coll_loom_gpu.h"
+#include "coll_loom_roll_call.h"
 #include "core/param_table.h"
 #include "loom.h"
 #include "ompi/mca/coll/base/coll_tags.h"
@@ -45,17 +49,26 @@ static double now_seconds(void)
 }
 
 /* Completes *req: unbounded on host-buffer ranks; else until LOOM_TIMEOUT,
- * after which the module is broken and the request abandoned. */
+ * after which the module is broken and the request abandoned. Either way the
+ * rank answers roll calls while it waits (coll_loom_roll_call.h), and one
+ * that gives up calls the roll to name who is missing. */
 static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const char *step)
 {
-    if (!m->setup_bounded) return ompi_request_wait(req, MPI_STATUS_IGNORE);
+    int done = 0;
+    int rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* peers that are there answer at once */
+    if (MPI_SUCCESS != rc || done) return rc;
+    mca_coll_loom_roll_listen_t listen;
+    mca_coll_loom_roll_listen(m, &listen);
     const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), start = now_seconds(), end = start + timeout;
     for (;;) {
-        int done = 0;
-        int rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* progresses MPI */
-        if (MPI_SUCCESS != rc || done) return rc;
+        rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* progresses MPI */
+        if (MPI_SUCCESS != rc || done) {
+            mca_coll_loom_roll_unlisten(m, &listen);
+            return rc;
+        }
+        mca_coll_loom_roll_answer(m, &listen);
         const double t = now_seconds();
-        if (t > end) break;
+        if (m->setup_bounded && t > end) break;
         /* Spin the first millisecond (peers that are there answer in
          * microseconds), then nap: a rank waiting for a late peer must not
          * take a core from the ones still working. */
@@ -66,14 +79,16 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
             nanosleep(&nap, NULL);
         }
     }
-    char host[64] = "?";
+    char host[64] = "?", missing[640];
     gethostname(host, sizeof(host) - 1);
+    mca_coll_loom_roll_call(m, &listen, missing, sizeof(missing));
+    mca_coll_loom_roll_unlisten(m, &listen);
     m->gpu_state = LOOM_GPU_BROKEN;
     opal_output(mca_coll_loom_component.output,
                 "coll/loom %s rank %d comm %s (cid %u): %s: some rank of the %d did not arrive within %.0f s "
-                "(LOOM_TIMEOUT); this rank passed device buffers and gives up: communicator unusable for collectives",
-                host, ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, step,
-                ompi_comm_size(m->comm), timeout);
+                "(LOOM_TIMEOUT): %s; this rank passed device buffers and gives up: communicator unusable for "
+                "collectives", host, ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, step,
+                ompi_comm_size(m->comm), timeout, missing);
     return MPI_ERR_OTHER;
 }
 
