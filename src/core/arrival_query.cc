@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -76,6 +77,14 @@ struct Server {
 };
 std::mutex lifeMu; // starts and stops the server
 Server *server = nullptr;
+
+// A fork while another thread holds lifeMu would leave the child's copy
+// locked for good: fork waits until no thread holds it.
+struct ForkGuard {
+    ForkGuard() {
+        pthread_atfork([] { lifeMu.lock(); }, [] { lifeMu.unlock(); }, [] { lifeMu.unlock(); });
+    }
+} forkGuard;
 
 std::vector<uint8_t> answerFor(Server *s, uint64_t tag, bool *known) {
     std::lock_guard<std::mutex> g(s->boardsMu);

@@ -3,13 +3,15 @@
 // once its process is gone; a host reached through its second rank when the
 // first is gone; a wrong communicator tag or secret gets no answer; a fuzzer
 // on the server leaves it answering; after the last board is withdrawn
-// nothing listens.
+// nothing listens; forks while another thread starts and stops the server
+// leave no child stuck on its lock.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <atomic>
+#include <csignal>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
@@ -188,6 +190,53 @@ START_TEST(a_forked_child_serves_on_its_own) {
 }
 END_TEST
 
+// Forks while another thread starts and stops the server: no child finds
+// the server's lock taken for good (each starts and stops its own in time).
+START_TEST(forks_while_the_server_starts_and_stops) {
+    setenv("LOOM_SOCKET_IFADDR", "127.0.0.1", 1);
+    const std::string name = "/loom-arrive-forks-test-" + std::to_string(getpid());
+    ArrivalBoard *b = nullptr;
+    ck_assert_int_eq(ArrivalBoard::create(name, 1, 0, &b), loomSuccess);
+    b->unlink();
+    b->publish(0, 1, 0, "0000:19:00.0");
+    std::atomic<bool> stop{false};
+    std::thread churn([&] {
+        while (!stop.load()) {
+            ArrivalContact c;
+            arrivalServe(21, b, &c);
+            arrivalUnserve(b);
+        }
+    });
+    int stuck = 0;
+    for (int k = 0; k < 40; ++k) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            ArrivalContact c;
+            arrivalServe(22, b, &c);
+            arrivalUnserve(b);
+            _exit(0);
+        }
+        int st = 0;
+        const double end = seconds() + 5; // a child stuck on the lock is killed then
+        while (waitpid(pid, &st, WNOHANG) == 0) {
+            if (seconds() > end) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &st, 0);
+                break;
+            }
+            usleep(1000);
+        }
+        stuck += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (stuck) break;
+    }
+    stop = true;
+    churn.join();
+    delete b;
+    unsetenv("LOOM_SOCKET_IFADDR");
+    ck_assert_msg(!stuck, "a child forked during server start/stop did not finish within 5 s");
+}
+END_TEST
+
 Suite *arrival_query_suite(void) {
     Suite *s = suite_create("arrival_query");
     TCase *tc = tcase_create("arrival_query");
@@ -195,6 +244,7 @@ Suite *arrival_query_suite(void) {
     tcase_add_test(tc, another_hosts_board_names_who_is_behind_or_dead);
     tcase_add_test(tc, a_stranger_that_streams_is_cut_off);
     tcase_add_test(tc, a_forked_child_serves_on_its_own);
+    tcase_add_test(tc, forks_while_the_server_starts_and_stops);
     suite_add_tcase(s, tc);
     return s;
 }
