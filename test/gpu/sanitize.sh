@@ -6,6 +6,7 @@
 # runs test/gpu/coll_compound and test/gpu/coll_matrix -q (every kernel:
 # one-shot, rings and chains, Simple; LOOM_LL_RING_MAX_BYTES adds the LL ring)
 # under mpirun; a sanitizer report or a wrong element fails the run.
+# LOOM_SANITIZE_PROGS: other programs, ';'-separated (e.g. "test/gpu/coll_exchange -m kinds;test/gpu/coll_rooted").
 # Limits per program: LOOM_SANITIZE_TIMEOUT seconds (default 600).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +33,8 @@ for tool in $tools; do
     for tr in $transports; do
         fwd=
         for kv in $(env_of "$tr"); do export "${kv?}"; fwd="$fwd -x ${kv%%=*}"; done
-        for prog in "test/gpu/coll_compound" "test/gpu/coll_matrix -q"; do
+        IFS=";" read -r -a progs <<<"${LOOM_SANITIZE_PROGS:-test/gpu/coll_compound;test/gpu/coll_matrix -q}"
+        for prog in "${progs[@]}"; do
             start=$(date +%s)
             # shellcheck disable=SC2086
             timeout "${LOOM_SANITIZE_TIMEOUT:-600}" mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE $fwd \
