@@ -187,7 +187,19 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     s.chunkElems = p.slotBytes;
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     s.directPush = direct && push;
-    s.deferCopies = s.directPush && deferToEngines(comm, knobs, s, fanIn, tables.data() + 4 * N);
+    if (knobs.enginesAll) { // copy-engine mode: every pushed pair on the engines, waits in the second kernel
+        s.directSend = tables.data() + 4 * N;
+        s.directSrc = tables.data() + 5 * N;
+        if (direct) exchangeDeferAll(&s);
+        s.directSend = s.directSrc = nullptr; // the kernel's are set below
+        if (s.deferCopies && !p.enginesSaid) {
+            p.enginesSaid = true;
+            LOOM_INFO(kColl, "rank %d: LOOM_EXCHANGE_COPY_ENGINES=1: exchange blocks of >= %zu B go into their "
+                      "receivers' outputs by this GPU's copy engines; said once per communicator", me, least);
+        }
+    } else {
+        s.deferCopies = s.directPush && deferToEngines(comm, knobs, s, fanIn, tables.data() + 4 * N);
+    }
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;
@@ -219,10 +231,10 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     a.abortFlag = comm->abortFlagDev;
     cudaError_t e = launchExchange(a, stream);
     if (e != cudaSuccess) return cudaFail(comm, "launch", e);
-    if (s.deferCopies) { // the pushed direct blocks on the copy engines, then their publications
+    if (exchangeSecondKernel(s)) { // the pushed direct blocks on the copy engines, their publications, waits
         p.engineBlocks.clear();
         for (int q = 0; q < n; ++q)
-            if (q != me && tables[4 * N + q])
+            if (s.deferCopies && q != me && tables[4 * N + q])
                 p.engineBlocks.push_back({in + sdispls[q], reinterpret_cast<char *>(tables[4 * N + q]), sendcounts[q]});
         // The publications follow even when the copies could not be
         // enqueued: the root is not left waiting; the call fails after.

@@ -138,15 +138,18 @@ bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
 // direct_bytes and engines entries; core/engine_copies.h).
 ExchangeKnobs exchangeKnobs() {
     return ExchangeKnobs{(size_t)params().exchangeDirectBytes, (size_t)params().gatherDirectBytes,
-                         params().exchangeDirectPush, (size_t)params().exchangeCopyEngineBytes};
+                         params().exchangeDirectPush, (size_t)params().exchangeCopyEngineBytes,
+                         params().exchangeCopyEngines != 0};
 }
 
-size_t exchangeDirectLeast(const ExchangeKnobs &k, bool fanIn) { return fanIn ? k.gatherDirectBytes : k.directBytes; }
+size_t exchangeDirectLeast(const ExchangeKnobs &k, bool fanIn) {
+    return fanIn && !k.enginesAll ? k.gatherDirectBytes : k.directBytes;
+}
 
 bool exchangeBlockOnEngines(const ExchangeKnobs &k, size_t bytes) { return k.copyEngineBytes && bytes >= k.copyEngineBytes; }
 
 bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock) {
-    return k.push == 2 || (fanIn && (k.push == 1 || exchangeBlockOnEngines(k, agreedBlock)));
+    return k.enginesAll || k.push == 2 || (fanIn && (k.push == 1 || exchangeBlockOnEngines(k, agreedBlock)));
 }
 
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s) { return selectAlgorithm(comm, s, kAllAlgos); }

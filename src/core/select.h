@@ -69,17 +69,19 @@ struct ExchangeKnobs {
     size_t gatherDirectBytes; // LOOM_GATHER_DIRECT_BYTES: the same for gather(v)
     int push;                 // LOOM_EXCHANGE_DIRECT_PUSH: 0 receivers copy, 1 senders in gathers, 2 senders
     size_t copyEngineBytes;   // LOOM_EXCHANGE_COPY_ENGINE_BYTES: gathers pushed by the senders' copy engines from here
+    bool enginesAll = false;  // LOOM_EXCHANGE_COPY_ENGINES=1: every direct pair pushed and deferred (exchange_schedule.h)
 };
 ExchangeKnobs exchangeKnobs(); // from params()
 
 // The smallest block a pair moves in place (0: none) in an exchange that is a
-// fan-in (a gather(v): fanIn) or not. Both ends of a pair know its size and
+// fan-in (a gather(v): fanIn) or not (copy-engine mode: directBytes for all). Both ends of a pair know its size and
 // the call's kind: they decide alike.
 size_t exchangeDirectLeast(const ExchangeKnobs &k, bool fanIn);
 
 // Whether a call's in-place pairs are pushed (their senders copy), from what
 // every rank passes alike: fanIn, and a gather's block (agreedBlock; 0 for
-// the v-forms): one of at least copyEngineBytes is pushed whatever `push`.
+// the v-forms): one of at least copyEngineBytes is pushed whatever `push`;
+// in copy-engine mode every call's.
 bool exchangePushes(const ExchangeKnobs &k, bool fanIn, size_t agreedBlock);
 
 // Whether a sender of a pushed gather writes a block of `bytes` with its copy

@@ -138,6 +138,16 @@ __device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8
 // slice is in this rank's output unless the sender could not write it, which
 // sets *undelivered to `peer` + 1 for the host (the call fails, the
 // communicator stays usable).
+// One thread's wait (the second kernel's, copy-engine mode: a thread per
+// connection): as directAwaitWritten, false when the sender stayed silent.
+__device__ inline bool directAwaitWrittenThread(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles,
+                                                volatile int *undelivered, int peer) {
+    if (!Waiter{timeoutCycles}([&] { return *c.tail > step; })) return false;
+    __threadfence();
+    if (*directWrittenOf(c.tail) != step + 1) *undelivered = peer + 1;
+    return true;
+}
+
 __device__ inline bool directAwaitWritten(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles,
                                           volatile int *undelivered, int peer) {
     if (threadIdx.x == 0) {

@@ -10,8 +10,8 @@
  * sender's input in place, or the sender writes into the receiver's output:
  * direct_pair.h) is one step of its channel; the end that does not copy
  * signals first in the round and awaits the other end last. Copies left to
- * the copy engines (a gather's direct pairs) take a second kernel,
- * exchangeAfterCopiesKernel.
+ * the copy engines (a gather's direct pairs, or every pushed pair in
+ * copy-engine mode) take a second kernel, exchangeAfterCopiesKernel.
  */
 #include <cuda_runtime.h>
 
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         }
         if (directSend && !sendCopies && !directAwaitHead(pair.send, steps.send, a.timeoutCycles))
             return exchangeAbort(a, s, round);
-        if (directRecv && !recvCopies &&
+        if (directRecv && !recvCopies && !s.deferWaits && // deferred waits: the second kernel's
             !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles, a.abortFlag + kAbortUndelivered, fromPeer))
             return exchangeAbort(a, s, round);
     }
@@ -121,18 +121,37 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
 // written only where the block was: not where the mapping failed, the
 // copies could not be enqueued, or the first kernel gave up (it timed out
 // waiting for the root's ready: the copies may have landed in an output
-// the root had not freed, so its call must fail, not take them).
+// the root had not freed, so its call must fail, not take them). Then, with
+// deferred waits (copy-engine mode), every pushed direct receive's writes,
+// awaited only once this rank's own are published.
 __global__ void exchangeAfterCopiesKernel(const __grid_constant__ ExchangeArgs a) {
     const ConnSteps *stepsOf;
     const ExchangeSched s = exchangeTables(a, &stepsOf);
     const int conns = s.nranks * s.channels;
     const char *in = static_cast<const char *>(a.in);
     const bool wrote = !a.enginesFailed && !a.abortFlag[kAbortSet];
-    for (int k = threadIdx.x; k < conns; k += blockDim.x) {
+    for (int k = threadIdx.x; s.deferCopies && k < conns; k += blockDim.x) {
         const int q = k / s.channels;
         if (q != s.rank && exchangeSendDirect(s, q)) // mapped: the copy's two ends differ
             directPublishWritten(a.conns[k].send, stepsOf[k].send,
                                  wrote && s.directSend[q] != reinterpret_cast<size_t>(in + s.sendDispl[q]));
+    }
+    if (!s.deferWaits) return;
+    __syncthreads(); // every publication before any wait
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
+    for (int k = threadIdx.x; !a.abortFlag[kAbortSet] && k < conns; k += blockDim.x) {
+        const int q = k / s.channels;
+        if (q == s.rank || !exchangeRecvDirect(s, q)) continue;
+        if (!directAwaitWrittenThread(a.conns[k].recv, stepsOf[k].recv, a.timeoutCycles,
+                                      a.abortFlag + kAbortUndelivered, q))
+            atomicExch(&failed, q + 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && failed) { // who never wrote, for the host's message
+        a.abortFlag[kAbortRecvPeer] = failed;
+        a.abortFlag[kAbortSet] = 1;
     }
 }
 

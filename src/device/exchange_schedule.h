@@ -68,6 +68,18 @@
  * engines reading three peers' blocks moved 200-216 GB/s on 4x H200, 0.46-
  * 0.58x NCCL's gather (core/engine_copies.h).
  *
+ * Copy-engine mode (LOOM_EXCHANGE_COPY_ENGINES=1, alike on every rank): every
+ * direct pair of every exchange is pushed and deferred (exchangeDeferAll),
+ * and the deadlock above is taken apart by moving the receivers' waits too:
+ * a receiver awaits its pushed blocks in the second kernel (deferWaits),
+ * which first publishes its own deferred writes and only then waits. So a
+ * first kernel waits only on what other first kernels give (readies, FIFO
+ * steps), and a second kernel only on what other second kernels give, each
+ * of which publishes before it waits. A receiver must not await a deferred
+ * block in its first kernel: a lane stuck there would hold back the readies
+ * of its later rounds, which the sender's first kernel awaits (the CPU
+ * simulator shows it).
+ *
  * The kernel walks a lane with exchangeFirst / exchangeNext (a cursor: no
  * search per op); exchangeStepCounts is the host's count per connection.
  */
@@ -104,6 +116,7 @@ struct ExchangeSched {
     const size_t *directSend = nullptr, *directSrc = nullptr;
     bool directPush = false;
     bool deferCopies = false;  // pushed direct sends: written and published after the kernel (copy engines)
+    bool deferWaits = false;   // pushed direct receives: awaited in the second kernel (copy-engine mode)
 };
 
 LOOM_HD bool exchangeSendDirect(const ExchangeSched &s, int q) { return s.directSend && s.directSend[q]; }
@@ -126,6 +139,22 @@ LOOM_HD bool exchangeMayDeferCopies(const ExchangeSched &s, bool fanIn) {
         if (q != s.rank && s.recvCount[q]) return false;
     return true;
 }
+
+// Copy-engine mode (above): this rank defers every pushed direct send and
+// awaits every pushed direct receive in the second kernel.
+LOOM_HD void exchangeDeferAll(ExchangeSched *s) {
+    bool sends = false, recvs = false;
+    for (int q = 0; q < s->nranks; ++q) {
+        if (q == s->rank) continue;
+        sends = sends || exchangeSendDirect(*s, q);
+        recvs = recvs || exchangeRecvDirect(*s, q);
+    }
+    s->deferCopies = s->directPush && sends;
+    s->deferWaits = s->directPush && recvs;
+}
+
+// Whether the call has a second kernel (deferred writes or waits).
+LOOM_HD bool exchangeSecondKernel(const ExchangeSched &s) { return s.deferCopies || s.deferWaits; }
 
 // Channel c's slice [*lo, *hi) of a direct block of `bytes`: 16-byte
 // multiples in channel order, the last one ragged (possibly empty ones at

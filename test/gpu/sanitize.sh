@@ -6,6 +6,7 @@
 # runs test/gpu/coll_compound and test/gpu/coll_matrix -q (every kernel:
 # one-shot, rings and chains, Simple; LOOM_LL_RING_MAX_BYTES adds the LL ring)
 # under mpirun; a sanitizer report or a wrong element fails the run.
+# LOOM_SANITIZE_ENV: "K=V ..." set on every rank (e.g. LOOM_ALGO=ll128_ring).
 # LOOM_SANITIZE_PROGS: other programs, ';'-separated (e.g. "test/gpu/coll_exchange -m kinds;test/gpu/coll_rooted").
 # Limits per program: LOOM_SANITIZE_TIMEOUT seconds (default 600).
 set -uo pipefail
@@ -32,7 +33,7 @@ fails=0
 for tool in $tools; do
     for tr in $transports; do
         fwd=
-        for kv in $(env_of "$tr"); do export "${kv?}"; fwd="$fwd -x ${kv%%=*}"; done
+        for kv in ${LOOM_SANITIZE_ENV:-} $(env_of "$tr"); do export "${kv?}"; fwd="$fwd -x ${kv%%=*}"; done
         IFS=";" read -r -a progs <<<"${LOOM_SANITIZE_PROGS:-test/gpu/coll_compound;test/gpu/coll_matrix -q}"
         for prog in "${progs[@]}"; do
             start=$(date +%s)
@@ -48,7 +49,7 @@ for tool in $tools; do
                 grep -E "=========|wrong" "$log" | head -40
             fi
         done
-        for kv in $(env_of "$tr"); do unset "${kv%%=*}"; done
+        for kv in ${LOOM_SANITIZE_ENV:-} $(env_of "$tr"); do unset "${kv%%=*}"; done
     done
 done
 echo "sanitize: $fails failed"

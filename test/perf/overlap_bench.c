@@ -8,7 +8,7 @@
  * libnccl.so.2; ncclAllReduce, or grouped ncclSend/ncclRecv per peer) on a
  * stream of its own, in the same run.
  *
- *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [-p] [-v] [--no-nccl]
+ *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [-p] [-b] [-v] [--no-nccl]
  *
  * Per library: a GEMM's time alone and with collectives beside it (slowdown
  * = loaded / alone), a collective's time alone and beside the GEMMs (only
@@ -20,7 +20,9 @@
  * collective's CTAs start only as the GEMM's last ones are dispatched. The
  * knobs that trade one against the other are the libraries' own
  * environment: LOOM_MAX_CTAS (loom), NCCL_MAX_CTAS / NCCL_MIN_CTAS (NCCL).
- * Times are the slowest rank's. -v: rank 0 prints each loaded step (the
+ * -b: loom's calls are the blocking MPI_Alltoall / MPI_Allreduce (what the
+ * GPU runs is the same; blocking exchanges may move blocks in place, and so
+ * by copy engines with LOOM_EXCHANGE_COPY_ENGINES=1). Times are the slowest rank's. -v: rank 0 prints each loaded step (the
  * collective's time, the agreement's, and what the GEMMs' event said).
  */
 #include <cuda_runtime.h>
@@ -43,7 +45,7 @@ cudaError_t perfGemm(int n, const float *a, const float *b, float *c, cudaStream
         }                                                                           \
     } while (0)
 
-static int me, np, alltoall;
+static int me, np, alltoall, blocking; /* blocking: loom's call is MPI_Alltoall / MPI_Allreduce (-b) */
 static size_t bytes = 64u << 20;
 static void *sendbuf, *recvbuf;
 static nccl_comm_t ncomm;
@@ -57,6 +59,13 @@ static cudaStream_t nstream;
 /* One collective, finished when it returns. */
 static void collective(int use_nccl)
 {
+    if (!use_nccl && blocking) { /* the GPU sees the same; per-call buffer descriptions are allowed (direct pairs) */
+        if (alltoall)
+            MPI_Alltoall(sendbuf, (int)(bytes / np), MPI_BYTE, recvbuf, (int)(bytes / np), MPI_BYTE, MPI_COMM_WORLD);
+        else
+            MPI_Allreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        return;
+    }
     if (!use_nccl) {
         MPI_Request r;
         if (alltoall)
@@ -98,6 +107,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) n = atoi(argv[++i]) / 64 * 64;
         else if (!strcmp(argv[i], "-p")) priority = 1;
+        else if (!strcmp(argv[i], "-b")) blocking = 1;
         else if (!strcmp(argv[i], "-v")) verbose = 1;
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) gemms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;

@@ -10,7 +10,8 @@
 // ends' step counts are compared, and mutated handshakes must fail. In a
 // pushed gather the senders may defer their writes past their kernels
 // (copy-engine copies): a second kernel, after every lane of the first,
-// publishes them; deferring where the call is no fan-in must deadlock.
+// publishes them; deferring where the call is no fan-in must deadlock,
+// unless the receivers wait in the second kernel too (copy-engine mode).
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -100,6 +101,8 @@ enum Handshake {
     kNoSignal,           // the end that does not copy never signals
     kDeferEverywhere,    // every rank defers its pushed direct sends, fan-in or not
     kDeferredNeverSignalled, // the second kernel publishes nothing
+    kEnginesAll,          // copy-engine mode as built (exchangeDeferAll): not a mutation
+    kEnginesAllWaitFirst, // copy-engine mode, but receivers await deferred writes in the first kernel
 };
 
 // Whether a rank copies its send or receive half of a direct pair, as the
@@ -136,7 +139,7 @@ std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, 
         };
         auto waits = [&] {
             if (ds && !sendCopies) token(cTo, -1, round);  // the receiver read it
-            if (dr && !recvCopies) token(dFrom, -1, round); // the sender wrote it
+            if (dr && !recvCopies && !s.deferWaits) token(dFrom, -1, round); // the sender wrote it (deferred: kernel 2)
         };
         if (h == kAwaitBeforeSignal) waits();
         signals();
@@ -148,14 +151,15 @@ std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, 
         for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) ops.push_back(opFn(s, lane, c));
         if (h != kAwaitBeforeSignal) waits();
     }
-    if (s.deferCopies)
+    if (exchangeSecondKernel(s))
         ops.push_back(edgeOp(-1, eBase + lane, kBufNone, 0, kBufNone, 0, 0, false, edgeKey(kLaneDoneKey, 0)));
     return ops;
 }
 
 // The second kernel of deferred copies (after the copies): once every lane
 // of the first is done, every channel's publication of each pushed direct
-// send.
+// send, then (deferred waits) every channel's wait for each pushed direct
+// receive.
 std::vector<EdgeOp> afterCopiesOps(const ExchangeSched &s, int lanes, Handshake h) {
     std::vector<EdgeOp> ops;
     const int n = s.nranks, C = s.channels, dBase = n * C, eBase = 3 * n * C;
@@ -163,9 +167,16 @@ std::vector<EdgeOp> afterCopiesOps(const ExchangeSched &s, int lanes, Handshake 
         ops.push_back(edgeOp(eBase + lane, -1, kBufNone, 0, kBufNone, 0, 0, false, edgeKey(kLaneDoneKey, 0)));
     for (int round = 1; round < n && h != kDeferredNeverSignalled; ++round) {
         const int to = exchangeTo(s, round);
-        if (!exchangeSendDirect(s, to) || !exchangeDirectCopies(s, true)) continue;
+        if (!s.deferCopies || !exchangeSendDirect(s, to) || !exchangeDirectCopies(s, true)) continue;
         for (int c = 0; c < C; ++c)
             ops.push_back(edgeOp(-1, dBase + to * C + c, kBufNone, 0, kBufNone, 0, 0, false,
+                                 edgeKey(0xffffu, (size_t)round)));
+    }
+    for (int round = 1; round < n && s.deferWaits; ++round) {
+        const int from = exchangeFrom(s, round);
+        if (!exchangeRecvDirect(s, from) || exchangeDirectCopies(s, false)) continue;
+        for (int c = 0; c < C; ++c)
+            ops.push_back(edgeOp(dBase + from * C + c, -1, kBufNone, 0, kBufNone, 0, 0, false,
                                  edgeKey(0xffffu, (size_t)round)));
     }
     return ops;
@@ -193,7 +204,12 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
         }
         sched[r].directSend = dSend[r].data();
         sched[r].directSrc = dSrc[r].data();
-        sched[r].deferCopies = exchangeMayDeferCopies(sched[r], fanIn) || (h == kDeferEverywhere && push);
+        if (h == kEnginesAll || h == kEnginesAllWaitFirst) { // copy-engine mode (exchange_schedule.h)
+            exchangeDeferAll(&sched[r]);
+            if (h == kEnginesAllWaitFirst) sched[r].deferWaits = false;
+        } else {
+            sched[r].deferCopies = exchangeMayDeferCopies(sched[r], fanIn) || (h == kDeferEverywhere && push);
+        }
         if (!push && exchangeMayDeferCopies(sched[r], true)) // whatever the call: pulled pairs never defer
             return "rank " + std::to_string(r) + " may defer pulled copies";
     }
@@ -214,7 +230,7 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
                     k.sendTo[base + q * channels + c] = {q, base + r * channels + c};
         auto ops = std::make_shared<std::vector<std::vector<EdgeOp>>>();
         for (int lane = 0; lane < k.lanes; ++lane) ops->push_back(laneOps(sched[r], lane, opFn, h));
-        if (sched[r].deferCopies) { // the second kernel: one more lane, fed by every lane's E port
+        if (exchangeSecondKernel(sched[r])) { // the second kernel: one more lane, fed by every lane's E port
             for (int lane = 0; lane < k.lanes; ++lane)
                 k.sendTo[3 * n * channels + lane] = {r, 3 * n * channels + lane};
             ops->push_back(afterCopiesOps(sched[r], k.lanes, h));
@@ -284,9 +300,11 @@ void runMatrix(Kind kind, bool ragged) {
                             // Odd seeds: some pairs direct, pulled or pushed.
                             const DirectPairs d = randomDirect(t, seed * 31 + (unsigned)n);
                             const bool push = (seed / 2 + (unsigned)n) % 2;
+                            // Seed 3 with pushed pairs: copy-engine mode.
+                            const Handshake h = push && seed == 3 ? kEnginesAll : kHandshakeAsBuilt;
                             std::string err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr,
                                                        seed % 2 ? &d : nullptr, false, 1 + (int)(seed / 2), push,
-                                                       kHandshakeAsBuilt, kind == kGather);
+                                                       h, kind == kGather);
                             if (!err.empty())
                                 ck_abort_msg("%s%s: nranks %d groups %d channels %d chunk %zu depth %d root %d "
                                              "seed %u%s: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
@@ -436,6 +454,12 @@ START_TEST(direct_handshakes_complete_and_mutations_fail) {
     ck_assert_msg(!handshakeFails(true, kHandshakeAsBuilt, kGather), "pushed gathers with deferred writes fail");
     ck_assert_msg(handshakeFails(true, kDeferredNeverSignalled, kGather), "deferred writes never published: not caught");
     ck_assert_msg(handshakeFails(true, kDeferEverywhere), "writes deferred outside a fan-in: no deadlock caught");
+    // Copy-engine mode: every pushed pair deferred, its receiver waiting in
+    // the second kernel; waiting in the first instead deadlocks.
+    for (Kind kind : {kAllToAll, kGather, kScatter})
+        ck_assert_msg(!handshakeFails(true, kEnginesAll, kind), "copy-engine mode fails (%s)", kKindNames[kind]);
+    ck_assert_msg(handshakeFails(true, kEnginesAllWaitFirst), "copy-engine mode with waits in the first kernel: no "
+                  "deadlock caught");
 }
 END_TEST
 
