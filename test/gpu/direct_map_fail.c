@@ -7,7 +7,10 @@
  * else the root's SMs pull; the .mpitest sets them.
  *  - MPI_Alltoall, pulled: F cannot map its senders' inputs. F's call must
  *    fail; every other rank's must succeed with every block right (F's
- *    blocks included: its peers map F's input).
+ *    blocks included: its peers map F's input). Pushed
+ *    (LOOM_EXCHANGE_DIRECT_PUSH=2 or LOOM_EXCHANGE_COPY_ENGINES=1): F cannot
+ *    map its receivers' outputs; every call fails (F's block never came),
+ *    and every rank but F holds every other block.
  *  - MPI_Gather to root R != F (argv[1], default F + 1), pushed: F cannot map
  *    R's output. F's call fails (its own mapping) and R's fails (F's block
  *    never came); the others succeed, and R holds every other rank's block.
@@ -72,18 +75,33 @@ int main(int argc, char **argv)
     cudaMemcpy(ds, hs, per * size, cudaMemcpyHostToDevice);
     int failures = 0;
 
-    /* Alltoall, pulled: F's reads fail. */
+    const char *push = getenv("LOOM_EXCHANGE_DIRECT_PUSH"), *engines = getenv("LOOM_EXCHANGE_COPY_ENGINE_BYTES");
+    const char *all_engines = getenv("LOOM_EXCHANGE_COPY_ENGINES");
+    const int engines_mode = all_engines && atoi(all_engines) == 1; /* every pair pushed (copy engines) */
+    const int alltoall_pushed = engines_mode || (push && atoi(push) == 2);
     cudaMemset(dr, 0xEE, per * size);
     int rc = MPI_Alltoall(ds, (int)per, MPI_BYTE, dr, (int)per, MPI_BYTE, MPI_COMM_WORLD);
     cudaMemcpy(hr, dr, per * size, cudaMemcpyDeviceToHost);
-    int bad = rank == F ? rc == MPI_SUCCESS : rc != MPI_SUCCESS;
-    for (int q = 0; rank != F && q < size; ++q) bad |= wrong_block(hr + q * per, q, per);
-    failures += report("alltoall: the reader whose mappings fail gets an error, the others their data", bad);
+    int bad;
+    if (alltoall_pushed) {
+        /* Pushed: F's writes into its peers' outputs fail. Every call fails
+         * (F's own; the others miss F's block), and every rank but F holds
+         * every other block. */
+        bad = rc == MPI_SUCCESS;
+        for (int q = 0; rank != F && q < size; ++q)
+            if (q != F) bad |= wrong_block(hr + q * per, q, per);
+        failures += report("alltoall, pushed: the writer whose mappings fail and its receivers get errors, the "
+                           "receivers every other block", bad);
+    } else {
+        /* Pulled: F's reads fail. */
+        bad = rank == F ? rc == MPI_SUCCESS : rc != MPI_SUCCESS;
+        for (int q = 0; rank != F && q < size; ++q) bad |= wrong_block(hr + q * per, q, per);
+        failures += report("alltoall: the reader whose mappings fail gets an error, the others their data", bad);
+    }
     failures += report("alltoall: the communicator stays usable", still_usable(MPI_COMM_WORLD));
 
-    const char *push = getenv("LOOM_EXCHANGE_DIRECT_PUSH"), *engines = getenv("LOOM_EXCHANGE_COPY_ENGINE_BYTES");
     const long engine_bytes = engines ? atol(engines) : 64L << 20; /* the default */
-    if ((push && atoi(push) >= 1) || (engine_bytes > 0 && (size_t)engine_bytes <= per)) {
+    if (engines_mode || (push && atoi(push) >= 1) || (engine_bytes > 0 && (size_t)engine_bytes <= per)) {
         /* Gather to R, pushed: F's write into R's output fails. */
         cudaMemset(dr, 0xEE, per * size);
         rc = MPI_Gather(ds + (size_t)R * per, (int)per, MPI_BYTE, dr, (int)per, MPI_BYTE, R, MPI_COMM_WORLD);
