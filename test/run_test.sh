@@ -5,6 +5,7 @@
 #   NP=N              ranks (for NEEDS_GPU=1: at most the GPU count, at least 2)
 #   PROG=path         program, relative to the build tree, and ARGS
 #   MCA="..."         extra mpirun arguments
+#   SKIP_SANITIZED=1  skipped in the ASan/UBSan build
 #   EXPECT=selected|deselected
 #   EXPECT_PATH=delegated|staged|gpu   path every collective in COLLS must report
 #   COLLS="..."       collectives to look for (default: all loom overrides)
@@ -25,6 +26,10 @@ ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exsca
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
 : "${COLLS:=$ALL_COLLS}"
 B=$LOOM_BUILDDIR
+# A test whose transport does not run under the sanitizers (UCX's memory hooks and ASan's).
+if [ "${SKIP_SANITIZED:-0}" = 1 ] && [ -n "${ASAN_OPTIONS:-}" ]; then
+    echo "SKIP: not run in the sanitizer build (SKIP_SANITIZED: UCX's memory hooks and ASan's)"; exit 77
+fi
 
 if [ "$NEEDS_GPU" = 1 ]; then
     ngpu=$("$B/test/gpu/gpu_count")

@@ -15,17 +15,20 @@
 #include "ompi/proc/proc.h"
 #include "opal/util/proc.h"
 
-/* Far at the end of the range Open MPI leaves to coll components (hcoll's
- * tags start at its other end). */
-#define LOOM_TAG_ROLL_ASK (MCA_COLL_BASE_TAG_HCOLL_END + 11)
-#define LOOM_TAG_ROLL_HERE (MCA_COLL_BASE_TAG_HCOLL_END + 12)
+/* INT_MIN + 2^24 - 2^19 + k: in 32 bits far at the end of the range Open
+ * MPI leaves to coll components (hcoll's tags start at its other end); its
+ * low 24 bits and its low 20 bits (what pml/ucx and mtl/ofi keep of a tag)
+ * both read as -524277 + k, negative, as user tags never are. */
+#define LOOM_TAG_ROLL_BASE (INT_MIN + (1 << 24) - (1 << 19))
+#define LOOM_TAG_ROLL_ASK (LOOM_TAG_ROLL_BASE + 11)
+#define LOOM_TAG_ROLL_HERE (LOOM_TAG_ROLL_BASE + 12)
 
 /* How long a roll call waits for answers: ranks waiting in a step answer
  * within microseconds, from another host within milliseconds. */
 static const double roll_call_seconds = 2.0;
 
-/* What is sent: any int; static, since sends are freed before they complete. */
-static int roll_word = 1;
+/* An answer: any int; static, since sends are freed before they complete. */
+static int here_word = 1;
 
 static double now_seconds(void)
 {
@@ -34,11 +37,18 @@ static double now_seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* A send whose completion nobody waits for (the word is static). */
-static void send_word(mca_coll_loom_module_t *m, int to, int tag)
+static int64_t wall_microseconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* A send whose completion nobody waits for (the buffer outlives it). */
+static void send_unwaited(mca_coll_loom_module_t *m, void *buf, struct ompi_datatype_t *type, int to, int tag)
 {
     ompi_request_t *req = MPI_REQUEST_NULL;
-    if (MPI_SUCCESS == MCA_PML_CALL(isend(&roll_word, 1, MPI_INT, to, tag, MCA_PML_BASE_SEND_STANDARD, m->comm, &req)))
+    if (MPI_SUCCESS == MCA_PML_CALL(isend(buf, 1, type, to, tag, MCA_PML_BASE_SEND_STANDARD, m->comm, &req)))
         ompi_request_free(&req);
 }
 
@@ -54,7 +64,7 @@ static void cancel_recv(ompi_request_t **req)
 void mca_coll_loom_roll_listen(mca_coll_loom_module_t *m, mca_coll_loom_roll_listen_t *l)
 {
     l->req = NULL;
-    if (MPI_SUCCESS != MCA_PML_CALL(irecv(&l->question, 1, MPI_INT, MPI_ANY_SOURCE, LOOM_TAG_ROLL_ASK, m->comm,
+    if (MPI_SUCCESS != MCA_PML_CALL(irecv(&l->question, 1, MPI_INT64_T, MPI_ANY_SOURCE, LOOM_TAG_ROLL_ASK, m->comm,
                                           &l->req)))
         l->req = NULL;
 }
@@ -69,7 +79,11 @@ void mca_coll_loom_roll_answer(mca_coll_loom_module_t *m, mca_coll_loom_roll_lis
             return;
         }
         if (!done) return;
-        send_word(m, st.MPI_SOURCE, LOOM_TAG_ROLL_HERE);
+        const int from = st.MPI_SOURCE;
+        if (NULL == l->asked) l->asked = (bool *)calloc((size_t)ompi_comm_size(m->comm), sizeof(bool));
+        if (NULL != l->asked && from >= 0 && from < ompi_comm_size(m->comm)) l->asked[from] = true;
+        if (wall_microseconds() < l->question) /* else its asker has moved on: no answer */
+            send_unwaited(m, &here_word, MPI_INT, from, LOOM_TAG_ROLL_HERE);
         mca_coll_loom_roll_listen(m, l); /* the next question */
     }
 }
@@ -78,6 +92,8 @@ void mca_coll_loom_roll_unlisten(mca_coll_loom_module_t *m, mca_coll_loom_roll_l
 {
     (void)m;
     cancel_recv(&l->req);
+    free(l->asked);
+    l->asked = NULL;
 }
 
 /* "rank 3 (host h)" appended to text. */
@@ -100,6 +116,17 @@ void mca_coll_loom_roll_call(mca_coll_loom_module_t *m, mca_coll_loom_roll_liste
         if (len > 0) snprintf(text, len, "no memory to call the roll");
         return;
     }
+    if (NULL == l->req) mca_coll_loom_roll_listen(m, l);
+    /* The question: this roll call's deadline, on the heap and never freed
+     * (8 bytes, once per module that timed out): its sends are freed at once
+     * and may still read it. */
+    int64_t *deadline = (int64_t *)malloc(sizeof(*deadline));
+    if (NULL == deadline) {
+        free(reqs), free(answers), free(here);
+        snprintf(text, len, "no memory to call the roll");
+        return;
+    }
+    *deadline = wall_microseconds() + (int64_t)(roll_call_seconds * 1e6);
     int waiting = 0;
     for (int q = 0; q < n; ++q) {
         if (q == me) continue;
@@ -108,7 +135,7 @@ void mca_coll_loom_roll_call(mca_coll_loom_module_t *m, mca_coll_loom_roll_liste
             continue;
         }
         ++waiting;
-        send_word(m, q, LOOM_TAG_ROLL_ASK);
+        send_unwaited(m, deadline, MPI_INT64_T, q, LOOM_TAG_ROLL_ASK);
     }
     const double end = now_seconds() + roll_call_seconds;
     while (waiting > 0 && now_seconds() < end) {
@@ -128,13 +155,13 @@ void mca_coll_loom_roll_call(mca_coll_loom_module_t *m, mca_coll_loom_roll_liste
     text[0] = '\0';
     for (int q = 0; q < n; ++q) {
         cancel_recv(&reqs[q]); /* an answer that comes later stays unmatched */
-        if (q == me || here[q]) continue;
+        if (q == me || here[q] || (NULL != l->asked && l->asked[q])) continue; /* asked: it was waiting too */
         if (named < 8) append_rank(m, q, 0 == named, text, len), ++named;
         ++absent;
     }
     const size_t used = strlen(text);
     if (0 == absent)
-        snprintf(text, len, "every rank answered a roll call: the step itself is stuck, not a rank");
+        snprintf(text, len, "every rank answered a roll call or called one: the step itself is stuck, not a rank");
     else if (used + 1 < len)
         snprintf(text + used, len - used, "%s did not answer a roll call within %.0f s: not in loom's set-up of this "
                  "communicator (behind, in other work, or gone)", absent > named ? " and others" : "",

@@ -57,8 +57,8 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
     int done = 0;
     int rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* peers that are there answer at once */
     if (MPI_SUCCESS != rc || done) return rc;
-    mca_coll_loom_roll_listen_t listen;
-    mca_coll_loom_roll_listen(m, &listen);
+    mca_coll_loom_roll_listen_t listen = {NULL, 0, NULL};
+    bool listening = false;
     const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), start = now_seconds(), end = start + timeout;
     for (;;) {
         rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* progresses MPI */
@@ -66,13 +66,20 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
             mca_coll_loom_roll_unlisten(m, &listen);
             return rc;
         }
-        mca_coll_loom_roll_answer(m, &listen);
         const double t = now_seconds();
+        /* Past the first millisecond, roll calls are answered (questions
+         * that came before wait in the queue for the receive). */
+        if (!listening && t - start >= 1e-3) {
+            mca_coll_loom_roll_listen(m, &listen);
+            listening = true;
+        }
+        mca_coll_loom_roll_answer(m, &listen);
         if (m->setup_bounded && t > end) break;
         /* Spin the first millisecond (peers that are there answer in
          * microseconds), then nap: a rank waiting for a late peer must not
-         * take a core from the ones still working. */
-        if (t - start < 1e-3) {
+         * take a core from the ones still working. A rank with host buffers
+         * keeps spinning, as the MPI wait it replaces did. */
+        if (t - start < 1e-3 || !m->setup_bounded) {
             sched_yield();
         } else {
             const struct timespec nap = {0, 100 * 1000};
