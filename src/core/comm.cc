@@ -305,7 +305,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[28] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[29] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
@@ -318,7 +318,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                                    (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels,
                                    (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes,
                                    (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes,
-                                   (uint64_t)params().maxCtas};
+                                   (uint64_t)params().maxCtas, (uint64_t)params().exchangeCopyEngines};
     static_assert(sizeof(geometry) == sizeof(mine.fifoGeometry), "PeerInfo::fifoGeometry holds every word");
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
@@ -646,10 +646,14 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
                         "says which), so this rank moved no data and this call's result is missing; unless a rank "
                         "timed out the communicator stays usable (LOOM_ALGO=^zerocopy: the FIFO path only)",
                         comm->rank, comm->cudaDev, comm->busId, q - 1);
-        return fail(loomRemoteError, "rank %d GPU %d (%s): %s: rank %d could not map this rank's output (CUDA IPC; "
-                    "its error says why), so its block was not delivered; the communicator stays usable "
-                    "(LOOM_EXCHANGE_DIRECT_PUSH=0: receivers map their senders' inputs instead)", comm->rank,
-                    comm->cudaDev, comm->busId, comm->lastColl, q - 1);
+        return fail(loomRemoteError, "rank %d GPU %d (%s): %s: rank %d could not map this rank's output (CUDA IPC), "
+                    "or its copy engines could not be given the block (its error says which), so its block was not "
+                    "delivered; the communicator stays usable (%s)", comm->rank, comm->cudaDev, comm->busId,
+                    comm->lastColl, q - 1,
+                    params().exchangeCopyEngines ? "LOOM_EXCHANGE_COPY_ENGINES=0 and LOOM_EXCHANGE_DIRECT_PUSH=0: "
+                                                   "receivers map their senders' inputs instead"
+                                                 : "LOOM_EXCHANGE_DIRECT_PUSH=0: receivers map their senders' inputs "
+                                                   "instead");
     }
     return loomSuccess;
 }

@@ -48,6 +48,7 @@ const GeometryWords kGeometryWords[] = {
     {23, 2, "LOOM_LL128_MAX_BYTES/LOOM_LL128_SLOT_BYTES"},
     {25, 2, "LOOM_MIN_CHANNEL_BYTES (channel counts, the model's choices)/LOOM_LL_SLOT_BYTES (the region's layout)"},
     {27, 1, "LOOM_MAX_CTAS"},
+    {28, 1, "LOOM_EXCHANGE_COPY_ENGINES"},
 };
 
 std::string geometryText(const PeerInfo &p, const GeometryWords &g) {

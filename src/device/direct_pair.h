@@ -134,10 +134,6 @@ __device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8
     return true;
 }
 
-// Pushed pair, receiver: waits until the sender published step `step`; its
-// slice is in this rank's output unless the sender could not write it, which
-// sets *undelivered to `peer` + 1 for the host (the call fails, the
-// communicator stays usable).
 // One thread's wait (the second kernel's, copy-engine mode: a thread per
 // connection): as directAwaitWritten, false when the sender stayed silent.
 __device__ inline bool directAwaitWrittenThread(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles,
@@ -148,6 +144,10 @@ __device__ inline bool directAwaitWrittenThread(const ConnRecv &c, uint64_t step
     return true;
 }
 
+// Pushed pair, receiver: waits until the sender published step `step`; its
+// slice is in this rank's output unless the sender could not write it, which
+// sets *undelivered to `peer` + 1 for the host (the call fails, the
+// communicator stays usable).
 __device__ inline bool directAwaitWritten(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles,
                                           volatile int *undelivered, int peer) {
     if (threadIdx.x == 0) {

@@ -78,7 +78,11 @@
  * of which publishes before it waits. A receiver must not await a deferred
  * block in its first kernel: a lane stuck there would hold back the readies
  * of its later rounds, which the sender's first kernel awaits (the CPU
- * simulator shows it).
+ * simulator shows it). A weak point, shared with the deferred gathers: the
+ * host enqueues the copies without knowing whether the first kernel got its
+ * receivers' readies; where it timed out (a receiver later than
+ * LOOM_TIMEOUT), the copies may land in that receiver's output before its
+ * call, and after a time-out every output of the call is suspect.
  *
  * The kernel walks a lane with exchangeFirst / exchangeNext (a cursor: no
  * search per op); exchangeStepCounts is the host's count per connection.
