@@ -224,13 +224,21 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
 // open before unlink on every host at once.
 // The host whose board holds rank q: its OS instance, or with
 // LOOM_ARRIVAL_PER_HOST the host it counts as (arrival_query.h's tests).
-uint64_t boardHost(const PeerInfo &p) { return params().arrivalPerHost ? p.hostHash : p.osHost; }
+// Only where every rank set it (geometry word 29): the boards are made
+// before the geometry check fails a communicator whose ranks differ.
+bool boardsPerHost(const std::vector<PeerInfo> &peers) {
+    for (const PeerInfo &p : peers)
+        if (!p.fifoGeometry[29]) return false;
+    return true;
+}
+uint64_t boardHost(const PeerInfo &p, bool perHost) { return perHost ? p.hostHash : p.osHost; }
 
 loomResult_t makeArrivalBoard(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
     const int me = comm->rank, n = comm->nranks;
+    const bool perHost = boardsPerHost(peers);
     std::vector<int> locals;
     for (int q = 0; q < n; ++q)
-        if (boardHost(peers[q]) == boardHost(peers[me])) locals.push_back(q);
+        if (boardHost(peers[q], perHost) == boardHost(peers[me], perHost)) locals.push_back(q);
     const bool leader = locals[0] == me;
     char name[64];
     snprintf(name, sizeof(name), "/loom-arrive-%d-%016llx", peers[locals[0]].pid, (unsigned long long)comm->commTag);
@@ -284,7 +292,8 @@ loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std:
         delete ap;
         return fail(loomRemoteError, "rank %d: bootstrap allgather of arrival contacts failed", comm->rank);
     }
-    for (int q = 0; q < n; ++q) ap->boardOf.push_back(boardHost(peers[q]));
+    const bool perHost = boardsPerHost(peers);
+    for (int q = 0; q < n; ++q) ap->boardOf.push_back(boardHost(peers[q], perHost));
     comm->arrivalPeers = ap;
     return loomSuccess;
 }
@@ -305,7 +314,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[29] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[30] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
@@ -318,7 +327,8 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                                    (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels,
                                    (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes,
                                    (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes,
-                                   (uint64_t)params().maxCtas, (uint64_t)params().exchangeCopyEngines};
+                                   (uint64_t)params().maxCtas, (uint64_t)params().exchangeCopyEngines,
+                                   (uint64_t)params().arrivalPerHost};
     static_assert(sizeof(geometry) == sizeof(mine.fifoGeometry), "PeerInfo::fifoGeometry holds every word");
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)

@@ -49,6 +49,7 @@ const GeometryWords kGeometryWords[] = {
     {25, 2, "LOOM_MIN_CHANNEL_BYTES (channel counts, the model's choices)/LOOM_LL_SLOT_BYTES (the region's layout)"},
     {27, 1, "LOOM_MAX_CTAS"},
     {28, 1, "LOOM_EXCHANGE_COPY_ENGINES"},
+    {29, 1, "LOOM_ARRIVAL_PER_HOST"},
 };
 
 std::string geometryText(const PeerInfo &p, const GeometryWords &g) {
