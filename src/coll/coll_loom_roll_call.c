@@ -111,21 +111,16 @@ void mca_coll_loom_roll_call(mca_coll_loom_module_t *m, mca_coll_loom_roll_liste
     ompi_request_t **reqs = (ompi_request_t **)calloc((size_t)n, sizeof(*reqs));
     int *answers = (int *)calloc((size_t)n, sizeof(int));
     bool *here = (bool *)calloc((size_t)n, sizeof(bool));
-    if (NULL == reqs || NULL == answers || NULL == here || len < 2) {
-        free(reqs), free(answers), free(here);
-        if (len > 0) snprintf(text, len, "no memory to call the roll");
-        return;
-    }
-    if (NULL == l->req) mca_coll_loom_roll_listen(m, l);
     /* The question: this roll call's deadline, on the heap and never freed
      * (8 bytes, once per module that timed out): its sends are freed at once
      * and may still read it. */
     int64_t *deadline = (int64_t *)malloc(sizeof(*deadline));
-    if (NULL == deadline) {
-        free(reqs), free(answers), free(here);
-        snprintf(text, len, "no memory to call the roll");
+    if (NULL == reqs || NULL == answers || NULL == here || NULL == deadline || len < 2) {
+        free(reqs), free(answers), free(here), free(deadline);
+        if (len > 0) snprintf(text, len, "no memory to call the roll");
         return;
     }
+    if (NULL == l->req) mca_coll_loom_roll_listen(m, l);
     *deadline = wall_microseconds() + (int64_t)(roll_call_seconds * 1e6);
     int waiting = 0;
     for (int q = 0; q < n; ++q) {

@@ -76,19 +76,14 @@ loomResult_t planDirectPairs(loomComm *comm, size_t least, bool push, const char
     }
     for (int q = 0; q < n; ++q) *any = *any || directSend[q] || directSrc[q];
     auto count = [n](const size_t *t) { return (int)std::count_if(t, t + n, [](size_t a) { return a != 0; }); };
-    if (*any && !p.directSaid) {
+    if (*any && !p.directSaid && !params().exchangeCopyEngines) { // copy-engine mode: loomExchange says it
         p.directSaid = true;
         const int mode = params().exchangeDirectPush;
-        if (params().exchangeCopyEngines)
-            LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes move in place over p2p, written by their "
-                      "senders' copy engines (LOOM_EXCHANGE_COPY_ENGINES=1; first call: %d written here); said once "
-                      "per communicator", me, least, count(copies));
-        else
-            LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes move in place over p2p, copied by their %s "
-                      "(LOOM_EXCHANGE_DIRECT_PUSH=%d; gathers of blocks >= LOOM_EXCHANGE_COPY_ENGINE_BYTES=%ld by "
-                      "their senders' copy engines; first call %s: %d copied here); said once per communicator", me,
-                      least, mode == 2 ? "senders" : mode == 1 ? "senders in gathers, else by their receivers" : "receivers",
-                      mode, params().exchangeCopyEngineBytes, push ? "pushed" : "pulled", count(copies));
+        LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes move in place over p2p, copied by their %s "
+                  "(LOOM_EXCHANGE_DIRECT_PUSH=%d; gathers of blocks >= LOOM_EXCHANGE_COPY_ENGINE_BYTES=%ld by their "
+                  "senders' copy engines; first call %s: %d copied here); said once per communicator", me, least,
+                  mode == 2 ? "senders" : mode == 1 ? "senders in gathers, else by their receivers" : "receivers",
+                  mode, params().exchangeCopyEngineBytes, push ? "pushed" : "pulled", count(copies));
     }
     if (*any)
         LOOM_TRACE(kColl, "rank %d: exchange %s %d peers' buffers in place, %d peers %s its own", me,

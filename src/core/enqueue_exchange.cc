@@ -187,23 +187,25 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     s.chunkElems = p.slotBytes;
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     s.directPush = direct && push;
-    if (knobs.enginesAll) { // copy-engine mode: every pushed pair on the engines, waits in the second kernel
+    if (direct) { // the host's view; the kernel's are set below
         s.directSend = tables.data() + 4 * N;
         s.directSrc = tables.data() + 5 * N;
-        if (direct) exchangeDeferAll(&s);
-        s.directSend = s.directSrc = nullptr; // the kernel's are set below
+    }
+    if (knobs.enginesAll) { // copy-engine mode: every pushed pair on the engines, waits in the second kernel
+        exchangeDeferAll(&s);
         if (s.deferCopies && !p.enginesSaid) {
             p.enginesSaid = true;
             LOOM_INFO(kColl, "rank %d: LOOM_EXCHANGE_COPY_ENGINES=1: exchange blocks of >= %zu B go into their "
                       "receivers' outputs by this GPU's copy engines; said once per communicator", me, least);
         }
     } else {
-        s.deferCopies = s.directPush && deferToEngines(comm, knobs, s, fanIn, tables.data() + 4 * N);
+        s.deferCopies = s.directPush && deferToEngines(comm, knobs, s, fanIn, s.directSend);
     }
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;
     a.s.sendCount = a.s.sendDispl = a.s.recvCount = a.s.recvDispl = nullptr; // inlined
+    a.s.directSend = a.s.directSrc = nullptr;
     a.direct = direct;
     if (tables.size() <= (size_t)kExchangeInlineWords) {
         std::copy(tables.begin(), tables.end(), a.inlined);
@@ -252,10 +254,6 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
 
     // Commit: the host's copy of the schedule says what each peer's
     // connection moved (and the proxy is promised it on net links).
-    if (direct) {
-        s.directSend = tables.data() + 4 * N;
-        s.directSrc = tables.data() + 5 * N;
-    }
     std::vector<unsigned long long> &sends = p.callSends, &recvs = p.callRecvs;
     sends.resize(N * C);
     recvs.resize(N * C);
