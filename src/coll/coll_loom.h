@@ -126,6 +126,7 @@ typedef struct {
     opal_mutex_t call_lock;
     pthread_t call_owner; /* the thread inside a call (valid while busy; written before busy) */
     unsigned stalled_pass; /* progress's pass in which one of its requests was found unfinished */
+    int staged_pending;    /* its pending requests whose output progress still copies back (atomic) */
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);

@@ -152,13 +152,36 @@ static bool usable(const mca_coll_loom_module_t *m, loomPointerInfo_t info)
     return loomMemoryHost != info.kind && info.device == m->gpu_device;
 }
 
-/* Runs the call, moving this rank's buffers through the scratch buffer where
+/* One block of the output back from the staged buffer: now (a call that
+ * finishes here), or recorded for the request's completion (staged). */
+static loomResult_t out_block(mca_coll_loom_module_t *m, loomStaged_t staged, char *dst, const char *src, size_t bytes)
+{
+    return NULL != staged ? loomStagedOut(staged, dst, src, bytes) : loomCommStageOut(m->lcomm, dst, src, bytes);
+}
+
+/* The output's blocks: the whole buffer, or the v-forms' blocks only (gaps are the caller's). */
+static loomResult_t stage_out_blocks(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomStaged_t staged,
+                                     char *out, const char *kout)
+{
+    if (LOOM_GPU_ALLGATHERV != c->kind && LOOM_GPU_ALLTOALLV != c->kind)
+        return out_block(m, staged, out, kout, c->out_bytes);
+    loomResult_t r = loomSuccess;
+    const int n = ompi_comm_size(m->comm);
+    for (int q = 0; q < n && loomSuccess == r; ++q)
+        if (c->counts[q]) r = out_block(m, staged, out + c->displs[q], kout + c->displs[q], c->counts[q]);
+    return r;
+}
+
+/* Runs the call, moving this rank's buffers through a staging buffer where
  * the kernels cannot use them (host memory, another GPU). A non-blocking
- * call on buffers the kernels use as they are returns after the launch
- * (*deferred: its request completes by progress); one that stages finishes
- * here (the scratch buffer is the communicator's one). */
+ * call returns after the launch (*deferred: its request completes by
+ * progress); where it stages, through a buffer of its own whose copies back
+ * run at completion (*staged, loomStagedCreate: no wait on other ranks here).
+ * Blocking calls, and non-blocking ones where no such buffer can be had,
+ * stage through the communicator's scratch buffer and finish here. */
 static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomPointerInfo_t in_info,
-                             loomPointerInfo_t out_info, mca_coll_loom_timer_t *timer, bool *deferred)
+                             loomPointerInfo_t out_info, mca_coll_loom_timer_t *timer, bool *deferred,
+                             loomStaged_t *staged)
 {
     const char *in = (const char *)c->in;
     char *out = (char *)c->out;
@@ -166,32 +189,34 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     const bool stage_out = c->out_bytes && !usable(m, out_info);
     const bool stage_in = c->in_bytes && (in_inside_out ? stage_out : !usable(m, in_info));
     const size_t out_at = stage_in && !in_inside_out ? (c->in_bytes + 255) / 256 * 256 : 0;
+    const size_t scratch_bytes = out_at + (stage_out ? c->out_bytes : 0);
     void *scratch = NULL;
     loomResult_t r = loomSuccess;
-    if (stage_in || stage_out) r = loomCommScratch(m->lcomm, out_at + (stage_out ? c->out_bytes : 0), &scratch);
+    *staged = NULL;
+    if ((stage_in || stage_out) && NULL != c->req) r = loomStagedCreate(m->lcomm, scratch_bytes, &scratch, staged);
+    if ((stage_in || stage_out) && loomSuccess == r && NULL == *staged)
+        r = loomCommScratch(m->lcomm, scratch_bytes, &scratch);
     const char *kin = in;
     char *kout = out;
     if (loomSuccess == r && stage_out) kout = (char *)scratch + out_at;
     if (loomSuccess == r && stage_in) {
         kin = in_inside_out ? kout + (in - out) : (const char *)scratch;
-        r = loomCommStageIn(m->lcomm, (void *)kin, in, c->in_bytes);
+        r = NULL != *staged ? loomStagedIn(*staged, (void *)kin, in, c->in_bytes)
+                            : loomCommStageIn(m->lcomm, (void *)kin, in, c->in_bytes);
     }
     if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
     if (loomSuccess == r) r = launch(m, c, kin, kout);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_ENQUEUE);
-    *deferred = loomSuccess == r && NULL != c->req && !stage_in && !stage_out;
+    if (loomSuccess == r && stage_out && NULL != *staged) r = stage_out_blocks(m, c, *staged, out, kout);
+    *deferred = loomSuccess == r && NULL != c->req && (NULL != *staged || (!stage_in && !stage_out));
     if (*deferred) return r;
+    if (NULL != *staged) { /* the launch failed: nothing to copy back (and the error is the call's) */
+        loomStagedFinish(*staged, 0);
+        *staged = NULL;
+    }
     if (loomSuccess == r) r = loomCommWait(m->lcomm);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_WAIT);
-    if (loomSuccess == r && stage_out) {
-        if (LOOM_GPU_ALLGATHERV == c->kind || LOOM_GPU_ALLTOALLV == c->kind) { /* the blocks only: gaps are the caller's */
-            const int n = ompi_comm_size(m->comm);
-            for (int q = 0; q < n && loomSuccess == r; ++q)
-                if (c->counts[q]) r = loomCommStageOut(m->lcomm, out + c->displs[q], kout + c->displs[q], c->counts[q]);
-        } else {
-            r = loomCommStageOut(m->lcomm, out, kout, c->out_bytes);
-        }
-    }
+    if (loomSuccess == r && stage_out) r = stage_out_blocks(m, c, NULL, out, kout);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_STAGE);
     return r;
 }
@@ -287,6 +312,7 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
     mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
     bool deferred = false;
+    loomStaged_t staged = NULL;
     /* A call made by progress that runs inside this thread's call on the
      * same communicator (Open MPI's own collectives for an MPI_Comm_idup
      * still pending, progressed while loom's bootstrap waits): loom's
@@ -301,14 +327,16 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     OPAL_THREAD_LOCK(&m->call_lock); /* another thread's progress leaves this loom communicator alone */
     m->call_owner = pthread_self();
     __atomic_store_n(&m->busy, true, __ATOMIC_RELEASE); /* and so does progress run from inside this call */
-    loomResult_t r = run_here(m, c, in_info, out_info, &timer, &deferred);
+    loomResult_t r = run_here(m, c, in_info, out_info, &timer, &deferred, &staged);
     __atomic_store_n(&m->busy, false, __ATOMIC_RELEASE);
     mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
     int rc = mpi_error(r);
     if (NULL != c->req) /* the request's mark goes on the loom communicator too */
-        rc = deferred ? mca_coll_loom_request_pending(m, c->coll, c->req) : mca_coll_loom_request_done(m, rc, c->req);
+        rc = deferred ? mca_coll_loom_request_pending(m, c->coll, staged, c->req)
+                      : mca_coll_loom_request_done(m, rc, c->req);
     OPAL_THREAD_UNLOCK(&m->call_lock);
+    if (NULL == c->req) mca_coll_loom_requests_settle(m);
     return rc;
 }
 

@@ -36,6 +36,7 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->busy = false;
     OBJ_CONSTRUCT(&m->call_lock, opal_mutex_t);
     m->stalled_pass = 0;
+    m->staged_pending = 0;
     m->call_owner = pthread_self();
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));

@@ -23,6 +23,7 @@ typedef struct mca_coll_loom_request_t {
     mca_coll_loom_module_t *m;
     int coll;                             /* LOOM_COLL_*, for its error report */
     uint64_t ticket;                      /* loomCommMark's, on m's loom communicator */
+    loomStaged_t staged;                  /* a staged call's buffer: its output is copied back at completion */
     int rc;                               /* its MPI error, once finished */
     bool freed;                           /* MPI_Request_free came first: release on completion */
     bool done;                            /* completed (set after ompi_request_complete) */
@@ -45,6 +46,7 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
     r->coll = 0;
     r->rc = MPI_SUCCESS;
     r->ticket = 0;
+    r->staged = NULL;
     r->freed = false;
     r->done = false;
     r->next = NULL;
@@ -142,6 +144,17 @@ static void unlink_request(mca_coll_loom_request_t *prev, mca_coll_loom_request_
     r->next = NULL;
 }
 
+/* A staged call's output back to the caller's buffer, and its buffer freed
+ * (ok = 0: the call failed, nothing to copy). Under the module's call_lock. */
+static loomResult_t finish_staged(mca_coll_loom_request_t *r, bool ok)
+{
+    if (NULL == r->staged) return loomSuccess;
+    const loomResult_t sr = loomStagedFinish(r->staged, ok);
+    r->staged = NULL;
+    __atomic_sub_fetch(&r->m->staged_pending, 1, __ATOMIC_RELEASE);
+    return sr;
+}
+
 /* Two passes: the first (never re-entered, skipping modules inside a loom
  * call, whose loom communicator must not be touched from under it) takes
  * every finished request out of the list; the second completes them, which
@@ -179,8 +192,10 @@ static int loom_progress(void)
             int done = 0;
             const loomResult_t lr = loomCommTest(r->m->lcomm, r->ticket, &done);
             finished = done || loomSuccess != lr;
-            if (loomSuccess != lr) mca_coll_loom_report_error(r->m, mca_coll_loom_coll_names[r->coll], lr);
-            r->rc = loomSuccess == lr ? MPI_SUCCESS : MPI_ERR_OTHER;
+            const loomResult_t sr = finished ? finish_staged(r, loomSuccess == lr) : loomSuccess;
+            if (loomSuccess != lr || loomSuccess != sr)
+                mca_coll_loom_report_error(r->m, mca_coll_loom_coll_names[r->coll], loomSuccess != lr ? lr : sr);
+            r->rc = loomSuccess == lr && loomSuccess == sr ? MPI_SUCCESS : MPI_ERR_OTHER;
         }
         if (locked) OPAL_THREAD_UNLOCK(&r->m->call_lock);
         if (!finished) r->m->stalled_pass = pass;
@@ -208,17 +223,21 @@ static int loom_progress(void)
     return completed;
 }
 
-int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, ompi_request_t **req)
+int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStaged_t staged, ompi_request_t **req)
 {
     uint64_t ticket = 0;
     mca_coll_loom_request_t *r = new_request(m);
     if (NULL == r || loomSuccess != loomCommMark(m->lcomm, &ticket)) {
         /* No request or no mark: the call finishes here instead. */
         if (NULL != r) OBJ_RELEASE(r);
-        const int rc = loomSuccess == loomCommWait(m->lcomm) ? MPI_SUCCESS : MPI_ERR_OTHER;
+        const bool ok = loomSuccess == loomCommWait(m->lcomm);
+        const int rc = ok && loomSuccess == loomStagedFinish(staged, 1) ? MPI_SUCCESS : MPI_ERR_OTHER;
+        if (!ok) loomStagedFinish(staged, 0);
         return MPI_SUCCESS == rc ? mca_coll_loom_request_done(m, rc, req) : rc;
     }
     r->ticket = ticket;
+    r->staged = staged;
+    if (NULL != staged) __atomic_add_fetch(&m->staged_pending, 1, __ATOMIC_RELEASE);
     r->coll = coll;
     append(r);
     *req = &r->super.super;
@@ -233,6 +252,11 @@ int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t
     complete(r, MPI_SUCCESS);
     *req = &r->super.super;
     return MPI_SUCCESS;
+}
+
+void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m)
+{
+    if (__atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) > 0) opal_progress();
 }
 
 static bool any_pending(const mca_coll_loom_module_t *m)

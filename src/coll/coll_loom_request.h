@@ -3,7 +3,8 @@
  * enqueues its kernel, marks loom's stream after it (loomCommMark) and
  * returns a pending request; Open MPI's progress engine completes it when a
  * progress callback sees the stream get past the mark (loomCommTest, which
- * never blocks). One communicator's requests complete in issue order (one
+ * never blocks); a rank whose buffers were staged (host memory) gets its
+ * output copied back then (core/stage_async.cc). One communicator's requests complete in issue order (one
  * stream); communicators progress independently. A request freed before it
  * completes (MPI_Request_free) still completes: the callback releases it
  * then. A module whose loom communicator goes away first waits for its
@@ -15,13 +16,21 @@
 #define COLL_LOOM_REQUEST_H
 
 #include "coll_loom.h"
+#include "loom.h"
 
 /* After a launch on m's loom communicator: *req becomes a pending request
- * completed by progress. MPI_SUCCESS or the error of the mark. */
-int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, ompi_request_t **req);
+ * completed by progress, which first copies a staged call's output back
+ * (staged: loomStagedCreate's, or NULL; taken either way). MPI_SUCCESS or
+ * the error of the mark. */
+int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStaged_t staged, ompi_request_t **req);
 /* A call that already finished inside the call (staged buffers): *req
  * becomes a completed request carrying rc. */
 int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t **req);
+/* After a blocking call on m (its wait drained loom's stream): the staged
+ * requests before it copy their output back now, so that a request freed
+ * before completion (MPI_Request_free) has its result in place once a later
+ * blocking call on the communicator returns, as on device buffers. */
+void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m);
 /* Completes every pending request of m (waiting on its stream); before m's
  * loom communicator is destroyed. */
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m);

@@ -410,6 +410,11 @@ void releaseComm(loomComm *comm) {
     for (RingChannel *t : comm->ringChansDev) cudaFree(t);
     cudaFree(comm->scratch);
     if (comm->stageBounce) cudaFreeHost(comm->stageBounce);
+    if (comm->stageStream) { // staged calls were finished (the component drains its requests first)
+        cudaStreamSynchronize(comm->stageStream);
+        cudaStreamDestroy(comm->stageStream);
+    }
+    if (comm->stagePool) cudaMemPoolDestroy(comm->stagePool); // its memory goes once every buffer is back
     cudaFree(comm->blockTablesDev);
     cudaFree(comm->vInput);
     cudaFree(comm->edgeConnsDev);

@@ -112,6 +112,12 @@ struct loomComm {
     size_t scratchBytes = 0;
     void *stageBounce = nullptr; // pinned: host-buffer ranks' copies to and from scratch (core/stage_bounce.cc)
     bool stageBounceFailed = false;
+    // Non-blocking staged calls (core/stage_async.cc): their buffers' pool and
+    // the stream of their copies (never a kernel on it); stagePoolFailed: none
+    // to be had (such calls finish inside the call).
+    cudaMemPool_t stagePool = nullptr;
+    cudaStream_t stageStream = nullptr;
+    bool stagePoolFailed = false;
     // Ragged calls (allgatherv, reduce_scatter with counts): their block
     // tables (counts, then displacements; 2 x nranks) in device memory, and
     // the event of the last kernel that read them (the next call's copy waits

@@ -13,8 +13,9 @@
  * 4-byte MPI_Allreduce cost 50-250 us per call that way (2x H200) against
  * 10.6 us for the same call on device buffers.
  *
- * Invariants: the bounce buffer is the communicator's, used by one call at a
- * time (the component's staged calls finish inside the call); a copy in has
+ * Invariants: the bounce buffer is the communicator's, used by one copy at a
+ * time (the component serialises a communicator's calls and the progress
+ * that finishes its non-blocking staged calls, core/stage_async.cc); a copy in has
  * finished when loomCommStageIn returns (loom's stream drained: the call may
  * take the resident kernel); a copy out waits for the stream, so it comes
  * after the call's kernel.
@@ -23,11 +24,14 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/stage_bounce.h"
 #include "loom.h"
 
-namespace {
+namespace loom {
 
 constexpr size_t kBounceBytes = 1u << 20; // larger copies go straight (bandwidth, not latency)
+
+namespace {
 
 // The bounce buffer (allocated at the first small copy); null: none to be had.
 void *bounce(loomComm *comm) {
@@ -47,7 +51,9 @@ void *bounce(loomComm *comm) {
     return comm->stageBounce;
 }
 
-loomResult_t copyFail(loomComm *comm, const char *what, cudaError_t e) {
+} // namespace
+
+loomResult_t stageCopyFail(loomComm *comm, const char *what, cudaError_t e) {
     comm->failed = true; // a copy that could not be enqueued: the next call would meet a broken context
     return loom::fail(loomUnhandledCudaError, "rank %d GPU %d: staging a host buffer %s: %s", comm->rank,
                       comm->cudaDev, what, cudaGetErrorString(e));
@@ -55,17 +61,24 @@ loomResult_t copyFail(loomComm *comm, const char *what, cudaError_t e) {
 
 // The bounce buffer for `bytes` of the host-side buffer `host`, or null when
 // the copy goes straight from or to it (too large, or another GPU's memory).
-void *bounceFor(loomComm *comm, const void *host, size_t bytes) {
+void *stageBounceFor(loomComm *comm, const void *host, size_t bytes) {
     loomPointerInfo_t info;
     loomPointerQuery(host, &info);
     return bytes <= kBounceBytes && info.kind == loomMemoryHost ? bounce(comm) : nullptr;
 }
 
+} // namespace loom
+
+namespace {
+
+using loom::stageBounceFor;
+using loom::stageCopyFail;
+
 // Copies on loom's stream and waits like every wait (errors of earlier
 // kernels said as such, proxies left their cores).
 loomResult_t copyAndWait(loomComm *comm, void *dst, const void *src, size_t bytes, const char *what) {
     const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, comm->stream);
-    if (e != cudaSuccess) return copyFail(comm, what, e);
+    if (e != cudaSuccess) return stageCopyFail(comm, what, e);
     loom::streamBusy(comm);
     return loomCommWait(comm);
 }
@@ -75,7 +88,7 @@ loomResult_t copyAndWait(loomComm *comm, void *dst, const void *src, size_t byte
 extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *src, size_t bytes) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageIn: comm is NULL");
     if (bytes == 0) return loomSuccess;
-    void *b = bounceFor(comm, src, bytes);
+    void *b = stageBounceFor(comm, src, bytes);
     if (b) memcpy(b, src, bytes);
     // Large host buffers (pageable: a synchronous copy, but on loom's stream)
     // and another GPU's buffers straight from where they are.
@@ -85,7 +98,7 @@ extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const vo
 extern "C" loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, size_t bytes) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageOut: comm is NULL");
     if (bytes == 0) return loomSuccess;
-    void *b = bounceFor(comm, dst, bytes);
+    void *b = stageBounceFor(comm, dst, bytes);
     const loomResult_t r = copyAndWait(comm, b ? b : dst, scratch, bytes, "out");
     if (r == loomSuccess && b) memcpy(dst, b, bytes);
     return r;

@@ -212,6 +212,21 @@ loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr);
 loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *src, size_t bytes);
 loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, size_t bytes);
 
+/* The same for a call that must not block (MPI's non-blocking collectives;
+ * core/stage_async.cc): loomStagedCreate gives the call a device buffer of
+ * its own (*staged = NULL where none can be had: stage inside the call as
+ * above); loomStagedIn copies into it, finished on return, without waiting
+ * for loom's stream; loomStagedOut records a copy back to the caller's
+ * buffer; loomStagedFinish, once the call's mark (loomCommMark) has passed,
+ * runs the recorded copies (copyOut = 0: none, the call failed) and frees
+ * the buffer and *staged. Calls on one communicator are not made
+ * concurrently with each other or with loomCommStageIn/Out. */
+typedef struct loomStaged *loomStaged_t;
+loomResult_t loomStagedCreate(loomComm_t comm, size_t bytes, void **buffer, loomStaged_t *staged);
+loomResult_t loomStagedIn(loomStaged_t staged, void *dst, const void *src, size_t bytes);
+loomResult_t loomStagedOut(loomStaged_t staged, void *dst, const void *src, size_t bytes);
+loomResult_t loomStagedFinish(loomStaged_t staged, int copyOut);
+
 /* Blocks until every operation enqueued on loom's own stream has finished;
  * loomRemoteError when a peer stopped answering (the comm is then unusable),
  * or when an exchange block a peer was to write into this rank's buffer
