@@ -1,6 +1,7 @@
 #include "core/arrival_query.h"
 
 #include <algorithm>
+#include <atomic>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
@@ -73,16 +74,26 @@ struct Server {
     std::mutex boardsMu; // the thread reads boards under it; unserve removes under it
     std::vector<std::pair<uint64_t, const ArrivalBoard *>> boards;
     bool stop = false; // under boardsMu
+    std::atomic<bool> running{false}; // the thread is in serve(): its start-up (which allocates) is behind it
     pid_t pid = 0;     // the process that started it (a forked child has none of it)
 };
 std::mutex lifeMu; // starts and stops the server
+// Held by the server thread whenever it is not asleep in poll(): while it
+// accepts, reads, answers or allocates.
+std::mutex workMu;
 Server *server = nullptr;
 
 // A fork while another thread holds lifeMu would leave the child's copy
-// locked for good: fork waits until no thread holds it.
+// locked for good, and a fork while the server thread is at work would hand
+// the child a listener (and, with allocators that do not lock themselves
+// around fork, a heap lock) in the middle of a change, which the child's
+// forgetForked then deletes: fork waits until no thread holds either, so
+// the server thread is asleep in poll() at the fork. Order: lifeMu, then
+// workMu (the server thread never takes lifeMu).
 struct ForkGuard {
     ForkGuard() {
-        pthread_atfork([] { lifeMu.lock(); }, [] { lifeMu.unlock(); }, [] { lifeMu.unlock(); });
+        pthread_atfork([] { lifeMu.lock(); workMu.lock(); }, [] { workMu.unlock(); lifeMu.unlock(); },
+                       [] { workMu.unlock(); lifeMu.unlock(); });
     }
 } forkGuard;
 
@@ -122,11 +133,15 @@ bool stopping(Server *s) {
 
 void serve(Server *s) {
     for (;;) {
+        std::unique_lock<std::mutex> work(workMu); // before fds: released after fds goes
+        s->running.store(true, std::memory_order_release);
         if (stopping(s)) return;
         std::vector<pollfd> fds{{s->wake[0], POLLIN, 0}};
         for (int fd : s->listener->fds()) fds.push_back({fd, POLLIN, 0});
         // Wakes at least every 0.5 s: a stalled hello's deadline is checked.
+        work.unlock(); // asleep: a fork may come
         ::poll(fds.data(), fds.size(), 500);
+        work.lock();
         if (fds[0].revents) { // the wake-up: drained, so that poll sleeps again
             char c[16];
             if (read(s->wake[0], c, sizeof(c)) < 0) { /* nothing to drain */ }
@@ -188,6 +203,11 @@ void arrivalServe(uint64_t tag, const ArrivalBoard *board, ArrivalContact *conta
             delete s;
             return;
         }
+        // Until the thread is in serve() (under lifeMu, so no fork comes
+        // meanwhile): its start-up allocates outside workMu, and a fork then
+        // could hand the child a heap lock held for good where the allocator
+        // does not lock itself around fork (AddressSanitizer's).
+        while (!s->running.load(std::memory_order_acquire)) std::this_thread::yield();
         server = s;
     }
     std::lock_guard<std::mutex> g(server->boardsMu);
