@@ -228,6 +228,7 @@ extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size
     const void *in = comm->rank == root ? sendbuff : recvbuff;
     const size_t bytes = count * loomTypeSize(datatype);
     if (!stream) stream = comm->stream;
+    if (movementOnEngines(comm, bytes)) return broadcastOnEngines(comm, in, recvbuff, bytes, root, stream);
     const int algo = choose(comm, kRingBroadcast, bytes, bytes, 1).algo;
     if (algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotBroadcast, in, recvbuff, bytes, datatype, loomSum, root, stream);
@@ -259,6 +260,7 @@ extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllGather: NULL buffer");
     const size_t block = sendcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
     if (!stream) stream = comm->stream;
+    if (movementOnEngines(comm, block)) return allGatherOnEngines(comm, sendbuff, recvbuff, block, stream);
     const int algo = choose(comm, kRingAllGather, total, block, 1).algo;
     if (algo == kAlgoOneShot)
         return oneShotCollective(comm, kOneShotAllGather, sendbuff, recvbuff, block, datatype, loomSum, 0, stream);

@@ -55,6 +55,14 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
 
 // The checks every collective's entry shares: comm, its state, the datatype
 // and (reduction) the op; loomSuccess means go on.
+// Copy-engine mode's broadcast and allgather (enqueue_engines.cc): whether
+// a call of this block takes it (the same answer on every rank), and the
+// calls as exchanges whose pairs the senders' copy engines move.
+bool movementOnEngines(const loomComm *comm, size_t block);
+loomResult_t allGatherOnEngines(loomComm *comm, const void *in, void *out, size_t block, cudaStream_t stream);
+loomResult_t broadcastOnEngines(loomComm *comm, const void *in, void *out, size_t bytes, int root,
+                                cudaStream_t stream);
+
 loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op);
 
 EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize);

@@ -159,9 +159,10 @@ const loomParamDef kParams[] = {
      "LOOM_EXCHANGE_DIRECT_PUSH: a sender's block of at least this size the same way (0: never); set it alike on "
      "every rank"},
     {"exchange_copy_engines", "LOOM_EXCHANGE_COPY_ENGINES", LOOM_PARAM_INT, 0, 0, 1, "0",
-     "1: copy-engine mode for the exchanges (alltoall(v), gather(v), scatter(v)) inside a host over p2p: every "
-     "block of at least LOOM_EXCHANGE_DIRECT_BYTES goes straight into its receiver's output by the sender's copy "
-     "engines (no SMs move it; blocking calls: their buffers are described per call); set it alike on every rank"},
+     "1: copy-engine mode for the exchanges (alltoall(v), gather(v), scatter(v)), and for broadcast and allgather "
+     "(run as exchanges), inside a host over p2p: every block of at least LOOM_EXCHANGE_DIRECT_BYTES goes straight "
+     "into its receiver's output by the sender's copy engines (no SMs move it; blocking calls: their buffers are "
+     "described per call); set it alike on every rank"},
     {"net_nchannels", "LOOM_NET_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxNetChannels, "from NIC bandwidth",
      "Ring channels of a communicator that spans hosts (0: from the NIC's bandwidth, 4 without one)"},
     {"net", "LOOM_NET", LOOM_PARAM_STRING, 0, 0, 0, "auto",

@@ -3,12 +3,13 @@
  * and what the compute costs the collective (issue 14's overlap benchmark).
  * Every rank runs GEMMs (test/perf/gemm.cu; the GPU hosts have no cuBLAS) on
  * an application stream (cudaStreamNonBlocking) while collectives run back
- * to back beside them: loom's MPI_Iallreduce / MPI_Ialltoall + MPI_Wait on
- * device buffers through the component, then NCCL's twin (the system
- * libnccl.so.2; ncclAllReduce, or grouped ncclSend/ncclRecv per peer) on a
- * stream of its own, in the same run.
+ * to back beside them: loom's MPI_Iallreduce / MPI_Ialltoall / MPI_Iallgather
+ * / MPI_Ibcast (root 0) + MPI_Wait on device buffers through the component,
+ * then NCCL's twin (the system libnccl.so.2; ncclAllReduce, grouped
+ * ncclSend/ncclRecv per peer, ncclAllGather, ncclBroadcast) on a stream of
+ * its own, in the same run. BYTES: the whole buffer (allgather's output).
  *
- *   overlap_bench [-C allreduce|alltoall] [-s BYTES] [-m N] [-g GEMMS] [-p] [-b] [-v] [--no-nccl]
+ *   overlap_bench [-C allreduce|alltoall|allgather|bcast] [-s BYTES] [-m N] [-g GEMMS] [-p] [-b] [-v] [--no-nccl]
  *
  * Per library: a GEMM's time alone and with collectives beside it (slowdown
  * = loaded / alone), a collective's time alone and beside the GEMMs (only
@@ -20,9 +21,9 @@
  * collective's CTAs start only as the GEMM's last ones are dispatched. The
  * knobs that trade one against the other are the libraries' own
  * environment: LOOM_MAX_CTAS (loom), NCCL_MAX_CTAS / NCCL_MIN_CTAS (NCCL).
- * -b: loom's calls are the blocking MPI_Alltoall / MPI_Allreduce (what the
- * GPU runs is the same; blocking exchanges may move blocks in place, and so
- * by copy engines with LOOM_EXCHANGE_COPY_ENGINES=1). Times are the slowest rank's. -v: rank 0 prints each loaded step (the
+ * -b: loom's calls are the blocking ones (what the GPU runs is the same;
+ * blocking exchanges may move blocks in place, and so by copy engines with
+ * LOOM_EXCHANGE_COPY_ENGINES=1, which takes allgather and bcast too). Times are the slowest rank's. -v: rank 0 prints each loaded step (the
  * collective's time, the agreement's, and what the GEMMs' event said).
  */
 #include <cuda_runtime.h>
@@ -45,7 +46,9 @@ cudaError_t perfGemm(int n, const float *a, const float *b, float *c, cudaStream
         }                                                                           \
     } while (0)
 
-static int me, np, alltoall, blocking; /* blocking: loom's call is MPI_Alltoall / MPI_Allreduce (-b) */
+enum { ALLREDUCE, ALLTOALL, ALLGATHER, BCAST };
+static const char *const coll_names[] = {"allreduce", "alltoall", "allgather", "bcast"};
+static int me, np, coll, blocking; /* blocking: loom's call is the blocking one (-b) */
 static size_t bytes = 64u << 20;
 static void *sendbuf, *recvbuf;
 static nccl_comm_t ncomm;
@@ -56,33 +59,54 @@ static nccl_comm_t ncomm;
 static MPI_Comm ctl;
 static cudaStream_t nstream;
 
+/* loom's call through MPI: blocking (req NULL) or not. */
+static void loom_call(MPI_Request *req)
+{
+    const int block = (int)(bytes / np);
+    switch (coll) {
+    case ALLTOALL:
+        if (req) MPI_Ialltoall(sendbuf, block, MPI_BYTE, recvbuf, block, MPI_BYTE, MPI_COMM_WORLD, req);
+        else MPI_Alltoall(sendbuf, block, MPI_BYTE, recvbuf, block, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    case ALLGATHER:
+        if (req) MPI_Iallgather(sendbuf, block, MPI_BYTE, recvbuf, block, MPI_BYTE, MPI_COMM_WORLD, req);
+        else MPI_Allgather(sendbuf, block, MPI_BYTE, recvbuf, block, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    case BCAST:
+        if (req) MPI_Ibcast(recvbuf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD, req);
+        else MPI_Bcast(recvbuf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+        break;
+    default:
+        if (req) MPI_Iallreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
+        else MPI_Allreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+}
+
 /* One collective, finished when it returns. */
 static void collective(int use_nccl)
 {
     if (!use_nccl && blocking) { /* the GPU sees the same; per-call buffer descriptions are allowed (direct pairs) */
-        if (alltoall)
-            MPI_Alltoall(sendbuf, (int)(bytes / np), MPI_BYTE, recvbuf, (int)(bytes / np), MPI_BYTE, MPI_COMM_WORLD);
-        else
-            MPI_Allreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        loom_call(NULL);
         return;
     }
     if (!use_nccl) {
         MPI_Request r;
-        if (alltoall)
-            MPI_Ialltoall(sendbuf, (int)(bytes / np), MPI_BYTE, recvbuf, (int)(bytes / np), MPI_BYTE, MPI_COMM_WORLD, &r);
-        else
-            MPI_Iallreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+        loom_call(&r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
         return;
     }
-    if (alltoall) {
-        const size_t block = bytes / np;
+    const size_t block = bytes / np;
+    if (ALLTOALL == coll) {
         nccl.group_start();
         for (int q = 0; q < np; ++q) {
             nccl.send((char *)sendbuf + q * block, block, NCCL_INT8, q, ncomm, nstream);
             nccl.recv((char *)recvbuf + q * block, block, NCCL_INT8, q, ncomm, nstream);
         }
         nccl.group_end();
+    } else if (ALLGATHER == coll) {
+        nccl.all_gather(sendbuf, recvbuf, block, NCCL_INT8, ncomm, nstream);
+    } else if (BCAST == coll) {
+        nccl.broadcast(recvbuf, recvbuf, bytes, NCCL_INT8, 0, ncomm, nstream);
     } else {
         nccl.all_reduce(sendbuf, recvbuf, bytes / 4, NCCL_FLOAT32, NCCL_SUM, ncomm, nstream);
     }
@@ -103,7 +127,17 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "-C") && i + 1 < argc) alltoall = !strcmp(argv[++i], "alltoall");
+        if (!strcmp(argv[i], "-C") && i + 1 < argc) {
+            const char *name = argv[++i];
+            coll = -1;
+            for (int k = 0; k < 4; ++k)
+                if (!strcmp(name, coll_names[k])) coll = k;
+            if (coll < 0) {
+                if (me == 0) fprintf(stderr, "overlap_bench: -C takes allreduce, alltoall, allgather or bcast\n");
+                MPI_Finalize();
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) n = atoi(argv[++i]) / 64 * 64;
         else if (!strcmp(argv[i], "-p")) priority = 1;
@@ -155,17 +189,14 @@ int main(int argc, char **argv)
         }
     }
     /* A blocking call first: it makes loom's communicator (non-blocking calls take loom's kernels once it exists). */
-    if (alltoall)
-        MPI_Alltoall(sendbuf, (int)(bytes / np), MPI_BYTE, recvbuf, (int)(bytes / np), MPI_BYTE, MPI_COMM_WORLD);
-    else
-        MPI_Allreduce(sendbuf, recvbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    loom_call(NULL);
     for (int i = 0; i < 2; ++i) CUDA(perfGemm(n, a, b, c, app));
     CUDA(cudaStreamSynchronize(app));
     if (me == 0)
         printf("# %s of %zu B on %d ranks beside %d GEMMs of %d x %d floats; LOOM_MAX_CTAS=%s NCCL_MAX_CTAS=%s\n"
                "# library  gemm_alone_ms  gemm_loaded_ms  slowdown  coll_alone_us  coll_loaded_us  colls_beside  "
                "coll_share\n",
-               alltoall ? "alltoall" : "allreduce", bytes, np, gemms, n, n,
+               coll_names[coll], bytes, np, gemms, n, n,
                getenv("LOOM_MAX_CTAS") ? getenv("LOOM_MAX_CTAS") : "-",
                getenv("NCCL_MAX_CTAS") ? getenv("NCCL_MAX_CTAS") : "-");
     for (int lib = 0; lib <= use_nccl; ++lib) {
