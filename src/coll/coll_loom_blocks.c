@@ -64,6 +64,7 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
         if (s_packed) c->in = spacked;
         if (r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
         if (r_packed) c->out = rpacked;
+        c->finish_here = r_packed; /* unpacked and freed below: no copy back at completion */
     }
     /* A rank that failed here still leaves the others waiting for its
      * blocks: their calls end in loom's time-out error, not a hang. */

@@ -193,7 +193,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     void *scratch = NULL;
     loomResult_t r = loomSuccess;
     *staged = NULL;
-    if ((stage_in || stage_out) && NULL != c->req) r = loomStagedCreate(m->lcomm, scratch_bytes, &scratch, staged);
+    if ((stage_in || stage_out) && NULL != c->req && !c->finish_here) r = loomStagedCreate(m->lcomm, scratch_bytes, &scratch, staged);
     if ((stage_in || stage_out) && loomSuccess == r && NULL == *staged)
         r = loomCommScratch(m->lcomm, scratch_bytes, &scratch);
     const char *kin = in;
@@ -208,7 +208,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (loomSuccess == r) r = launch(m, c, kin, kout);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_ENQUEUE);
     if (loomSuccess == r && stage_out && NULL != *staged) r = stage_out_blocks(m, c, *staged, out, kout);
-    *deferred = loomSuccess == r && NULL != c->req && (NULL != *staged || (!stage_in && !stage_out));
+    *deferred = loomSuccess == r && NULL != c->req && !c->finish_here && (NULL != *staged || (!stage_in && !stage_out));
     if (*deferred) return r;
     if (NULL != *staged) { /* the launch failed: nothing to copy back (and the error is the call's) */
         loomStagedFinish(*staged, 0);

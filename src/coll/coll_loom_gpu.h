@@ -58,6 +58,8 @@ typedef struct {
     size_t agreed_block; /* alltoall, gather, scatter: their block's bytes, alike on every rank (0: v-forms) */
     int fan_in;          /* gather(v): one rank receives from all (alike on every rank) */
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
+    bool finish_here;    /* a non-blocking call whose output is the component's own buffer (a packed
+                          * receive, unpacked and freed when the call returns): it finishes in the call */
     ompi_request_t **req; /* non-blocking: the request to return (coll_loom_request.h); NULL: blocking */
 } loom_gpu_call_t;
 

@@ -411,6 +411,7 @@ void releaseComm(loomComm *comm) {
     cudaFree(comm->scratch);
     if (comm->stageBounce) cudaFreeHost(comm->stageBounce);
     if (comm->stageStream) { // staged calls were finished (the component drains its requests first)
+        for (void *p : comm->stageParked) cudaFreeAsync(p, comm->stageStream); // loom's stream is idle (above)
         cudaStreamSynchronize(comm->stageStream);
         cudaStreamDestroy(comm->stageStream);
     }

@@ -118,6 +118,7 @@ struct loomComm {
     cudaMemPool_t stagePool = nullptr;
     cudaStream_t stageStream = nullptr;
     bool stagePoolFailed = false;
+    std::vector<void *> stageParked; // buffers of staged calls that failed: loom's stream may still use them
     // Ragged calls (allgatherv, reduce_scatter with counts): their block
     // tables (counts, then displacements; 2 x nranks) in device memory, and
     // the event of the last kernel that read them (the next call's copy waits

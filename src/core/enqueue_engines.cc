@@ -7,7 +7,10 @@
  * data (what overlap with the application's kernels wants; the SM paths stay
  * faster alone, README). Allgather: every rank sends its block to every
  * peer, received at rank x block. Broadcast: the root sends the buffer to
- * every peer; the others send nothing.
+ * every peer; the others send nothing, so the root's links carry (n - 1) x
+ * the buffer (the ring: 1 x): at more than 2 ranks this bcast is slower
+ * still, for overlap only. Errors and time-outs of these calls name
+ * "alltoallv" (the exchange they run as).
  *
  * Every rank takes the same route: the mode is agreed at creation (a
  * geometry word), the block and loomCommSetHostWait's setting are the same
@@ -20,14 +23,18 @@
 #include "core/comm.h"
 #include "core/enqueue.h"
 #include "core/params.h"
+#include "core/peer_conns.h"
 #include "loom.h"
 
 namespace loom {
 
 bool movementOnEngines(const loomComm *comm, size_t block) {
     const long least = params().exchangeDirectBytes;
+    // pairwise: the per-call buffer descriptions (without it no block moves
+    // in place, and the FIFOs would carry every copy); allPeersMapped is the
+    // one-shot family's flag (up to 8 ranks, LOOM_LL_MAX_BYTES > 0).
     return params().exchangeCopyEngines && comm->hostWaitAllowed && !comm->spansHosts && comm->allPeersMapped &&
-           comm->nranks > 1 && least > 0 && block >= (size_t)least;
+           comm->nranks > 1 && least > 0 && block >= (size_t)least && comm->peers && comm->peers->bootstrap.pairwise;
 }
 
 loomResult_t allGatherOnEngines(loomComm *comm, const void *in, void *out, size_t block, cudaStream_t stream) {

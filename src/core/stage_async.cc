@@ -23,8 +23,17 @@
  * (the caller serialises a communicator's calls with the progress that
  * finishes them). A pool that cannot be had (old driver) leaves *staged
  * null: the caller finishes the call inside the call, as for blocking ones.
+ * A call that failed (copyOut = 0) may have left work on loom's stream that
+ * uses its buffer: the buffer is parked and freed with the communicator,
+ * after loom's stream has drained.
+ *
+ * Not known to be safe: CUDA maps streams onto a few hardware queues, and a
+ * staging copy behind a peer-waiting kernel or stream wait of loom's stream
+ * in the same queue would wait for peers (core/resident.cc saw such false
+ * dependencies between communicators); not seen in the tests so far.
  */
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "core/comm.h"
@@ -129,7 +138,11 @@ extern "C" loomResult_t loomStagedIn(loomStaged_t staged, void *dst, const void 
 
 extern "C" loomResult_t loomStagedOut(loomStaged_t staged, void *dst, const void *src, size_t bytes) {
     if (!staged) return loom::fail(loomInvalidArgument, "loomStagedOut: staged is NULL");
-    if (bytes) staged->outs.push_back(loomStaged::Out{dst, src, bytes});
+    try {
+        if (bytes) staged->outs.push_back(loomStaged::Out{dst, src, bytes});
+    } catch (const std::bad_alloc &) {
+        return loom::fail(loomSystemError, "loomStagedOut: out of host memory");
+    }
     return loomSuccess;
 }
 
@@ -140,8 +153,13 @@ extern "C" loomResult_t loomStagedFinish(loomStaged_t staged, int copyOut) {
     loomResult_t r = loomSuccess;
     for (const loomStaged::Out &o : staged->outs)
         if (copyOut && r == loomSuccess) r = copyNow(comm, o.dst, o.src, o.bytes, false);
-    // The call's kernel is done: nothing reads the buffer any more.
-    if (cudaFreeAsync(staged->buf, comm->stageStream) != cudaSuccess) cudaGetLastError(); // a failed context: not ours to report
+    if (copyOut) { // the call's kernel is done: nothing reads the buffer any more
+        if (cudaFreeAsync(staged->buf, comm->stageStream) != cudaSuccess) cudaGetLastError(); // a failed context
+    } else { // a failed call: work it enqueued may still run; freed with the communicator, after its stream
+        try {
+            comm->stageParked.push_back(staged->buf);
+        } catch (const std::bad_alloc &) { /* leaked: better than freed under a running kernel */ }
+    }
     delete staged;
     return r;
 }

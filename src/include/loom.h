@@ -218,8 +218,8 @@ loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, s
  * above); loomStagedIn copies into it, finished on return, without waiting
  * for loom's stream; loomStagedOut records a copy back to the caller's
  * buffer; loomStagedFinish, once the call's mark (loomCommMark) has passed,
- * runs the recorded copies (copyOut = 0: none, the call failed) and frees
- * the buffer and *staged. Calls on one communicator are not made
+ * runs the recorded copies (copyOut = 0: none, the call failed: the buffer
+ * is then freed with the communicator) and frees the buffer and *staged. Calls on one communicator are not made
  * concurrently with each other or with loomCommStageIn/Out. */
 typedef struct loomStaged *loomStaged_t;
 loomResult_t loomStagedCreate(loomComm_t comm, size_t bytes, void **buffer, loomStaged_t *staged);

@@ -13,8 +13,11 @@
  *                pinned bounce buffer), Ibcast, Ireduce, Iallgather,
  *                Iallgatherv (blocks in reversed order), Ireduce_scatter_block,
  *                Ialltoall, Ialltoallv (ragged), Igather, Iscatter, Iscan,
- *                Iexscan, all in flight, waited in reverse order; one
- *                completed through MPI_Test alone
+ *                Iexscan, all in flight (bcast, gather and scatter
+ *                rooted at rank 0, on host buffers), the last completed
+ *                through MPI_Test alone, the rest waited in reverse order
+ *   packed       MPI_Ialltoall into a strided receive type (the component's
+ *                packed buffer, unpacked when the call finishes)
  *   freed        MPI_Request_free right after a staged MPI_Iallreduce, then
  *                a blocking MPI_Allreduce on the same communicator: both
  *                results there when it returns
@@ -124,7 +127,7 @@ static void no_wait(MPI_Comm comm)
     bfree(in), bfree(out);
 }
 
-static float from_root1(size_t i, int round) { return value(1 % size, i, round); }
+static float from_root0(size_t i, int round) { return value(0, i, round); }
 /* Gathers: block q of the output is rank q's input (g floats each). */
 static size_t gblock;
 static float gathered(size_t i, int round) { return value((int)(i / gblock), i % gblock, round); }
@@ -143,10 +146,10 @@ static void all_kinds(MPI_Comm comm)
     err |= MPI_Iallreduce(a_in, a_out, (int)n, MPI_FLOAT, MPI_SUM, comm, &req[0]);
     err |= MPI_Iallreduce(MPI_IN_PLACE, ip, (int)n, MPI_FLOAT, MPI_SUM, comm, &req[1]);
     err |= MPI_Iallreduce(big_in, big_out, (int)big, MPI_FLOAT, MPI_SUM, comm, &req[2]);
-    /* bcast from 1, reduce to 0 */
-    float *bc = rank == 1 % size ? bfill(n, rank, 0, 4) : balloc(n);
+    /* bcast from 0 (host buffers), reduce to 0 */
+    float *bc = rank == 0 ? bfill(n, rank, 0, 4) : balloc(n);
     float *r_in = bfill(n, rank, 0, 5), *r_out = balloc(n);
-    err |= MPI_Ibcast(bc, (int)n, MPI_FLOAT, 1 % size, comm, &req[3]);
+    err |= MPI_Ibcast(bc, (int)n, MPI_FLOAT, 0, comm, &req[3]);
     err |= MPI_Ireduce(r_in, r_out, (int)n, MPI_FLOAT, MPI_SUM, 0, comm, &req[4]);
     /* allgather, allgatherv (reversed blocks), reduce_scatter_block */
     float *g_in = bfill(n, rank, 0, 6), *g_out = balloc(n * N), *gv_out = balloc(n * N);
@@ -174,22 +177,23 @@ static void all_kinds(MPI_Comm comm)
     }
     err |= MPI_Ialltoall(x_in, (int)b, MPI_FLOAT, x_out, (int)b, MPI_FLOAT, comm, &req[8]);
     err |= MPI_Ialltoallv(x_in, sc, sd, MPI_FLOAT, xv_out, rc, rd, MPI_FLOAT, comm, &req[9]);
-    /* gather to 0, scatter from size - 1, scan, exscan */
+    /* gather to 0, scatter from 0 (roots on host buffers), scan, exscan */
     float *ga_in = bfill(n, rank, 0, 10), *ga_out = balloc(n * N);
     float *sc_in = bfill(n * N, 0, 0, 11), *sc_out = balloc(n);
     float *p_in = bfill(n, rank, 0, 12), *p_out = balloc(n), *e_out = balloc(n);
     err |= MPI_Igather(ga_in, (int)n, MPI_FLOAT, ga_out, (int)n, MPI_FLOAT, 0, comm, &req[10]);
-    err |= MPI_Iscatter(sc_in, (int)n, MPI_FLOAT, sc_out, (int)n, MPI_FLOAT, size - 1, comm, &req[11]);
+    err |= MPI_Iscatter(sc_in, (int)n, MPI_FLOAT, sc_out, (int)n, MPI_FLOAT, 0, comm, &req[11]);
     err |= MPI_Iscan(p_in, p_out, (int)n, MPI_FLOAT, MPI_SUM, comm, &req[12]);
     err |= MPI_Iexscan(p_in, e_out, (int)n, MPI_FLOAT, MPI_SUM, comm, &req[13]);
     check(err, "starting the non-blocking calls");
-    for (int k = K - 1; k >= 1; --k) check(MPI_Wait(&req[k], MPI_STATUS_IGNORE), "wait (reverse order)");
-    for (int flag = 0; !flag;) check(MPI_Test(&req[0], &flag, MPI_STATUS_IGNORE), "test");
+    /* The last one through MPI_Test alone (nothing waited yet), then the rest in reverse order. */
+    for (int flag = 0; !flag;) check(MPI_Test(&req[K - 1], &flag, MPI_STATUS_IGNORE), "test");
+    for (int k = K - 2; k >= 0; --k) check(MPI_Wait(&req[k], MPI_STATUS_IGNORE), "wait (reverse order)");
 
     expect("iallreduce", a_out, n, 0, sum_of, 1);
     expect("iallreduce in place", ip, n, 0, sum_of, 2);
     expect("iallreduce 1M + 3", big_out, big, 0, sum_of, 3);
-    expect("ibcast", bc, n, 0, from_root1, 4);
+    expect("ibcast", bc, n, 0, from_root0, 4);
     if (0 == rank) expect("ireduce", r_out, n, 0, sum_of, 5);
     gblock = n;
     expect("iallgather", g_out, n * N, 0, gathered, 6);
@@ -238,6 +242,36 @@ static void all_kinds(MPI_Comm comm)
     free(counts), free(displs), free(sc), free(sd), free(rc), free(rd);
 }
 
+/* Ialltoall into a strided receive type (every other float): the component
+ * packs it in a buffer of its own and unpacks it when the call finishes,
+ * so the call may not complete later by progress. */
+static void packed_receive(MPI_Comm comm)
+{
+    const size_t b = 2049, N = (size_t)size;
+    MPI_Datatype v, every_other;
+    MPI_Type_vector((int)b, 1, 2, MPI_FLOAT, &v);
+    MPI_Type_create_resized(v, 0, (MPI_Aint)(2 * b * sizeof(float)), &every_other);
+    MPI_Type_commit(&every_other);
+    float *in = balloc(b * N), *out = balloc(2 * b * N);
+    float *h = malloc(2 * b * N * sizeof(float));
+    for (int q = 0; q < size; ++q)
+        for (size_t i = 0; i < b; ++i) h[(size_t)q * b + i] = exch(rank, q, i);
+    cudaMemcpy(in, h, b * N * sizeof(float), cudaMemcpyDefault);
+    MPI_Request req;
+    check(MPI_Ialltoall(in, (int)b, MPI_FLOAT, out, 1, every_other, comm, &req), "ialltoall (strided receive)");
+    check(MPI_Wait(&req, MPI_STATUS_IGNORE), "wait (strided receive)");
+    cudaMemcpy(h, out, 2 * b * N * sizeof(float), cudaMemcpyDefault);
+    long wrong = 0;
+    for (int q = 0; q < size; ++q)
+        for (size_t i = 0; i < b; ++i) wrong += h[(size_t)q * 2 * b + 2 * i] != exch(q, rank, i);
+    if (wrong) fprintf(stderr, "FAIL rank %d ialltoall into a strided receive type: %ld wrong\n", rank, wrong);
+    bad += wrong;
+    free(h);
+    bfree(in), bfree(out);
+    MPI_Type_free(&every_other);
+    MPI_Type_free(&v);
+}
+
 static void freed(MPI_Comm comm)
 {
     const size_t n = 70001;
@@ -276,6 +310,7 @@ int main(int argc, char **argv)
     for (int round = 0; round < 2; ++round) {
         no_wait(MPI_COMM_WORLD);
         all_kinds(MPI_COMM_WORLD);
+        packed_receive(MPI_COMM_WORLD);
         freed(MPI_COMM_WORLD);
     }
     long total = 0;

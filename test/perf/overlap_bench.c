@@ -86,7 +86,11 @@ static void loom_call(MPI_Request *req)
 static void collective(int use_nccl)
 {
     if (!use_nccl && blocking) { /* the GPU sees the same; per-call buffer descriptions are allowed (direct pairs) */
-        loom_call(NULL);
+        if (BCAST == coll && bytes > INT_MAX) {
+        if (me == 0) fprintf(stderr, "overlap_bench: bcast takes at most %d bytes (one MPI count of MPI_BYTE)\n", INT_MAX);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    loom_call(NULL);
         return;
     }
     if (!use_nccl) {
