@@ -189,13 +189,13 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     const bool stage_out = c->out_bytes && !usable(m, out_info);
     const bool stage_in = c->in_bytes && (in_inside_out ? stage_out : !usable(m, in_info));
     const size_t out_at = stage_in && !in_inside_out ? (c->in_bytes + 255) / 256 * 256 : 0;
+    const bool stages = stage_in || stage_out;
     const size_t scratch_bytes = out_at + (stage_out ? c->out_bytes : 0);
     void *scratch = NULL;
     loomResult_t r = loomSuccess;
     *staged = NULL;
-    if ((stage_in || stage_out) && NULL != c->req && !c->finish_here) r = loomStagedCreate(m->lcomm, scratch_bytes, &scratch, staged);
-    if ((stage_in || stage_out) && loomSuccess == r && NULL == *staged)
-        r = loomCommScratch(m->lcomm, scratch_bytes, &scratch);
+    if (stages && NULL != c->req && !c->finish_here) r = loomStagedCreate(m->lcomm, scratch_bytes, &scratch, staged);
+    if (stages && loomSuccess == r && NULL == *staged) r = loomCommScratch(m->lcomm, scratch_bytes, &scratch);
     const char *kin = in;
     char *kout = out;
     if (loomSuccess == r && stage_out) kout = (char *)scratch + out_at;
@@ -208,7 +208,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (loomSuccess == r) r = launch(m, c, kin, kout);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_ENQUEUE);
     if (loomSuccess == r && stage_out && NULL != *staged) r = stage_out_blocks(m, c, *staged, out, kout);
-    *deferred = loomSuccess == r && NULL != c->req && !c->finish_here && (NULL != *staged || (!stage_in && !stage_out));
+    *deferred = loomSuccess == r && NULL != c->req && (NULL != *staged || !stages);
     if (*deferred) return r;
     if (NULL != *staged) { /* the launch failed: nothing to copy back (and the error is the call's) */
         loomStagedFinish(*staged, 0);
