@@ -309,7 +309,8 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
     mca_coll_loom_timer_t timer;
     mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
-    const loomPointerInfo_t in_info = where(c->in), out_info = where(c->out);
+    const loomPointerInfo_t in_info = c->located ? c->in_info : where(c->in);
+    const loomPointerInfo_t out_info = c->located ? c->out_info : where(c->out);
     mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
     bool deferred = false;
     loomStaged_t staged = NULL;

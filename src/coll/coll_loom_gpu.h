@@ -61,6 +61,9 @@ typedef struct {
     bool finish_here;    /* a non-blocking call whose output is the component's own buffer (a packed
                           * receive, unpacked and freed when the call returns): it finishes in the call */
     ompi_request_t **req; /* non-blocking: the request to return (coll_loom_request.h); NULL: blocking */
+    bool located;         /* in_info / out_info hold where in and out are (queried by the caller in this
+                           * call: a driver query costs ~0.5 us, the small-call budget is ~10) */
+    loomPointerInfo_t in_info, out_info;
 } loom_gpu_call_t;
 
 /* MPI datatype -> loom type: predefined types and contiguous derived types of

@@ -52,10 +52,14 @@ static void scatter_buffers(loom_gpu_call_t *c, const void *sbuf, void *rbuf, om
 static int allreduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
-    bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
+    loomPointerInfo_t s_info, r_info;
+    bool s_gpu = mca_coll_loom_locate(sbuf, &s_info), r_gpu = mca_coll_loom_locate(rbuf, &r_info);
     loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, allreduce), LOOM_GPU_ALLREDUCE, dt, count, op, req);
     c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
     c.out = rbuf;
+    c.located = true;
+    c.in_info = MPI_IN_PLACE == sbuf ? r_info : s_info;
+    c.out_info = r_info;
     c.in_bytes = c.out_bytes = type_bytes(dt, c.count);
     int rc;
     if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;

@@ -397,6 +397,7 @@ void releaseComm(loomComm *comm) {
     }
     for (NetLinks &l : comm->edgeNet) netClose(&l, end);
     releasePeers(comm, end);
+    if (comm->zeroCopy) comm->zeroCopy->profile.report(comm->rank, comm->cudaDev);
     delete comm->zeroCopy; // its mappings close (the stream is idle)
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);

@@ -40,8 +40,11 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     // 1. Every rank's input and output descriptions, on every rank (the call
     // counts as entered from here: a rank that never comes is named).
     enterCollective(comm, "allreduce");
+    ZeroCopyProfile &prof = z.profile;
+    if (prof.on()) prof.begin();
     z.buffers.beginCall();
     const ZeroCopyRecord mine{z.buffers.describe(in, comm->cudaDev), z.buffers.describe(out, comm->cudaDev), bytes};
+    if (prof.on()) prof.mark(ZeroCopyProfile::kDescribe);
     std::vector<ZeroCopyRecord> &rec = z.records;
     rec.resize(2 * (size_t)n - 1); // all ranks', then the n - 1 copies of mine to send
     if (z.board) {
@@ -68,6 +71,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
         for (int i = 0; i < n - 1; ++i) rec[z.peers[i]] = got[i];
         rec[me] = mine;
     }
+    if (prof.on()) prof.mark(ZeroCopyProfile::kExchange);
     // Every rank holds the same records: a size that differs between ranks
     // (an MPI error) or a buffer shorter than it fails the call everywhere,
     // before any rank touches a peer's memory.
@@ -134,7 +138,10 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     a.call = ++z.calls;
     a.timeoutCycles = comm->timeoutCycles;
     a.abortFlag = comm->abortFlagDev;
+    a.stamps = prof.stamps();
+    if (prof.on()) prof.mark(ZeroCopyProfile::kMap);
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
+    if (prof.on()) prof.mark(ZeroCopyProfile::kLaunch);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
         comm->failed = true;
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): zero-copy allreduce launch: %s", me, comm->cudaDev,
@@ -142,6 +149,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     }
     *ran = true;
     loomResult_t r = z.buffers.markRead(stream);
+    if (prof.on()) prof.mark(ZeroCopyProfile::kRecord);
     if (r != loomSuccess) { // the mappings this kernel reads would not wait for it: let it finish first
         cudaStreamSynchronize(stream);
         comm->failed = true;

@@ -31,6 +31,7 @@
 #include "core/comm.h"
 #include "core/desc_board.h"
 #include "core/direct_buffers.h"
+#include "core/zerocopy_profile.h"
 #include "loom.h"
 
 namespace loom {
@@ -51,6 +52,7 @@ struct ZeroCopyState {
     std::unique_ptr<DescBoard> board; // the host's board (null: the PML), agreed by every rank
     uint64_t exchanges = 0;           // descriptions exchanged on it (the board's seq)
     bool unshareableSaid = false, said = false;
+    ZeroCopyProfile profile;          // LOOM_PROFILE: where a call's time goes
 };
 
 // The bytes of the board's area for nranks ranks' records (each rank's

@@ -203,7 +203,7 @@ const loomParamDef kParams[] = {
     {"profile", "LOOM_PROFILE", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: each communicator prints, when freed, the mean host time per phase of its calls on loom's kernels (pointer "
      "queries, enqueue, wait, staging out) per collective and size class, the first call of each (connections, "
-     "mappings) apart"},
+     "mappings) apart; a communicator that ran zero-copy allreduces adds their host steps and kernel phases"},
     {"direct_map_fail", "LOOM_DIRECT_MAP_FAIL", LOOM_PARAM_INT, -1, -1, 1L << 30, "-1",
      "Testing aid: the rank whose mappings of peers' buffers for in-place exchange blocks fail, as if CUDA IPC "
      "refused them (-1: none)"},

@@ -134,7 +134,8 @@ struct ProtoSimple {
         return true;
     }
 
-    // Every thread that wrote into the peer's slot: before the tail moves.
+    // The publishing thread, after the barrier that follows the CTA's stores
+    // into the peer's slot: they land before the tail moves.
     __device__ static void fenceSend() { __threadfence_system(); }
 
     // Thread 0: step `sent` (`bytes` long) is in the receiver's slot. A net

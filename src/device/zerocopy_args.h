@@ -27,6 +27,9 @@ struct ZeroCopyArgs {
     uint64_t call;    // >= 1, counted alike on every rank
     unsigned long long timeoutCycles;
     volatile int *abortFlag; // conn.h's AbortWord
+    // LOOM_PROFILE (core/zerocopy_profile.h): CTA 0's %globaltimer at its
+    // start, arrive seen, range moved, done seen (mapped host memory); null: off.
+    uint64_t *stamps;
 };
 
 } // namespace loom

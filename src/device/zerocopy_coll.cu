@@ -25,6 +25,14 @@ __device__ __forceinline__ uint64_t loadAcquireSys(const volatile uint64_t *p) {
     return v;
 }
 
+__device__ __forceinline__ void stamp(const ZeroCopyArgs &a, int k) {
+    if (a.stamps && blockIdx.x == 0 && threadIdx.x == 0) {
+        uint64_t t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        *reinterpret_cast<volatile uint64_t *>(a.stamps + k) = t;
+    }
+}
+
 struct ZeroCopyShared {
     int timedOut; // peer + 1 whose flag never came
     int failed;   // peer + 1 whose host could not map a buffer (kZeroCopyFailed)
@@ -37,11 +45,14 @@ struct ZeroCopyShared {
 // its data phase skips it and one waiting for done stops waiting (the
 // communicator is unusable after a time-out; a peer already past its arrive
 // wait may still touch this rank's buffers: it saw every arrive, so only a
-// peer that arrived in the last instant can cause that).
-__device__ bool zeroCopyExchangeFlags(const ZeroCopyArgs &a, uint64_t value, uint64_t want, ZeroCopyShared &sh) {
+// peer that arrived in the last instant can cause that). `fence`: each flag
+// thread fences at system scope before its post (the done: after a barrier).
+__device__ bool zeroCopyExchangeFlags(const ZeroCopyArgs &a, uint64_t value, uint64_t want, ZeroCopyShared &sh,
+                                      bool fence = false) {
     const int q = threadIdx.x, b = blockIdx.x;
     volatile uint64_t *theirs = q < a.nranks ? a.peer[q] + (size_t)a.rank * kMaxZeroCopyCtas + b : nullptr;
     if (q < a.nranks && q != a.rank) {
+        if (fence) __threadfence_system();
         *theirs = value | (a.mapFailed ? kZeroCopyFailed : 0);
         const volatile uint64_t *w = a.mine + (size_t)q * kMaxZeroCopyCtas + b;
         uint64_t seen = 0;
@@ -134,10 +145,12 @@ template <typename T, typename Op>
 __global__ void __launch_bounds__(kZeroCopyThreads) zeroCopyKernel(ZeroCopyArgs a) {
     __shared__ ZeroCopyShared sh;
     if (threadIdx.x == 0) sh.timedOut = sh.failed = 0;
+    stamp(a, 0);
     __syncthreads();
     // 1. Arrive (no fence first: the kernels that wrote this rank's input are
     // done, their stores performed, before this one starts).
     if (!zeroCopyExchangeFlags(a, zeroCopyArrive(a.call), zeroCopyArrive(a.call), sh)) return;
+    stamp(a, 1);
     const bool move = !a.mapFailed && !sh.failed;
     // A peer's failure fails this rank's call when its host waits (its own
     // failure its host returned already).
@@ -153,10 +166,14 @@ __global__ void __launch_bounds__(kZeroCopyThreads) zeroCopyKernel(ZeroCopyArgs 
         }
         if (hi > lo) zeroCopyMove<T, Op>(a, lo, hi, (bits & 15) == 0);
     }
-    // 3. Done, once every store of the CTA is visible to the peers.
-    __threadfence_system();
+    // 3. Done, once every store of the CTA is visible to the peers: the
+    // barrier orders the CTA's stores before the flag threads', whose
+    // system-scope fence (cumulative) makes them land before their flags.
+    // One fence per flag thread, not 512 (device/prims.h says why that is enough).
     __syncthreads();
-    zeroCopyExchangeFlags(a, zeroCopyDone(a.call), zeroCopyDone(a.call), sh);
+    stamp(a, 2);
+    zeroCopyExchangeFlags(a, zeroCopyDone(a.call), zeroCopyDone(a.call), sh, true);
+    stamp(a, 3);
 }
 
 template <typename T, typename Op> struct ZeroCopyKernel {

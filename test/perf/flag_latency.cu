@@ -21,6 +21,14 @@ __global__ void pingPong(volatile unsigned long long *toHost, volatile unsigned 
     }
 }
 
+// A launch's argument block the size of the zero-copy allreduce's.
+struct BigArgs {
+    void *p[30];
+};
+__global__ void emptyBig(BigArgs a) {
+    if (a.p[0] == (void *)1) a.p[1] = nullptr;
+}
+
 static double roundTripUs(volatile unsigned long long *h2, volatile unsigned long long *g2, int iters, int fence) {
     *h2 = 0;
     *g2 = 0;
@@ -86,6 +94,45 @@ int main(int argc, char **argv) {
     printf("flag_latency: cudaStreamQuery of an idle stream (legacy, blocking, non-blocking): %.2f, %.2f, %.2f us; "
            "with a kernel running on another stream: %.2f, %.2f, %.2f us\n",
            query[0][0], query[0][1], query[0][2], query[1][0], query[1][1], query[1][2]);
+    // What a collective's host side pays per pointer it locates (the
+    // component asks where each buffer lives; zero-copy asks again for the
+    // allocation's id): device memory, and a pageable host pointer.
+    void *dev = nullptr;
+    cudaMalloc(&dev, 1 << 20);
+    static char hostBuf[64];
+    double attrUs[2];
+    for (int k = 0; k < 2; ++k) {
+        const void *p = k == 0 ? dev : static_cast<const void *>(hostBuf);
+        cudaPointerAttributes at;
+        for (int i = 0; i < 100; ++i) cudaPointerGetAttributes(&at, p);
+        auto a0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 100000; ++i) cudaPointerGetAttributes(&at, p);
+        attrUs[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - a0).count() / 100000 * 1e6;
+    }
+    printf("flag_latency: cudaPointerGetAttributes: %.3f us on device memory, %.3f us on host memory\n", attrUs[0],
+           attrUs[1]);
+    // The host's cost of one launch (queued, not waited for), by the
+    // stream's kind and the argument block's size.
+    double launchUs[2][2];
+    for (int nb = 0; nb < 2; ++nb)
+        for (int big = 0; big < 2; ++big) {
+            cudaStream_t s = nb ? nonBlocking : blocking;
+            BigArgs args{};
+            for (int i = 0; i < 100; ++i) big ? emptyBig<<<8, 512, 0, s>>>(args) : pingPong<<<8, 512, 0, s>>>(toHost, toGpu, 0, 0);
+            cudaStreamSynchronize(s);
+            double sum = 0;
+            for (int rep = 0; rep < 20; ++rep) {
+                auto l0 = std::chrono::steady_clock::now();
+                for (int i = 0; i < 200; ++i) big ? emptyBig<<<8, 512, 0, s>>>(args) : pingPong<<<8, 512, 0, s>>>(toHost, toGpu, 0, 0);
+                sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count() / 200 * 1e6;
+                cudaStreamSynchronize(s);
+            }
+            launchUs[nb][big] = sum / 20;
+        }
+    printf("flag_latency: host time per launch (queued): blocking stream %.2f us (%zu B of arguments: %.2f us), "
+           "non-blocking stream %.2f us (%.2f us)\n", launchUs[0][0], sizeof(BigArgs), launchUs[0][1], launchUs[1][0],
+           launchUs[1][1]);
+    cudaFree(dev);
     cudaFreeHost(flags);
     return 0;
 }
