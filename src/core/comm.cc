@@ -215,6 +215,13 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     // The zero-copy allreduce's flag words (zeroed with the region: calls count from 1).
     comm->zeroCopyOffset = (regionBytes + 255) / 256 * 256;
     if (comm->nranks <= kMaxZeroCopyRanks) regionBytes = comm->zeroCopyOffset + zeroCopyFlagBytes(comm->nranks);
+    // The staged two-shot's scratch (inside one host only; whether every
+    // pair is mapped is known later: unused then).
+    if (comm->nranks <= kMaxZeroCopyRanks && comm->nranks > 1 && !comm->spansHosts && p.zeroCopyStagedBytes > 0) {
+        comm->stagedBytes = ((size_t)p.zeroCopyStagedBytes + 255) / 256 * 256;
+        comm->stagedOffset = (regionBytes + 255) / 256 * 256;
+        regionBytes = comm->stagedOffset + 2 * comm->stagedBytes;
+    }
     return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
 }
 
@@ -314,7 +321,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
     const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[30] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+    const uint64_t geometry[31] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
                                    (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
                                    (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
                                    (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
@@ -328,7 +335,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
                                    (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes,
                                    (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes,
                                    (uint64_t)params().maxCtas, (uint64_t)params().exchangeCopyEngines,
-                                   (uint64_t)params().arrivalPerHost};
+                                   (uint64_t)params().arrivalPerHost, (uint64_t)params().zeroCopyStagedBytes};
     static_assert(sizeof(geometry) == sizeof(mine.fifoGeometry), "PeerInfo::fifoGeometry holds every word");
     memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
     comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)

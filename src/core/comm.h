@@ -133,6 +133,9 @@ struct loomComm {
     // region (nranks x kMaxZeroCopyCtas) and its state; ready where every
     // pair is mapped inside one host (agreed: from gathered data).
     size_t zeroCopyOffset = 0;
+    // The staged two-shot's scratch in the region (stagedBytes of input
+    // copies, then as many of results; 0: none), same size on every rank.
+    size_t stagedOffset = 0, stagedBytes = 0;
     bool zeroCopyReady = false;
     loom::ZeroCopyState *zeroCopy = nullptr;
     const char *lastColl = "";   // the collective last enqueued (for errors)

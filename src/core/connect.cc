@@ -50,6 +50,7 @@ const GeometryWords kGeometryWords[] = {
     {27, 1, "LOOM_MAX_CTAS"},
     {28, 1, "LOOM_EXCHANGE_COPY_ENGINES"},
     {29, 1, "LOOM_ARRIVAL_PER_HOST"},
+    {30, 1, "LOOM_ZERO_COPY_STAGED_BYTES"},
 };
 
 std::string geometryText(const PeerInfo &p, const GeometryWords &g) {

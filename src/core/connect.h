@@ -33,7 +33,7 @@ struct PeerInfo {
     // direct-pair thresholds, push mode and copy-engine threshold; the
     // zero-copy bounds and LOOM_NCHANNELS. Word by word: connect.cc's
     // kGeometryWords.
-    uint64_t fifoGeometry[30];
+    uint64_t fifoGeometry[31];
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

@@ -81,8 +81,10 @@ void sayChoice(loomComm *comm, int coll, size_t bytes, const Choice &c) {
 
 // The table's choice for a call (select.cc), traced with its reason.
 Choice choose(loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {
-    // No host rendezvous while the caller must not block (loomCommSetHostWait).
-    const unsigned allowed = comm->hostWaitAllowed ? kAllAlgos : kAllAlgos & ~(1u << kAlgoZeroCopy);
+    // No host rendezvous while the caller must not block (loomCommSetHostWait):
+    // zero-copy then only staged (no per-call agreement), where it fits.
+    const bool staged = coll == kRingAllReduce && stagedTwoShotFits(comm, bytes);
+    const unsigned allowed = comm->hostWaitAllowed || staged ? kAllAlgos : kAllAlgos & ~(1u << kAlgoZeroCopy);
     const Choice c = selectAlgorithm(comm, CallShape{coll, bytes, piece, esize, ragged}, allowed);
     LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, kOneShotNames[coll], bytes, algoName(c.algo),
                c.rule);
@@ -196,11 +198,16 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (!stream) stream = comm->stream;
     const size_t esize = loomTypeSize(datatype), bytes = count * esize;
     Choice ch = choose(comm, kRingAllReduce, bytes, bytes, esize);
+    if (ch.algo == kAlgoZeroCopy && !comm->hostWaitAllowed) // chosen only where it fits (choose)
+        return stagedTwoShotAllReduce(comm, sendbuff, recvbuff, count, datatype, op, stream);
     if (ch.algo == kAlgoZeroCopy) {
         bool ran = false;
         r = zeroCopyAllReduce(comm, sendbuff, recvbuff, count, datatype, op, stream, &ran);
         if (ran || r != loomSuccess) return r;
-        // Some rank's buffer cannot be shared (every rank saw it): the FIFO path.
+        // Some rank's buffer cannot be shared (every rank saw it): staged
+        // where it fits, else the FIFO path.
+        if (stagedTwoShotFits(comm, bytes))
+            return stagedTwoShotAllReduce(comm, sendbuff, recvbuff, count, datatype, op, stream);
         ch = selectAlgorithm(comm, CallShape{kRingAllReduce, bytes, bytes, esize, false}, kAllAlgos & ~(1u << kAlgoZeroCopy));
         LOOM_TRACE(kColl, "rank %d: allreduce of %zu B: %s instead (a buffer not shareable)", comm->rank, bytes,
                    algoName(ch.algo));

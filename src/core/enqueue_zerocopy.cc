@@ -98,14 +98,14 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     if (unshareable >= 0) {
         if (!z.unshareableSaid) {
             z.unshareableSaid = true;
-            LOOM_INFO(kColl, "rank %d: allreduce of %zu B through the FIFOs: rank %d's %s cannot be shared with CUDA "
-                      "IPC (pool, VMM, managed or host memory), so no rank reads it in place; said once per "
-                      "communicator, chosen per call", me, bytes, unshareable,
-                      rec[unshareable].in.shareable ? "output" : "input");
+            LOOM_INFO(kColl, "rank %d: allreduce of %zu B not zero-copy: rank %d's %s cannot be shared with CUDA "
+                      "IPC (pool, VMM, managed or host memory), so no rank reads it in place (the staged two-shot up "
+                      "to %zu B, else the FIFOs); said once per communicator, chosen per call", me, bytes, unshareable,
+                      rec[unshareable].in.shareable ? "output" : "input", comm->stagedBytes);
         }
         LOOM_TRACE(kColl, "rank %d: allreduce %zu B: not zero-copy (rank %d's buffers not shareable)", me, bytes,
                    unshareable);
-        withdrawEntry(comm); // the FIFO path enters the call again
+        withdrawEntry(comm); // the path taken instead enters the call again
         return loomSuccess;
     }
     const bool oneShot = bytes <= (size_t)params().zeroCopyOneShotBytes && !anyInPlace;
@@ -163,6 +163,54 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     LOOM_TRACE(kColl, "rank %d: allreduce %zu B zero-copy, %s-shot, %d CTAs%s", me, bytes, oneShot ? "one" : "two",
                a.ctas, anyInPlace ? ", a rank in place" : "");
     return late != loomSuccess ? late : r;
+}
+
+bool stagedTwoShotFits(const loomComm *comm, size_t bytes) {
+    return comm->zeroCopyReady && comm->stagedBytes && bytes && bytes <= comm->stagedBytes;
+}
+
+loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
+                                    loomRedOp_t op, cudaStream_t stream) {
+    ZeroCopyState &z = *comm->zeroCopy;
+    const int n = comm->nranks, me = comm->rank;
+    enterCollective(comm, "allreduce");
+    ZeroCopyArgs a;
+    memset(static_cast<void *>(&a), 0, sizeof(a));
+    char *mine = static_cast<char *>(comm->region.base) + comm->stagedOffset;
+    a.in[me] = in;
+    a.out[me] = out;
+    for (int q = 0; q < n; ++q)
+        if (q != me) {
+            a.in[q] = comm->peerBase[q] + comm->stagedOffset;
+            a.out[q] = comm->peerBase[q] + comm->stagedOffset + comm->stagedBytes;
+        }
+    a.rank = me;
+    a.nranks = n;
+    a.staged = true;
+    a.scratch = mine;
+    a.scratchBytes = comm->stagedBytes;
+    a.count = count;
+    a.ctas = zeroCopyChannels(count * loomTypeSize(dtype), n, false); // core/tuning.h
+    a.mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zeroCopyOffset);
+    for (int q = 0; q < n; ++q)
+        if (q != me) a.peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);
+    a.call = ++z.calls;
+    a.timeoutCycles = comm->timeoutCycles;
+    a.abortFlag = comm->abortFlagDev;
+    cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
+    if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
+        comm->failed = true;
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): staged two-shot allreduce launch: %s", me,
+                    comm->cudaDev, comm->busId, cudaGetErrorString(e));
+    }
+    if (!z.stagedSaid) {
+        z.stagedSaid = true;
+        LOOM_INFO(kColl, "rank %d: allreduce of %zu B through the staged two-shot (input copied into this rank's "
+                  "scratch, results out of it; %d CTAs): said once per communicator", me,
+                  count * loomTypeSize(dtype), a.ctas);
+    }
+    LOOM_TRACE(kColl, "rank %d: allreduce %zu B staged two-shot, %d CTAs", me, count * loomTypeSize(dtype), a.ctas);
+    return loomSuccess;
 }
 
 } // namespace loom

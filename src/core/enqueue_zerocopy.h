@@ -51,7 +51,7 @@ struct ZeroCopyState {
     uint64_t calls = 0;               // zero-copy kernels launched (the flags' call number)
     std::unique_ptr<DescBoard> board; // the host's board (null: the PML), agreed by every rank
     uint64_t exchanges = 0;           // descriptions exchanged on it (the board's seq)
-    bool unshareableSaid = false, said = false;
+    bool unshareableSaid = false, said = false, stagedSaid = false;
     ZeroCopyProfile profile;          // LOOM_PROFILE: where a call's time goes
 };
 
@@ -65,5 +65,15 @@ inline size_t zeroCopyBoardBytes(int nranks) { return DescBoard::bytes(nranks, s
 // every rank (the kernel tells them); the communicator stays usable.
 loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
                                loomRedOp_t op, cudaStream_t stream, bool *ran);
+
+// The staged two-shot (device/zerocopy_schedule.h): the same kernel and
+// flags, over each rank's scratch in its region (mapped by the peers at
+// set-up) instead of its buffers, so no per-call host agreement: for calls
+// that may not wait on the host (non-blocking) and buffers that cannot be
+// shared. Fits: zero-copy ready and 0 < bytes <= the scratch's size
+// (LOOM_ZERO_COPY_STAGED_BYTES), alike on every rank.
+bool stagedTwoShotFits(const loomComm *comm, size_t bytes);
+loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
+                                    loomRedOp_t op, cudaStream_t stream);
 
 } // namespace loom

@@ -52,6 +52,7 @@ const Params &params() {
         p.zeroCopyCtas = (int)paramLong("LOOM_ZERO_COPY_CTAS");
         p.zeroCopyBoard = (int)paramLong("LOOM_ZERO_COPY_BOARD");
         p.zeroCopyCtaBytes = paramLong("LOOM_ZERO_COPY_CTA_BYTES");
+        p.zeroCopyStagedBytes = paramLong("LOOM_ZERO_COPY_STAGED_BYTES");
         p.maxCtas = (int)paramLong("LOOM_MAX_CTAS");
         p.streamPriority = (int)paramLong("LOOM_STREAM_PRIORITY");
         p.residentIdleUs = paramLong("LOOM_RESIDENT_IDLE_US");

@@ -40,6 +40,7 @@ struct Params {
     int zeroCopyCtas;       // LOOM_ZERO_COPY_CTAS: most CTAs of a zero-copy allreduce
     int zeroCopyBoard;      // LOOM_ZERO_COPY_BOARD: descriptions through the host's shared-memory board (1) or the PML (0)
     long zeroCopyCtaBytes;  // LOOM_ZERO_COPY_CTA_BYTES: one CTA per this many bytes a rank reduces
+    long zeroCopyStagedBytes; // LOOM_ZERO_COPY_STAGED_BYTES: staged two-shot (scratch) up to this size (0: none)
     long residentIdleUs;    // LOOM_RESIDENT_IDLE_US: the resident kernel stays this long without a call (0: no resident kernel)
     long residentMaxBytes;  // LOOM_RESIDENT_MAX_BYTES: one-shot calls up to this size go to the resident kernel
     int residentCtas;       // LOOM_RESIDENT_CTAS: the resident kernel's CTAs

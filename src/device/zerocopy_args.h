@@ -15,6 +15,12 @@ struct ZeroCopyArgs {
     int rank, nranks, ctas;
     bool oneShot;
     bool mapFailed;   // this rank's host could not map some peer buffer: every rank skips the data
+    // Staged (zerocopy_schedule.h): in[q] / out[q] of a peer are its scratch's
+    // input copies / results; `scratch` is this rank's (inputs, then results
+    // at scratchBytes).
+    bool staged;
+    char *scratch;
+    size_t scratchBytes;
     size_t count;     // elements
     // Every rank's input and output as this rank addresses them (its own, or
     // its mapping of the peer's allocation). Null where mapFailed.

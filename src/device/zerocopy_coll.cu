@@ -141,15 +141,54 @@ __device__ void zeroCopyMove(const ZeroCopyArgs &a, size_t lo, size_t hi, bool v
     }
 }
 
+// Staged: this CTA's part of every slice but `skip` from src to dst (the
+// same element offsets), in 16-byte vectors where both are aligned.
+template <typename T>
+__device__ void stagedCopy(const ZeroCopyArgs &a, const T *src, T *dst, int skip) {
+    for (int s = 0; s < a.nranks; ++s) {
+        if (s == skip) continue;
+        size_t lo, hi;
+        zeroCopyRange(false, a.count, sizeof(T), a.nranks, s, a.ctas, blockIdx.x, &lo, &hi);
+        const T *from = src + lo;
+        T *to = dst + lo;
+        const size_t len = hi - lo;
+        size_t done = 0;
+        if ((((uintptr_t)from | (uintptr_t)to) & 15) == 0) {
+            constexpr size_t V = 16 / sizeof(T);
+            const uint4 *f = reinterpret_cast<const uint4 *>(from);
+            uint4 *t = reinterpret_cast<uint4 *>(to);
+            // Loads of U vectors in flight per thread before their stores: one
+            // at a time leaves the copy latency-bound (a few GB/s per CTA).
+            constexpr int U = 8;
+            const size_t nv = len / V, nthr = blockDim.x;
+            size_t v = threadIdx.x;
+            for (; v + (U - 1) * nthr < nv; v += U * nthr) {
+                uint4 x[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) x[u] = f[v + u * nthr];
+#pragma unroll
+                for (int u = 0; u < U; ++u) t[v + u * nthr] = x[u];
+            }
+            for (; v < nv; v += nthr) t[v] = f[v];
+            done = nv * V;
+        }
+        for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) to[i] = from[i];
+    }
+}
+
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kZeroCopyThreads) zeroCopyKernel(ZeroCopyArgs a) {
     __shared__ ZeroCopyShared sh;
     if (threadIdx.x == 0) sh.timedOut = sh.failed = 0;
     stamp(a, 0);
+    // 0. Staged: this CTA's part of every other slice of the input into the
+    // scratch, where the peers' CTA of this index read it.
+    if (a.staged) stagedCopy<T>(a, static_cast<const T *>(a.in[a.rank]), reinterpret_cast<T *>(a.scratch), a.rank);
     __syncthreads();
-    // 1. Arrive (no fence first: the kernels that wrote this rank's input are
-    // done, their stores performed, before this one starts).
-    if (!zeroCopyExchangeFlags(a, zeroCopyArrive(a.call), zeroCopyArrive(a.call), sh)) return;
+    // 1. Arrive (no fence first where nothing was staged: the kernels that
+    // wrote this rank's input are done, their stores performed, before this
+    // one starts; staged, the copies land before the arrive).
+    if (!zeroCopyExchangeFlags(a, zeroCopyArrive(a.call), zeroCopyArrive(a.call), sh, a.staged)) return;
     stamp(a, 1);
     const bool move = !a.mapFailed && !sh.failed;
     // A peer's failure fails this rank's call when its host waits (its own
@@ -172,8 +211,13 @@ __global__ void __launch_bounds__(kZeroCopyThreads) zeroCopyKernel(ZeroCopyArgs 
     // One fence per flag thread, not 512 (device/prims.h says why that is enough).
     __syncthreads();
     stamp(a, 2);
-    zeroCopyExchangeFlags(a, zeroCopyDone(a.call), zeroCopyDone(a.call), sh, true);
+    if (!zeroCopyExchangeFlags(a, zeroCopyDone(a.call), zeroCopyDone(a.call), sh, true)) return;
     stamp(a, 3);
+    // 4. Staged: the peers' results for this CTA's part of their slices, from
+    // the scratch (every peer's CTA of this index is done) into the output.
+    if (a.staged && !a.mapFailed && !sh.failed)
+        stagedCopy<T>(a, reinterpret_cast<const T *>(a.scratch + a.scratchBytes), static_cast<T *>(a.out[a.rank]),
+                      a.rank);
 }
 
 template <typename T, typename Op> struct ZeroCopyKernel {

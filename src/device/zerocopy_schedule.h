@@ -21,6 +21,22 @@
  * is touched by rank r alone, and the thread that stores an element loaded
  * every rank's copy of it first.
  *
+ *   staged    two-shot over each rank's scratch (in its p2p region, mapped
+ *             by the peers at set-up) instead of its buffers, so no per-call
+ *             host agreement (non-blocking calls, buffers CUDA IPC cannot
+ *             share): CTA b first copies part b of every other slice of its
+ *             input into its scratch's input area (the same offsets), then
+ *             arrives; reduces its range of slice r reading the peers'
+ *             scratch and its own input, storing into its output and every
+ *             peer's scratch result area; after done, copies part b of every
+ *             other slice from its result area into its output. Every
+ *             scratch element a CTA reads was written in the same call by the
+ *             same-index CTA of its owner, before that CTA's arrive (inputs)
+ *             or done (results): the flags that order them. The next call's
+ *             copies start after this rank's kernel ended, i.e. after every
+ *             peer's done: nothing still reads them. In place: the input's
+ *             other slices are read only from the scratch copies.
+ *
  * Slices and CTA ranges are whole 16-byte units of the buffer (the last one
  * ragged), so a rank whose 2n pointers are 16-byte aligned moves vectors.
  *

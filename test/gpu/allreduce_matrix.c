@@ -6,7 +6,8 @@
  * is exactly representable in every type: the tolerance is 0, for floating
  * point too. The 2^28-byte count runs on world with sum and max only (host
  * checking of the full product would take minutes); `-q` skips it. `-t NAME`
- * runs one type only (racecheck, which is slow, over a smaller matrix).
+ * runs one type only (racecheck, which is slow, over a smaller matrix). `-i`
+ * calls MPI_Iallreduce + MPI_Wait instead (the non-blocking paths).
  */
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -21,6 +22,8 @@ typedef struct {
     size_t size;
     int is_signed, is_float;
 } type_t;
+
+static int nonblocking; /* -i */
 
 static double get(const type_t *t, const void *p, size_t i)
 {
@@ -74,7 +77,14 @@ static long run_one(MPI_Comm comm, const type_t *t, MPI_Op op, const char *opnam
     for (size_t i = 0; i < count; ++i) set(t, host, i, input(t, op, rank, i));
     cudaMemcpy(in_place ? drecv : dsend, host, bytes, cudaMemcpyHostToDevice);
     if (!in_place) cudaMemset(drecv, 0x5a, bytes);
-    int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : dsend, drecv, (int)count, t->mpi, op, comm);
+    int rc;
+    if (nonblocking) {
+        MPI_Request req;
+        rc = MPI_Iallreduce(in_place ? MPI_IN_PLACE : dsend, drecv, (int)count, t->mpi, op, comm, &req);
+        if (MPI_SUCCESS == rc) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : dsend, drecv, (int)count, t->mpi, op, comm);
+    }
     cudaMemcpy(host, drecv, bytes, cudaMemcpyDeviceToHost);
     long bad = rc != MPI_SUCCESS;
     size_t first = (size_t)-1;
@@ -99,6 +109,7 @@ int main(int argc, char **argv)
     const char *only = NULL;
     for (int a = 1; a < argc; ++a) {
         if (!strcmp(argv[a], "-q")) quick = 1;
+        else if (!strcmp(argv[a], "-i")) nonblocking = 1;
         else if (!strcmp(argv[a], "-t") && a + 1 < argc) only = argv[++a];
     }
     int wrank, wsize;

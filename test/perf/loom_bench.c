@@ -3,11 +3,15 @@
  * loom, and its NCCL twin (the system libnccl.so.2, opened with dlopen;
  * unique id sent with MPI_Bcast) in the same run, on the same buffers. Both
  * are timed as a blocking call: NCCL's stream is synchronized after every
- * call, as an MPI collective must (and as OSU's osu_xccl_* do).
+ * call, as an MPI collective must (and as OSU's osu_xccl_* do). -I times
+ * loom's non-blocking form instead (MPI_Iallreduce ... + MPI_Wait at once),
+ * after one blocking allreduce, which makes loom's communicator (without
+ * one, or LOOM_NONBLOCKING_SETUP=1, non-blocking calls are staged through
+ * the host's path).
  *
  *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter]
  *              [-T float|char]
- *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]
+ *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I] [--csv FILE] [--no-nccl]
  *
  * allgatherv: ragged blocks (rank q about 2(q+1)/(n+1) of the average) vs
  * NCCL's grouped ncclBroadcast, one per rank (NCCL has no allgatherv);
@@ -62,9 +66,33 @@ static size_t elems(size_t bytes)
     return coll == ALLREDUCE || coll == BCAST || coll == REDUCE ? e : e / (size_t)nranks;
 }
 
+/* -I: the non-blocking form, each call waited for at once (MPI_I... + MPI_Wait). */
+static int nonblocking;
+
+static void loom_icall(const void *s, void *r, size_t count, MPI_Datatype dt)
+{
+    MPI_Request q;
+    switch (coll) {
+    case ALLREDUCE: MPI_Iallreduce(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD, &q); break;
+    case BCAST: MPI_Ibcast(r, (int)count, dt, 0, MPI_COMM_WORLD, &q); break;
+    case REDUCE: MPI_Ireduce(s, r, (int)count, dt, MPI_SUM, 0, MPI_COMM_WORLD, &q); break;
+    case ALLGATHER: MPI_Iallgather(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD, &q); break;
+    case ALLGATHERV: MPI_Iallgatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, MPI_COMM_WORLD, &q); break;
+    case ALLTOALL: MPI_Ialltoall(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD, &q); break;
+    case GATHER: MPI_Igather(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD, &q); break;
+    case SCATTER: MPI_Iscatter(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD, &q); break;
+    default: MPI_Ireduce_scatter_block(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD, &q); break;
+    }
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
 static void loom_call(const void *s, void *r, size_t count)
 {
     MPI_Datatype dt = use_char ? MPI_CHAR : MPI_FLOAT;
+    if (nonblocking) {
+        loom_icall(s, r, count, dt);
+        return;
+    }
     switch (coll) {
     case ALLREDUCE: MPI_Allreduce(s, r, (int)count, dt, MPI_SUM, MPI_COMM_WORLD); break;
     case BCAST: MPI_Bcast(r, (int)count, dt, 0, MPI_COMM_WORLD); break;
@@ -212,6 +240,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-c")) do_check = 1;
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
         else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
+        else if (!strcmp(argv[i], "-I")) nonblocking = 1;
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) use_char = !strcmp(argv[++i], "char");
         else if (!strcmp(argv[i], "-C") && i + 1 < argc) {
             ++i;
@@ -219,7 +248,7 @@ int main(int argc, char **argv)
             if (coll == NCOLLS) coll = -1;
         }
         else {
-            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [--csv FILE] [--no-nccl]\n");
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I] [--csv FILE] [--no-nccl]\n");
             MPI_Finalize();
             return 2;
         }
@@ -251,6 +280,8 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     double f0 = MPI_Wtime();
     if (coll == ALLGATHERV) ragged_layout(2);
+    if (nonblocking) /* a blocking device-buffer call makes loom's communicator (non-blocking calls never do) */
+        MPI_Allreduce(s, r, 2, use_char ? MPI_CHAR : MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     loom_call(s, r, 2);
     double first_loom = MPI_Wtime() - f0, first_nccl = 0;
     MPI_Allreduce(MPI_IN_PLACE, &first_loom, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -282,8 +313,9 @@ int main(int argc, char **argv)
     FILE *out = rank == 0 && csv ? fopen(csv, "w") : NULL;
     if (out) fprintf(out, "bytes,loom_us,loom_busbw_GBs,nccl_us,nccl_busbw_GBs,ratio,check\n");
     if (rank == 0) {
-        printf("# loom-bench: %s (%s, sum, root 0) through loom vs NCCL, %d ranks, blocking calls\n", coll_names[coll],
-               use_char ? "MPI_CHAR / ncclInt8" : "MPI_FLOAT / ncclFloat32", size);
+        printf("# loom-bench: %s (%s, sum, root 0) through loom vs NCCL, %d ranks, %s calls\n", coll_names[coll],
+               use_char ? "MPI_CHAR / ncclInt8" : "MPI_FLOAT / ncclFloat32", size,
+               nonblocking ? "loom non-blocking (MPI_I... + MPI_Wait), NCCL blocking" : "blocking");
         printf("# first call incl. communicator creation: loom %.3f s, NCCL (init + first allreduce) %.3f s\n",
                first_loom, first_nccl);
         printf("%12s %10s %10s %10s %10s %8s %6s\n", "bytes", "loom_us", "loom_GB/s", "nccl_us", "nccl_GB/s",

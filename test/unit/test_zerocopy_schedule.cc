@@ -6,6 +6,12 @@
 //  2. Flags: ranks of several CTAs run several calls, every step interleaved
 //     at random: no CTA touches a rank's buffers unless that rank's kernel for
 //     the same call is running, and nothing deadlocks.
+//  3. Staged (each rank's scratch instead of its buffers): CTA b copies part
+//     b of every other slice of its input into its scratch, reduces as in 2,
+//     storing peers' results into their scratch, and copies part b of every
+//     other slice out of its scratch: the reference sum everywhere (in place
+//     too), and every scratch element a CTA reads was written, in this call,
+//     by the same-index CTA of its owner (the only CTA whose flags order it).
 //  Mutations must fail: slices rounded down leave elements unreduced; CTA
 //  ranges that overlap store twice; dropping the arrive wait or the done
 //  wait lets a CTA touch buffers of a rank outside the call; waiting for an
@@ -83,6 +89,85 @@ std::string sweepRanges(const RangeFn &range) {
                             return why + " (n " + std::to_string(n) + ", count " + std::to_string(count) + ", esize " +
                                    std::to_string(esize) + ", " + std::to_string(ctas) + " CTAs, shape " +
                                    std::to_string(shape) + ")";
+                    }
+    return "";
+}
+
+// A staged call (zerocopy_schedule.h) with copy ranges `copy` (the kernel:
+// the reduce ranges of each slice), every phase of every CTA in turn; each
+// scratch element remembers the CTA that wrote it. "" or why not.
+std::string runStaged(const RangeFn &copy, bool inPlace, size_t count, size_t esize, int n, int ctas) {
+    std::mt19937_64 rng(count * 17 + esize * 5 + (size_t)n * 101 + (size_t)ctas);
+    std::vector<std::vector<uint64_t>> in(n, std::vector<uint64_t>(count)), out(n, std::vector<uint64_t>(count, 0));
+    std::vector<uint64_t> want(count, 0);
+    for (int q = 0; q < n; ++q)
+        for (size_t i = 0; i < count; ++i) want[i] += (in[q][i] = rng() >> 8);
+    if (inPlace) out = in;
+    std::vector<std::vector<uint64_t>> &src = inPlace ? out : in;
+    // scratch[r]: inputs then results; writer[r][k]: the CTA that wrote it (-1: none).
+    std::vector<std::vector<uint64_t>> scratch(n, std::vector<uint64_t>(2 * count, 0));
+    std::vector<std::vector<int>> writer(n, std::vector<int>(2 * count, -1));
+    auto read = [&](int owner, size_t k, int b, uint64_t *v) {
+        if (writer[owner][k] != b) return false;
+        *v = scratch[owner][k];
+        return true;
+    };
+    auto fault = [&](const char *what, int r, int b, size_t i) {
+        return std::string(what) + ": rank " + std::to_string(r) + " CTA " + std::to_string(b) + " element " +
+               std::to_string(i) + " not written by its owner's CTA " + std::to_string(b);
+    };
+    for (int r = 0; r < n; ++r) // 0. copy in
+        for (int b = 0; b < ctas; ++b)
+            for (int s = 0; s < n; ++s) {
+                if (s == r) continue;
+                size_t lo, hi;
+                copy(false, count, esize, n, s, ctas, b, &lo, &hi);
+                for (size_t i = lo; i < hi && i < count; ++i) scratch[r][i] = src[r][i], writer[r][i] = b;
+            }
+    for (int r = 0; r < n; ++r) // 1. reduce slice r; results to the peers' scratch
+        for (int b = 0; b < ctas; ++b) {
+            size_t lo, hi;
+            zeroCopyRange(false, count, esize, n, r, ctas, b, &lo, &hi);
+            for (size_t i = lo; i < hi; ++i) {
+                uint64_t acc = src[r][i], v;
+                for (int q = 0; q < n; ++q) {
+                    if (q == r) continue;
+                    if (!read(q, i, b, &v)) return fault("reduce", r, b, i);
+                    acc += v;
+                }
+                out[r][i] = acc;
+                for (int q = 0; q < n; ++q)
+                    if (q != r) scratch[q][count + i] = acc, writer[q][count + i] = b;
+            }
+        }
+    for (int r = 0; r < n; ++r) // 2. copy out
+        for (int b = 0; b < ctas; ++b)
+            for (int s = 0; s < n; ++s) {
+                if (s == r) continue;
+                size_t lo, hi;
+                copy(false, count, esize, n, s, ctas, b, &lo, &hi);
+                for (size_t i = lo; i < hi && i < count; ++i)
+                    if (!read(r, count + i, b, &out[r][i])) return fault("copy out", r, b, i);
+            }
+    for (int q = 0; q < n; ++q)
+        for (size_t i = 0; i < count; ++i)
+            if (out[q][i] != want[i]) return "rank " + std::to_string(q) + " element " + std::to_string(i) + " wrong";
+    return "";
+}
+
+std::string sweepStaged(const RangeFn &copy) {
+    const size_t counts[] = {1, 7, 16, 17, 1000, 4097};
+    const size_t esizes[] = {1, 4, 8, 16};
+    for (int n = 2; n <= kMaxZeroCopyRanks; ++n)
+        for (size_t count : counts)
+            for (size_t esize : esizes)
+                for (int ctas : {1, 3, 32})
+                    for (int inPlace = 0; inPlace < 2; ++inPlace) {
+                        std::string why = runStaged(copy, inPlace, count, esize, n, ctas);
+                        if (!why.empty())
+                            return why + " (n " + std::to_string(n) + ", count " + std::to_string(count) +
+                                   ", esize " + std::to_string(esize) + ", " + std::to_string(ctas) + " CTAs" +
+                                   (inPlace ? ", in place)" : ")");
                     }
     return "";
 }
@@ -231,6 +316,23 @@ START_TEST(zero_copy_flag_mutations_fail) {
 }
 END_TEST
 
+START_TEST(zero_copy_staged_pairs_every_scratch_element) {
+    const std::string why = sweepStaged(schedule());
+    ck_assert_msg(why.empty(), "%s", why.c_str());
+    // Copies by the next CTA's ranges: a peer reads scratch that no CTA its
+    // flags wait for wrote (or nothing wrote).
+    RangeFn shifted = [](bool o, size_t c, size_t e, int n, int r, int ctas, int b, size_t *lo, size_t *hi) {
+        zeroCopyRange(o, c, e, n, r, ctas, (b + 1) % ctas, lo, hi);
+    };
+    ck_assert(sweepStaged(shifted).find("not written") != std::string::npos);
+    // Copies of the whole buffer split by CTA (not slice by slice).
+    RangeFn whole = [](bool, size_t c, size_t e, int, int r, int ctas, int b, size_t *lo, size_t *hi) {
+        zeroCopyRange(true, c, e, 1, r, ctas, b, lo, hi);
+    };
+    ck_assert(!sweepStaged(whole).empty());
+}
+END_TEST
+
 START_TEST(zero_copy_ctas_follow_the_bytes) {
     ck_assert_int_eq(zeroCopyCtas(false, 1, 4, 32 << 10, 32), 1);
     ck_assert_int_eq(zeroCopyCtas(false, 1 << 20, 4, 32 << 10, 32), 8);   // 256 KiB a rank
@@ -249,6 +351,7 @@ Suite *zerocopy_schedule_suite(void) {
     tcase_add_test(t, zero_copy_range_mutations_fail);
     tcase_add_test(t, zero_copy_flags_keep_buffers_in_their_call);
     tcase_add_test(t, zero_copy_flag_mutations_fail);
+    tcase_add_test(t, zero_copy_staged_pairs_every_scratch_element);
     tcase_add_test(t, zero_copy_ctas_follow_the_bytes);
     suite_add_tcase(s, t);
     return s;
