@@ -132,12 +132,17 @@ extern "C" loomResult_t loomStagedCreate(loomComm_t comm, size_t bytes, void **b
 extern "C" loomResult_t loomStagedIn(loomStaged_t staged, void *dst, const void *src, size_t bytes) {
     if (!staged) return loom::fail(loomInvalidArgument, "loomStagedIn: staged is NULL");
     if (!bytes) return loomSuccess;
+    if (!dst || !src) return loom::fail(loomInvalidArgument, "loomStagedIn: NULL %s with %zu bytes",
+                                        src ? "scratch" : "source buffer", bytes);
     OnDevice on(staged->comm->cudaDev);
     return copyNow(staged->comm, dst, src, bytes, true);
 }
 
 extern "C" loomResult_t loomStagedOut(loomStaged_t staged, void *dst, const void *src, size_t bytes) {
     if (!staged) return loom::fail(loomInvalidArgument, "loomStagedOut: staged is NULL");
+    if (bytes && (!dst || !src))
+        return loom::fail(loomInvalidArgument, "loomStagedOut: NULL %s with %zu bytes",
+                          dst ? "scratch" : "destination buffer", bytes);
     try {
         if (bytes) staged->outs.push_back(loomStaged::Out{dst, src, bytes});
     } catch (const std::bad_alloc &) {

@@ -88,6 +88,8 @@ loomResult_t copyAndWait(loomComm *comm, void *dst, const void *src, size_t byte
 extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *src, size_t bytes) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageIn: comm is NULL");
     if (bytes == 0) return loomSuccess;
+    if (!scratch || !src) return loom::fail(loomInvalidArgument, "loomCommStageIn: NULL %s with %zu bytes",
+                                            src ? "scratch" : "source buffer", bytes);
     void *b = stageBounceFor(comm, src, bytes);
     if (b) memcpy(b, src, bytes);
     // Large host buffers (pageable: a synchronous copy, but on loom's stream)
@@ -98,6 +100,8 @@ extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const vo
 extern "C" loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, size_t bytes) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommStageOut: comm is NULL");
     if (bytes == 0) return loomSuccess;
+    if (!dst || !scratch) return loom::fail(loomInvalidArgument, "loomCommStageOut: NULL %s with %zu bytes",
+                                            dst ? "scratch" : "destination buffer", bytes);
     void *b = stageBounceFor(comm, dst, bytes);
     const loomResult_t r = copyAndWait(comm, b ? b : dst, scratch, bytes, "out");
     if (r == loomSuccess && b) memcpy(dst, b, bytes);

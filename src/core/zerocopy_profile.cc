@@ -31,7 +31,11 @@ ZeroCopyProfile::~ZeroCopyProfile() {
 }
 
 void ZeroCopyProfile::begin() {
-    if (stamps_[3] && stamps_[0] && calls_ > 1) { // the previous kernel ended (and was not the first call's)
+    // The previous kernel ended (and was not the first call's), its stamps in
+    // order (a kernel still running when the last call began may have left
+    // some of its own after the zeroing: skipped).
+    const bool ordered = stamps_[0] && stamps_[0] <= stamps_[1] && stamps_[1] <= stamps_[2] && stamps_[2] <= stamps_[3];
+    if (ordered && calls_ > 1) {
         for (int p = 0; p < kPhases; ++p) gpuNs_[p] += (double)(stamps_[p + 1] - stamps_[p]);
         ++kernels_;
     }

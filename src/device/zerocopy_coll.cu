@@ -213,6 +213,10 @@ __global__ void __launch_bounds__(kZeroCopyThreads) zeroCopyKernel(ZeroCopyArgs 
     stamp(a, 2);
     if (!zeroCopyExchangeFlags(a, zeroCopyDone(a.call), zeroCopyDone(a.call), sh, true)) return;
     stamp(a, 3);
+    // A peer that failed after this rank's arrive (its done came marked): this
+    // rank's output may lack its slice (and staged, this CTA skips the copy
+    // out), so the call fails here too, as a failure seen at arrive does.
+    if (sh.failed && move && threadIdx.x == 0) a.abortFlag[kAbortUndelivered] = sh.failed;
     // 4. Staged: the peers' results for this CTA's part of their slices, from
     // the scratch (every peer's CTA of this index is done) into the output.
     if (a.staged && !a.mapFailed && !sh.failed)
