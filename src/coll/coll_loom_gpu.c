@@ -304,8 +304,26 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     return true;
 }
 
+/* A buffer MPI forbids where the call moves bytes (NULL, or MPI_IN_PLACE
+ * left as an output: Open MPI's argument checks let both through): the
+ * call's error on this rank before anything is staged or enqueued, so that a
+ * call made so on every rank leaves loom's communicator usable. */
+static bool forbidden_buffer(const mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
+{
+    const bool bad_in = c->in_bytes && (NULL == c->in || MPI_IN_PLACE == c->in);
+    const bool bad_out = c->out_bytes && (NULL == c->out || MPI_IN_PLACE == c->out);
+    if (!bad_in && !bad_out) return false;
+    const void *p = bad_in ? c->in : c->out;
+    opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s: %s: the %s buffer is %s with %zu bytes "
+                "to move: MPI_ERR_BUFFER", ompi_comm_rank(m->comm), m->comm->c_name,
+                mca_coll_loom_coll_names[c->coll], bad_in ? "input" : "output",
+                NULL == p ? "NULL" : "MPI_IN_PLACE", bad_in ? c->in_bytes : c->out_bytes);
+    return true;
+}
+
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
 {
+    if (forbidden_buffer(m, c)) return MPI_ERR_BUFFER;
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
     mca_coll_loom_timer_t timer;
     mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);

@@ -28,7 +28,12 @@ static int rank, size, ndev, failures;
 static void report(const char *name, int bad, const char *detail)
 {
     int any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    /* The verdict itself must arrive: a failed reduction of it is a failure. */
+    const int rc = MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (MPI_SUCCESS != rc) {
+        fprintf(stderr, "rank %d: %s: the verdict's host allreduce failed (%d)\n", rank, name, rc);
+        any = 1;
+    }
     if (bad) fprintf(stderr, "rank %d: %s: %s\n", rank, name, detail);
     if (0 == rank) printf("%s %s\n", any ? "FAIL" : "ok  ", name);
     failures += any != 0;
