@@ -25,6 +25,18 @@ bool inPlace(const BufferDesc &in, const BufferDesc &out, size_t bytes) {
            in.offset < out.offset + bytes && out.offset < in.offset + bytes;
 }
 
+// The flag words (this rank's and every peer's), the call's number (counted
+// alike on every rank, direct and staged calls together) and the abort words.
+void setFlagsAndCall(loomComm *comm, ZeroCopyArgs *a) {
+    a->mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zeroCopyOffset);
+    for (int q = 0; q < comm->nranks; ++q)
+        if (q != comm->rank)
+            a->peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);
+    a->call = ++comm->zeroCopy->calls;
+    a->timeoutCycles = comm->timeoutCycles;
+    a->abortFlag = comm->abortFlagDev;
+}
+
 } // namespace
 
 loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
@@ -132,12 +144,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     a.mapFailed = late != loomSuccess;
     a.count = count;
     a.ctas = zeroCopyChannels(bytes, n, oneShot); // core/tuning.h
-    a.mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zeroCopyOffset);
-    for (int q = 0; q < n; ++q)
-        if (q != me) a.peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);
-    a.call = ++z.calls;
-    a.timeoutCycles = comm->timeoutCycles;
-    a.abortFlag = comm->abortFlagDev;
+    setFlagsAndCall(comm, &a);
     a.stamps = prof.stamps();
     if (prof.on()) prof.mark(ZeroCopyProfile::kMap);
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
@@ -191,12 +198,7 @@ loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, s
     a.scratchBytes = comm->stagedBytes;
     a.count = count;
     a.ctas = zeroCopyChannels(count * loomTypeSize(dtype), n, false); // core/tuning.h
-    a.mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zeroCopyOffset);
-    for (int q = 0; q < n; ++q)
-        if (q != me) a.peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);
-    a.call = ++z.calls;
-    a.timeoutCycles = comm->timeoutCycles;
-    a.abortFlag = comm->abortFlagDev;
+    setFlagsAndCall(comm, &a);
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
         comm->failed = true;
