@@ -180,10 +180,10 @@ loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, s
                                     loomRedOp_t op, cudaStream_t stream) {
     ZeroCopyState &z = *comm->zeroCopy;
     const int n = comm->nranks, me = comm->rank;
+    const size_t bytes = count * loomTypeSize(dtype);
     enterCollective(comm, "allreduce");
     ZeroCopyArgs a;
     memset(static_cast<void *>(&a), 0, sizeof(a));
-    char *mine = static_cast<char *>(comm->region.base) + comm->stagedOffset;
     a.in[me] = in;
     a.out[me] = out;
     for (int q = 0; q < n; ++q)
@@ -194,10 +194,10 @@ loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, s
     a.rank = me;
     a.nranks = n;
     a.staged = true;
-    a.scratch = mine;
+    a.scratch = static_cast<char *>(comm->region.base) + comm->stagedOffset;
     a.scratchBytes = comm->stagedBytes;
     a.count = count;
-    a.ctas = zeroCopyChannels(count * loomTypeSize(dtype), n, false); // core/tuning.h
+    a.ctas = zeroCopyChannels(bytes, n, false); // core/tuning.h
     setFlagsAndCall(comm, &a);
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
@@ -208,10 +208,10 @@ loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, s
     if (!z.stagedSaid) {
         z.stagedSaid = true;
         LOOM_INFO(kColl, "rank %d: allreduce of %zu B through the staged two-shot (input copied into this rank's "
-                  "scratch, results out of it; %d CTAs): said once per communicator", me,
-                  count * loomTypeSize(dtype), a.ctas);
+                  "scratch, results out of it; %d CTAs): said once per communicator", me, bytes,
+                  a.ctas);
     }
-    LOOM_TRACE(kColl, "rank %d: allreduce %zu B staged two-shot, %d CTAs", me, count * loomTypeSize(dtype), a.ctas);
+    LOOM_TRACE(kColl, "rank %d: allreduce %zu B staged two-shot, %d CTAs", me, bytes, a.ctas);
     return loomSuccess;
 }
 
