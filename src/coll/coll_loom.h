@@ -102,8 +102,13 @@ typedef struct {
 /* Whether the loom communicator of a module exists. BROKEN: a host-side
  * step timed out (coll_loom_setup.c); every later call on the module fails. */
 enum { LOOM_GPU_UNKNOWN = 0, LOOM_GPU_READY = 1, LOOM_GPU_UNAVAILABLE = 2, LOOM_GPU_BROKEN = 3 };
+/* The non-blocking set-up step in flight (coll_loom_defer.h). */
+enum { LOOM_NB_IDLE = 0, LOOM_NB_VOTING = 1, LOOM_NB_CREATING = 2, LOOM_NB_CONNECTING = 3 };
 
-typedef struct {
+struct mca_coll_loom_kept_t;  /* a kept non-blocking call (coll_loom_defer.c) */
+struct mca_coll_loom_async_t; /* the loom communicator made on a helper thread (coll_loom_setup.c) */
+
+typedef struct mca_coll_loom_module_t {
     mca_coll_base_module_t super;
     ompi_communicator_t *comm;
     struct loomComm *lcomm; /* created at the first GPU-path call */
@@ -127,6 +132,23 @@ typedef struct {
     pthread_t call_owner; /* the thread inside a call (valid while busy; written before busy) */
     unsigned stalled_pass; /* progress's pass in which one of its requests was found unfinished */
     int staged_pending;    /* its pending requests whose output progress still copies back (atomic) */
+    /* Non-blocking set-up (coll_loom_defer.h): kept calls, oldest first; the
+     * non-blocking calls counted while no loom communicator exists; the step
+     * in flight; true while a kept call starts; the vote's request and
+     * buffer; the helper thread's state; the next module with kept calls. */
+    struct mca_coll_loom_kept_t *defer_head, *defer_tail;
+    uint64_t nb_calls;
+    int nb_setup;
+    bool replaying;
+    ompi_request_t *vote_req;
+    int *vote_buf;      /* [2 in][2 out], heap (leaked if the vote is abandoned) */
+    double vote_started;
+    bool vote_bounded;  /* this rank's vote call had device buffers: LOOM_TIMEOUT applies */
+    int vote_device;    /* the GPU of that call's buffers (-1: this thread's current one) */
+    struct mca_coll_loom_async_t *async;
+    struct mca_coll_loom_module_t *defer_next;
+    bool defer_listed;
+    bool pairs_unconnected; /* the non-blocking set-up may still connect its loom communicator's pairs */
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
@@ -149,13 +171,14 @@ void mca_coll_loom_report_why(mca_coll_loom_module_t *m, int coll, const char *w
 /* Once per communicator, at its first collective, before anything else that
  * communicates (every override calls it): do all ranks' processes see a GPU? */
 void mca_coll_loom_probe(mca_coll_loom_module_t *m);
-/* LOOM_NONBLOCKING_SETUP: non-blocking calls may run the one-time host
- * agreements (GPU probe, creation) themselves; off by default (they block). */
+/* LOOM_NONBLOCKING_SETUP (default 1): a communicator's non-blocking calls
+ * may make its loom communicator, inside progress (coll_loom_defer.h). */
 bool mca_coll_loom_nonblocking_setup(void);
 /* The probe for a call on a path other than loom's kernels (req: NULL when
- * blocking). The probe is collective: every rank runs it at the same call,
- * whichever path that call takes on it. Only blocking calls run it (MPI
- * matches a non-blocking call with non-blocking ones only, so ranks agree):
+ * blocking), after the communicator's kept non-blocking calls have started.
+ * The probe is collective: every rank runs it at the same call, whichever
+ * path that call takes on it. Only blocking calls run it (non-blocking ones
+ * learn the same from the vote, coll_loom_defer.h):
  * Open MPI makes non-blocking calls from inside progress (context ids of new
  * communicators), where a blocking wait deadlocks under MPI_THREAD_MULTIPLE. */
 void mca_coll_loom_probe_call(mca_coll_loom_module_t *m, const void *req);

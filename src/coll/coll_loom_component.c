@@ -2,6 +2,7 @@
  * coll/loom component: version block, MCA parameters, per-communicator query.
  */
 #include "coll_loom.h"
+#include "coll_loom_defer.h"
 #include "coll_loom_request.h"
 
 #include <stddef.h>
@@ -56,6 +57,7 @@ static int loom_open(void)
 static int loom_close(void)
 {
     mca_coll_loom_requests_fini();
+    mca_coll_loom_defer_fini();
     if (mca_coll_loom_component.output >= 0) opal_output_close(mca_coll_loom_component.output);
     mca_coll_loom_component.output = -1;
     return OMPI_SUCCESS;

@@ -57,6 +57,8 @@ static inline bool mca_coll_loom_no_gpu(const void *sbuf, int scount, ompi_datat
                               ompi_datatype_t *rdt, ompi_communicator_t *comm, ompi_request_t **req,          \
                               mca_coll_base_module_t *module)                                                 \
     {                                                                                                         \
+        LOOM_DEFER(module, .coll = LOOM_COLL_i##name, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf, \
+                   .rcount = rcount, .rdt = rdt);                                                             \
         return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), req);                     \
     }
 
@@ -111,6 +113,8 @@ static inline bool mca_coll_loom_no_gpu_v(const void *sbuf, const int *scounts, 
                               void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,       \
                               ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module) \
     {                                                                                                         \
+        LOOM_DEFER(module, .coll = LOOM_COLL_i##name, .sbuf = sbuf, .scounts = scounts, .sdispls = sdispls,    \
+                   .sdt = sdt, .rbuf = rbuf, .rcounts = rcounts, .rdispls = rdispls, .rdt = rdt);             \
         return name##_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), req);  \
     }
 

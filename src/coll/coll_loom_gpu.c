@@ -1,4 +1,5 @@
 #include "coll_loom_gpu.h"
+#include "coll_loom_defer.h"
 #include "coll_loom_request.h"
 #include "coll_loom_stage.h"
 
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/param_table.h"
 #include "loom.h"
 #include "opal/util/output.h"
 #include "opal/datatype/opal_datatype_internal.h"
@@ -237,35 +239,34 @@ static bool broken(int *rc)
 bool mca_coll_loom_nonblocking_setup(void)
 {
     static int on = -1; /* LOOM_NONBLOCKING_SETUP (coll_loom_nonblocking_setup), read once */
-    if (on < 0) {
-        const char *v = getenv("LOOM_NONBLOCKING_SETUP");
-        on = NULL != v && 0 != atoi(v);
-    }
+    if (on < 0) on = 0 != loomParamLong("LOOM_NONBLOCKING_SETUP");
     return on;
 }
 
 void mca_coll_loom_probe_call(mca_coll_loom_module_t *m, const void *req)
 {
-    if (NULL == req || mca_coll_loom_nonblocking_setup()) mca_coll_loom_probe(m);
+    if (NULL != req) return;
+    mca_coll_loom_defer_settle(m);
+    mca_coll_loom_probe(m);
 }
 
 bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc)
 {
     *rc = MPI_SUCCESS;
+    if (NULL == c->req) mca_coll_loom_defer_settle(m); /* kept non-blocking calls start first */
     if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
-    const bool nonblocking_setup = mca_coll_loom_nonblocking_setup();
     /* A non-blocking call never waits on the host for other ranks: it takes
-     * loom's kernels only once the loom communicator exists (made by a
-     * blocking collective on device buffers, alike on every rank), and it
-     * runs none of the one-time agreements (the GPU probe) itself. Open MPI
-     * makes such calls from inside progress (a communicator's context id is
-     * agreed through MPI_Iallreduce on its parent): a blocking wait there
-     * deadlocks under MPI_THREAD_MULTIPLE, where the waiter sleeps until a
-     * progressing thread, itself, completes the request. */
-    if (NULL != c->req && !nonblocking_setup && LOOM_GPU_READY != m->gpu_state)
-        return stay_off(m, c, local_gpu, "a non-blocking call before a blocking collective on device buffers "
-                                         "made the communicator's loom communicator (that takes the host "
-                                         "agreement a non-blocking call must not wait for)");
+     * loom's kernels once the loom communicator exists, made by a blocking
+     * collective on device buffers or by the non-blocking set-up inside
+     * progress (coll_loom_defer.h: a call that gets here before is on the
+     * previous module on every rank), and it runs none of the one-time
+     * agreements itself. Open MPI makes such calls from inside progress (a
+     * communicator's context id is agreed through MPI_Iallreduce on its
+     * parent): a blocking wait there deadlocks under MPI_THREAD_MULTIPLE. */
+    if (NULL != c->req && LOOM_GPU_UNKNOWN == m->gpu_state)
+        return stay_off(m, c, local_gpu, "a non-blocking call before the communicator's loom communicator was "
+                                         "made (by a blocking collective on device buffers, or by the "
+                                         "non-blocking set-up at a vote point: coll_loom_defer.h)");
     mca_coll_loom_setup_bound(m, local_gpu);
     mca_coll_loom_probe(m);
     if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
@@ -275,7 +276,7 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     if (OMPI_COMM_IS_INTER(m->comm)) return stay_off(m, c, local_gpu, mca_coll_loom_why_intercomm);
     if (!m->gpu_capable) return stay_off(m, c, local_gpu, "a rank of the communicator sees no GPU");
     if (LOOM_GPU_UNAVAILABLE == m->gpu_state) return stay_off(m, c, local_gpu, "no loom communicator (see above)");
-    if (NULL != c->req && !nonblocking_setup) {
+    if (NULL != c->req) {
         /* The exchanges and scans: once their pairs are connected (by a
          * blocking one, alike on every rank). */
         int connected = 1;
@@ -300,6 +301,7 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
         if (LOOM_GPU_READY != m->gpu_state) return false;
         m->gpu_device = device;
         if (device < 0) loomCommDevice(m->lcomm, &m->gpu_device);
+        m->pairs_unconnected = true;
     }
     return true;
 }
@@ -368,6 +370,7 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
 
 void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m)
 {
+    mca_coll_loom_defer_forget(m);   /* kept calls start, a set-up in flight ends */
     mca_coll_loom_requests_drain(m); /* a freed communicator's operations still complete */
     if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
     m->lcomm = NULL;

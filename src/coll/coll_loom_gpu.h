@@ -103,6 +103,18 @@ int mca_coll_loom_any_device_buffers(mca_coll_loom_module_t *m, bool mine, int *
 /* Collective: creates the loom communicator on every rank (on `device`, or
  * the current GPU when -1); 1 when every rank succeeded. */
 int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device);
+/* The same creation on a helper thread (the non-blocking set-up,
+ * coll_loom_defer.h): true when the helper runs (poll it from the thread
+ * that progresses MPI); false when none could be started and the creation
+ * ran here, blocking (gpu_state settled either way). */
+bool mca_coll_loom_create_comm_start(mca_coll_loom_module_t *m, int device);
+/* Connects every pair of m's loom communicator on a helper thread (as
+ * above; false: none could be started and the pairs were connected here,
+ * blocking). Polled with mca_coll_loom_create_comm_poll. */
+bool mca_coll_loom_connect_peers_start(mca_coll_loom_module_t *m);
+/* Posts and tests the helper's MPI steps; true once it is done (joined;
+ * gpu_state READY, UNAVAILABLE or BROKEN). */
+bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m);
 /* The one report of a failed loom call. */
 void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r);
 

@@ -38,6 +38,19 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->stalled_pass = 0;
     m->staged_pending = 0;
     m->call_owner = pthread_self();
+    m->defer_head = m->defer_tail = NULL;
+    m->nb_calls = 0;
+    m->nb_setup = LOOM_NB_IDLE;
+    m->replaying = false;
+    m->vote_req = NULL;
+    m->vote_buf = NULL;
+    m->vote_started = 0;
+    m->vote_bounded = false;
+    m->vote_device = -1;
+    m->async = NULL;
+    m->defer_next = NULL;
+    m->defer_listed = false;
+    m->pairs_unconnected = false;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }

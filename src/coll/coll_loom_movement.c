@@ -24,6 +24,7 @@ int mca_coll_loom_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *mod
 
 int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ibarrier);
     return barrier_any(comm, LOOM(module), req);
 }
 
@@ -66,6 +67,7 @@ int mca_coll_loom_bcast(void *buf, int count, ompi_datatype_t *dt, int root, omp
 int mca_coll_loom_ibcast(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm,
                          ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ibcast, .rbuf = buf, .scount = count, .sdt = dt, .root = root);
     return bcast_any(buf, count, dt, root, comm, LOOM(module), req);
 }
 
@@ -221,6 +223,8 @@ int mca_coll_loom_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt
                               const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm,
                               ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_iallgatherv, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
+               .rcounts = rcounts, .rdispls = displs, .rdt = rdt);
     return allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), req);
 }
 
@@ -253,5 +257,7 @@ int mca_coll_loom_ialltoallw(const void *sbuf, const int *scounts, const int *sd
                              void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
                              ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ialltoallw, .sbuf = sbuf, .scounts = scounts, .sdispls = sdispls,
+               .sdts = sdts, .rbuf = rbuf, .rcounts = rcounts, .rdispls = rdispls, .rdts = rdts);
     return alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module), req);
 }

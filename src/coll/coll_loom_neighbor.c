@@ -45,6 +45,8 @@ int mca_coll_loom_ineighbor_allgatherv(const void *sbuf, int scount, ompi_dataty
                                        const int *rcounts, const int *displs, ompi_datatype_t *rdt,
                                        ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ineighbor_allgatherv, .sbuf = sbuf, .scount = scount, .sdt = sdt,
+               .rbuf = rbuf, .rcounts = rcounts, .rdispls = displs, .rdt = rdt);
     return neighbor_allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), req);
 }
 
@@ -77,6 +79,9 @@ int mca_coll_loom_ineighbor_alltoallw(const void *sbuf, const int *scounts, cons
                                       const MPI_Aint *rdispls, ompi_datatype_t *const *rdts,
                                       ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ineighbor_alltoallw, .sbuf = sbuf, .scounts = scounts,
+               .sdispls_a = sdispls, .sdts = sdts, .rbuf = rbuf, .rcounts = rcounts, .rdispls_a = rdispls,
+               .rdts = rdts);
     return neighbor_alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module),
                                   req);
 }

@@ -78,6 +78,7 @@ int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
 int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
                              ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_iallreduce, .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdt = dt, .op = op);
     return allreduce_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);
 }
 
@@ -117,6 +118,8 @@ static bool prefix_gpu(int coll, loom_gpu_kind_t kind, const void *sbuf, void *r
     int mca_coll_loom_i##name(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, \
                               ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module) \
     {                                                                                                       \
+        LOOM_DEFER(module, .coll = LOOM_COLL_i##name, .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdt = dt, \
+                   .op = op);                                                                               \
         return name##_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);                              \
     }
 
@@ -153,6 +156,8 @@ int mca_coll_loom_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_
 int mca_coll_loom_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
                           ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ireduce, .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdt = dt, .op = op,
+               .root = root);
     return reduce_any(sbuf, rbuf, count, dt, op, root, comm, LOOM(module), req);
 }
 
@@ -201,6 +206,8 @@ int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcoun
                                   struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **req,
                                   mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ireduce_scatter, .sbuf = sbuf, .rbuf = rbuf, .rcounts = rcounts, .sdt = dt,
+               .op = op);
     return reduce_scatter_any(sbuf, rbuf, rcounts, dt, op, comm, LOOM(module), req);
 }
 
@@ -231,5 +238,7 @@ int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount
                                         struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **req,
                                         mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_ireduce_scatter_block, .sbuf = sbuf, .rbuf = rbuf, .rcount = rcount,
+               .sdt = dt, .op = op);
     return reduce_scatter_block_any(sbuf, rbuf, rcount, dt, op, comm, LOOM(module), req);
 }

@@ -254,6 +254,27 @@ int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t
     return MPI_SUCCESS;
 }
 
+int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req)
+{
+    mca_coll_loom_request_t *r = new_request(m);
+    if (NULL == r) return MPI_ERR_NO_MEM;
+    r->coll = 0;
+    *req = &r->super.super;
+    return MPI_SUCCESS;
+}
+
+void mca_coll_loom_request_follow(ompi_request_t *req, int rc, ompi_request_t *inner)
+{
+    mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)req;
+    if (MPI_SUCCESS != rc || NULL == inner || MPI_REQUEST_NULL == inner) {
+        if (NULL != inner && MPI_REQUEST_NULL != inner) ompi_request_free(&inner);
+        complete(r, rc);
+        return;
+    }
+    r->inner = inner;
+    append(r);
+}
+
 void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m)
 {
     if (__atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) > 0) opal_progress();
@@ -266,6 +287,11 @@ static bool any_pending(const mca_coll_loom_module_t *m)
     for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next) any = r->m == m;
     OPAL_THREAD_UNLOCK(&pending_lock);
     return any;
+}
+
+bool mca_coll_loom_requests_pending(const mca_coll_loom_module_t *m)
+{
+    return NULL != pending_head && any_pending(m);
 }
 
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m)

@@ -31,6 +31,14 @@ int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t
  * before completion (MPI_Request_free) has its result in place once a later
  * blocking call on the communicator returns, as on device buffers. */
 void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m);
+/* A kept non-blocking call's request (coll_loom_defer.h): pending, in no
+ * list until the call starts. */
+int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req);
+/* The kept call started (rc, and its own request inner): req completes
+ * when inner does, or now with rc where the start failed. */
+void mca_coll_loom_request_follow(ompi_request_t *req, int rc, ompi_request_t *inner);
+/* Whether m has requests in progress's list (started, unfinished). */
+bool mca_coll_loom_requests_pending(const mca_coll_loom_module_t *m);
 /* Completes every pending request of m (waiting on its stream); before m's
  * loom communicator is destroyed. */
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m);

@@ -119,6 +119,8 @@ int mca_coll_loom_igather(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
                           ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
                           mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_igather, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
+               .rcount = rcount, .rdt = rdt, .root = root);
     return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
 }
 
@@ -148,6 +150,8 @@ int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, v
                            ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
                            mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_iscatter, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
+               .rcount = rcount, .rdt = rdt, .root = root);
     return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
 }
 
@@ -180,6 +184,8 @@ int mca_coll_loom_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, v
                            const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
                            ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_igatherv, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
+               .rcounts = rcounts, .rdispls = displs, .rdt = rdt, .root = root);
     return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), req);
 }
 
@@ -212,5 +218,7 @@ int mca_coll_loom_iscatterv(const void *sbuf, const int *scounts, const int *dis
                             void *rbuf, int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
                             ompi_request_t **req, mca_coll_base_module_t *module)
 {
+    LOOM_DEFER(module, .coll = LOOM_COLL_iscatterv, .sbuf = sbuf, .scounts = scounts, .sdispls = displs, .sdt = sdt,
+               .rbuf = rbuf, .rcount = rcount, .rdt = rdt, .root = root);
     return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
 }

@@ -99,6 +99,76 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
     return MPI_ERR_OTHER;
 }
 
+/* One host-side step as the previous module's non-blocking twin: an
+ * agreement (MIN/MAX of an int: buf [in, out]), an allgather of `bytes` per
+ * rank (buf [mine][everyone's]) or rank 0's `bytes` to all (buf). */
+typedef struct {
+    enum { STEP_AGREE, STEP_ALLGATHER, STEP_BCAST } kind;
+    void *buf;
+    size_t bytes;
+    struct ompi_op_t *op;
+} setup_step_t;
+
+static int post_step(mca_coll_loom_module_t *m, const setup_step_t *st, ompi_request_t **req)
+{
+    char *buf = (char *)st->buf;
+    switch (st->kind) {
+    case STEP_AGREE:
+        return m->prev.iallreduce(buf, buf + sizeof(int), 1, MPI_INT, st->op, m->comm, req, m->prev.iallreduce_module);
+    case STEP_ALLGATHER:
+        return m->prev.iallgather(buf, (int)st->bytes, MPI_BYTE, buf + st->bytes, (int)st->bytes, MPI_BYTE, m->comm,
+                                  req, m->prev.iallgather_module);
+    default: return m->prev.ibcast(buf, (int)st->bytes, MPI_BYTE, 0, m->comm, req, m->prev.ibcast_module);
+    }
+}
+
+/* The loom communicator made on a helper thread for the non-blocking
+ * set-up (coll_loom_defer.h): the helper runs the same creation as a
+ * blocking call; each of its MPI steps is handed to the thread that
+ * progresses MPI (only it calls into MPI, whatever the thread level), which
+ * posts it and tests it at each pass (mca_coll_loom_create_comm_poll). */
+struct mca_coll_loom_async_t {
+    bool connect; /* the helper connects every pair (else: makes the loom communicator) */
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards what follows; cond: a step finished */
+    pthread_cond_t cond;
+    int device;
+    enum { JOB_NONE, JOB_ASKED, JOB_POSTED, JOB_DONE } job;
+    const setup_step_t *step;
+    const char *step_name;
+    ompi_request_t *req;
+    int rc;
+    double started;
+    bool finished; /* the helper is done: made says whether the communicator exists */
+    int made;
+    char msg[768]; /* what the helper would have printed (printed by the progressing thread) */
+    int msg_level; /* 0: always, else opal_output_verbose's level */
+};
+
+/* The module whose helper this thread is (NULL on every other thread). */
+static __thread mca_coll_loom_module_t *t_helper_of = NULL;
+
+/* Runs a step and waits for it: posted here and completed by finish_step,
+ * or, on a helper thread, handed to the progressing thread. */
+static int run_step(mca_coll_loom_module_t *m, const setup_step_t *st, const char *name)
+{
+    if (t_helper_of != m) {
+        ompi_request_t *req = MPI_REQUEST_NULL;
+        int rc = post_step(m, st, &req);
+        return MPI_SUCCESS == rc ? finish_step(m, &req, name) : rc;
+    }
+    struct mca_coll_loom_async_t *a = m->async;
+    pthread_mutex_lock(&a->lock);
+    a->step = st;
+    a->step_name = name;
+    a->job = JOB_ASKED;
+    while (JOB_DONE != a->job) pthread_cond_wait(&a->cond, &a->lock);
+    a->job = JOB_NONE;
+    const int rc = a->rc;
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
 /* MIN or MAX of a flag over the communicator; *all is untouched on error.
  * per_call: the agreement of every call while no loom communicator exists,
  * blocking and unbounded on every rank (see the top). */
@@ -110,9 +180,8 @@ static int agree(mca_coll_loom_module_t *m, int mine, struct ompi_op_t *op, cons
     int *buf = (int *)malloc(2 * sizeof(int)); /* leaked if the step times out */
     if (NULL == buf) return MPI_ERR_NO_MEM;
     buf[0] = mine;
-    ompi_request_t *req = MPI_REQUEST_NULL;
-    int rc = m->prev.iallreduce(buf, buf + 1, 1, MPI_INT, op, m->comm, &req, m->prev.iallreduce_module);
-    if (MPI_SUCCESS == rc) rc = finish_step(m, &req, step);
+    const setup_step_t st = {STEP_AGREE, buf, sizeof(int), op};
+    int rc = run_step(m, &st, step);
     if (LOOM_GPU_BROKEN == m->gpu_state) return rc;
     if (MPI_SUCCESS == rc) *all = buf[1];
     free(buf);
@@ -140,10 +209,8 @@ static int bootstrap_allgather(void *ctx, const void *send, void *recv, size_t b
     char *buf = (char *)malloc(bytes * (n + 1)); /* [mine][everyone's]; leaked on a time-out */
     if (NULL == buf) return 1;
     memcpy(buf, send, bytes);
-    ompi_request_t *req = MPI_REQUEST_NULL;
-    int rc = m->prev.iallgather(buf, (int)bytes, MPI_BYTE, buf + bytes, (int)bytes, MPI_BYTE, m->comm, &req,
-                                m->prev.iallgather_module);
-    if (MPI_SUCCESS == rc) rc = finish_step(m, &req, "creating the loom communicator (bootstrap exchange)");
+    const setup_step_t st = {STEP_ALLGATHER, buf, bytes, NULL};
+    int rc = run_step(m, &st, "creating the loom communicator (bootstrap exchange)");
     if (LOOM_GPU_BROKEN == m->gpu_state) return 1;
     if (MPI_SUCCESS == rc) memcpy(recv, buf + bytes, bytes * n);
     free(buf);
@@ -204,9 +271,8 @@ static int share_id(mca_coll_loom_module_t *m, loomUniqueId *id)
     loomUniqueId *buf = (loomUniqueId *)malloc(sizeof(*buf)); /* leaked on a time-out */
     if (NULL == buf) return MPI_ERR_NO_MEM;
     *buf = *id;
-    ompi_request_t *req = MPI_REQUEST_NULL;
-    int rc = m->prev.ibcast(buf, (int)sizeof(*buf), MPI_BYTE, 0, m->comm, &req, m->prev.ibcast_module);
-    if (MPI_SUCCESS == rc) rc = finish_step(m, &req, "creating the loom communicator (unique id)");
+    const setup_step_t st = {STEP_BCAST, buf, sizeof(*buf), NULL};
+    int rc = run_step(m, &st, "creating the loom communicator (unique id)");
     if (LOOM_GPU_BROKEN == m->gpu_state) return rc;
     if (MPI_SUCCESS == rc) *id = *buf;
     free(buf);
@@ -245,6 +311,20 @@ void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loo
                 loomGetLastError());
 }
 
+/* A creation failure's report: printed now, or kept for the progressing
+ * thread when this is a helper (opal_output is not for other threads). */
+static void creation_report(mca_coll_loom_module_t *m, int verbose_level, const char *text)
+{
+    if (t_helper_of == m) {
+        snprintf(m->async->msg, sizeof(m->async->msg), "%s", text);
+        m->async->msg_level = verbose_level;
+    } else if (0 == verbose_level) {
+        opal_output(mca_coll_loom_component.output, "%s", text);
+    } else {
+        opal_output_verbose(verbose_level, mca_coll_loom_component.output, "%s", text);
+    }
+}
+
 int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
 {
     loomUniqueId id;
@@ -252,18 +332,153 @@ int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
     if (0 == rank) loomGetUniqueId(&id);
     if (MPI_SUCCESS != share_id(m, &id)) return 0;
     loomBootstrap_t bs = {m, bootstrap_allgather, bootstrap_pairwise};
-    loomResult_t r = loomCommInitRank(&m->lcomm, ompi_comm_size(m->comm), id, rank, device, &bs);
+    loomComm_t lcomm = NULL;
+    loomResult_t r = loomCommInitRank(&lcomm, ompi_comm_size(m->comm), id, rank, device, &bs);
     if (LOOM_GPU_BROKEN == m->gpu_state) { /* a bootstrap step timed out: said above */
-        if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
-        m->lcomm = NULL;
+        if (NULL != lcomm) loomCommDestroy(lcomm);
         return 0;
     }
-    if (loomSuccess != r && loomNotSupported != r) mca_coll_loom_report_error(m, "creating the loom communicator", r);
-    if (loomNotSupported == r && mca_coll_loom_component.verbose > 0)
-        opal_output_verbose(1, mca_coll_loom_component.output, "coll/loom rank %d comm %s: no loom communicator: %s",
-                            rank, m->comm->c_name, loomGetLastError());
-    if (agreed(m, loomSuccess == r, MPI_MIN, "agreeing that every rank created the loom communicator")) return 1;
-    if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
-    m->lcomm = NULL;
+    char text[768], host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    if (loomSuccess != r && loomNotSupported != r) {
+        snprintf(text, sizeof(text), "coll/loom %s rank %d comm %s (cid %u): creating the loom communicator: %s: %s",
+                 host, rank, m->comm->c_name, m->comm->c_contextid, loomGetErrorString(r), loomGetLastError());
+        creation_report(m, 0, text);
+    }
+    if (loomNotSupported == r && mca_coll_loom_component.verbose > 0) {
+        snprintf(text, sizeof(text), "coll/loom rank %d comm %s: no loom communicator: %s", rank, m->comm->c_name,
+                 loomGetLastError());
+        creation_report(m, 1, text);
+    }
+    if (agreed(m, loomSuccess == r, MPI_MIN, "agreeing that every rank created the loom communicator")) {
+        m->lcomm = lcomm;
+        return 1;
+    }
+    if (NULL != lcomm) loomCommDestroy(lcomm);
     return 0;
+}
+
+static void *creation_helper(void *arg)
+{
+    mca_coll_loom_module_t *m = (mca_coll_loom_module_t *)arg;
+    struct mca_coll_loom_async_t *a = m->async;
+    t_helper_of = m;
+    int made = 0;
+    if (!a->connect) {
+        made = mca_coll_loom_create_comm(m, a->device);
+    } else {
+        const loomResult_t r = loomCommConnectPeers(m->lcomm);
+        made = loomSuccess == r;
+        if (!made && loomNotSupported != r)
+            snprintf(a->msg, sizeof(a->msg), "coll/loom rank %d comm %s: connecting every pair of ranks: %s: %s "
+                     "(exchanges and scans stay staged)", ompi_comm_rank(m->comm), m->comm->c_name,
+                     loomGetErrorString(r), loomGetLastError());
+    }
+    pthread_mutex_lock(&a->lock);
+    a->made = made;
+    a->finished = true;
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+/* Where the gpu state goes once the communicator is made (or not). */
+static void creation_settle(mca_coll_loom_module_t *m, int made)
+{
+    if (LOOM_GPU_BROKEN == m->gpu_state) return;
+    m->gpu_state = made ? LOOM_GPU_READY : LOOM_GPU_UNAVAILABLE;
+    if (made) loomCommDevice(m->lcomm, &m->gpu_device);
+    m->pairs_unconnected = made;
+}
+
+/* After an attempt to connect every pair: made or not (all ranks alike),
+ * the non-blocking set-up does not try again (a blocking exchange may). */
+static void connect_settle(mca_coll_loom_module_t *m)
+{
+    m->pairs_unconnected = false;
+}
+
+static bool helper_start(mca_coll_loom_module_t *m, int device, bool connect)
+{
+    struct mca_coll_loom_async_t *a = (struct mca_coll_loom_async_t *)calloc(1, sizeof(*a));
+    bool threaded = NULL != a;
+    if (threaded) {
+        pthread_mutex_init(&a->lock, NULL);
+        pthread_cond_init(&a->cond, NULL);
+        a->connect = connect;
+        a->device = device;
+        a->job = JOB_NONE;
+        m->async = a;
+        threaded = 0 == pthread_create(&a->thread, NULL, creation_helper, m);
+        if (!threaded) {
+            m->async = NULL;
+            pthread_cond_destroy(&a->cond);
+            pthread_mutex_destroy(&a->lock);
+            free(a);
+        }
+    }
+    if (threaded) return true;
+    /* No helper: the same steps here, blocking (every rank makes them either way). */
+    if (connect) {
+        loomCommConnectPeers(m->lcomm);
+        connect_settle(m);
+    } else {
+        creation_settle(m, mca_coll_loom_create_comm(m, device));
+    }
+    return false;
+}
+
+bool mca_coll_loom_create_comm_start(mca_coll_loom_module_t *m, int device)
+{
+    return helper_start(m, device, false);
+}
+
+bool mca_coll_loom_connect_peers_start(mca_coll_loom_module_t *m)
+{
+    return helper_start(m, m->gpu_device, true);
+}
+
+bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m)
+{
+    struct mca_coll_loom_async_t *a = m->async;
+    pthread_mutex_lock(&a->lock);
+    if (JOB_ASKED == a->job) {
+        a->req = MPI_REQUEST_NULL;
+        a->rc = post_step(m, a->step, &a->req);
+        a->job = MPI_SUCCESS == a->rc ? JOB_POSTED : JOB_DONE;
+        a->started = now_seconds();
+    }
+    if (JOB_POSTED == a->job) {
+        const double timeout = (double)loomParamLong("LOOM_TIMEOUT");
+        if (REQUEST_COMPLETE(a->req)) {
+            a->rc = a->req->req_status.MPI_ERROR;
+            ompi_request_free(&a->req);
+            a->job = JOB_DONE;
+        } else if (m->setup_bounded && now_seconds() - a->started > timeout) {
+            /* The request and its buffer are abandoned (it may still complete). */
+            m->gpu_state = LOOM_GPU_BROKEN;
+            opal_output(mca_coll_loom_component.output,
+                        "coll/loom rank %d comm %s (cid %u): %s: some rank of the %d did not arrive within %.0f s "
+                        "(LOOM_TIMEOUT); this rank passed device buffers and gives up: communicator unusable for "
+                        "collectives", ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid,
+                        a->step_name, ompi_comm_size(m->comm), timeout);
+            a->rc = MPI_ERR_OTHER;
+            a->job = JOB_DONE;
+        }
+    }
+    if (JOB_DONE == a->job) pthread_cond_signal(&a->cond);
+    const bool finished = a->finished;
+    pthread_mutex_unlock(&a->lock);
+    if (!finished) return false;
+    pthread_join(a->thread, NULL);
+    if ('\0' != a->msg[0]) {
+        if (0 == a->msg_level) opal_output(mca_coll_loom_component.output, "%s", a->msg);
+        else opal_output_verbose(a->msg_level, mca_coll_loom_component.output, "%s", a->msg);
+    }
+    m->async = NULL;
+    if (a->connect) connect_settle(m);
+    else creation_settle(m, a->made);
+    pthread_cond_destroy(&a->cond);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+    return true;
 }

@@ -8,6 +8,7 @@
 #define COLL_LOOM_STAGE_H
 
 #include "coll_loom.h"
+#include "coll_loom_defer.h"
 #include "coll_loom_span.h"
 #include "loom.h"
 

@@ -603,6 +603,18 @@ extern "C" loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected) 
     return loomSuccess;
 }
 
+extern "C" loomResult_t loomCommConnectPeers(loomComm_t comm) {
+    if (!comm) return fail(loomInvalidArgument, "loomCommConnectPeers: comm is NULL");
+    if (!comm->peers) return fail(loomNotSupported, "loomCommConnectPeers: no all-peer connections on this communicator");
+    if (comm->peers->ready) return loomSuccess;
+    int current = -1;
+    cudaGetDevice(&current);
+    if (current != comm->cudaDev) cudaSetDevice(comm->cudaDev);
+    const loomResult_t r = connectPeers(comm);
+    if (current >= 0 && current != comm->cudaDev) cudaSetDevice(current);
+    return r;
+}
+
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
     // A pending resident call first: loom's stream may wait for it.

@@ -22,6 +22,12 @@ extern "C" int loomCudaDeviceCount(void) {
     return n;
 }
 
+extern "C" int loomCudaCurrentDevice(void) {
+    int device = -1;
+    if (loomCudaDeviceCount() <= 0 || cudaGetDevice(&device) != cudaSuccess) return -1;
+    return device;
+}
+
 extern "C" loomResult_t loomPointerQuery(const void *ptr, loomPointerInfo_t *info) {
     if (!info) return fail(loomInvalidArgument, "loomPointerQuery: info is NULL");
     info->kind = loomMemoryHost;

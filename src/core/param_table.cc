@@ -134,12 +134,12 @@ const loomParamDef kParams[] = {
      "At most this many CTAs per ring, one-shot and zero-copy call and channels per pair of the exchanges, "
      "whatever the size (NCCL_MAX_CTAS's twin: fewer SMs taken from the application's kernels, less bandwidth); "
      "0: no cap; set it alike on every rank"},
-    {"nonblocking_setup", "LOOM_NONBLOCKING_SETUP", LOOM_PARAM_INT, 0, 0, 1, "0",
-     "1: a non-blocking collective on device buffers may make the communicator's loom communicator and connect "
-     "its pairs (host agreements inside the call, as a blocking call makes them), so that programs whose only "
-     "device-buffer collectives are non-blocking (osu_iallreduce) run on loom's kernels; safe where no rank waits "
-     "for a point-to-point message between two collectives the others have started; 0: those calls are staged "
-     "until a blocking collective on device buffers has made them"},
+    {"nonblocking_setup", "LOOM_NONBLOCKING_SETUP", LOOM_PARAM_INT, 1, 0, 1, "1",
+     "1: a communicator's non-blocking calls may make its loom communicator without any blocking collective: "
+     "at vote points (its 1st, 2nd, 4th, ... 64th non-blocking call, then every 64th, while none exists) the call "
+     "waits inside progress for a non-blocking vote and, where some rank passed device buffers, the creation, "
+     "with the calls behind it (no call waits for other ranks); 0: non-blocking calls are staged until a blocking "
+     "collective on device buffers has made it; set it alike on every rank"},
     {"tree_max_bytes", "LOOM_TREE_MAX_BYTES", LOOM_PARAM_INT, 64 * KiB, 0, 1L << 40, "64 KiB",
      "Where ranks span hosts: the tree allreduce up to this size, above recursive doubling's (0: off)"},
     {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",

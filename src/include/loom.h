@@ -58,6 +58,8 @@ const char *loomGetLastError(void);
 int loomCudaDriverAvailable(void);
 /* GPUs the driver sees (0 without a driver). Never creates a CUDA context. */
 int loomCudaDeviceCount(void);
+/* The calling thread's current CUDA device (cudaGetDevice), -1 without one. */
+int loomCudaCurrentDevice(void);
 
 /* Classify a pointer. Without a driver every pointer is host memory.
  * Never creates a CUDA context, so it is safe before the application has
@@ -251,6 +253,12 @@ loomResult_t loomCommTest(loomComm_t comm, uint64_t ticket, int *done);
  * every pair (the same answer on every rank); until then those calls would
  * connect them collectively, on the host. */
 loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected);
+/* Collective: connects every pair of ranks now (what the first exchange or
+ * scan does otherwise), through the bootstrap's allgather; every phase is
+ * agreed, so all ranks succeed or fail alike. loomNotSupported where the
+ * communicator has no all-peer connections. Nothing else may run on comm
+ * meanwhile (the caller's stream work may still be in flight). */
+loomResult_t loomCommConnectPeers(loomComm_t comm);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,16 @@
  *                blocking one (staged: no host agreement in them), correct
  *   exchanges    Ialltoall (1 MiB blocks), Ialltoallv (ragged), Igather,
  *                Iscatter, Iscan, Iexscan in flight together
+ *   first (-f)   only this: fresh communicators whose device-buffer calls
+ *                are all non-blocking (the set-up runs inside progress,
+ *                coll_loom_defer.h): rank 1 receives a message that rank 0
+ *                sends only after its MPI_Iallreduce, before making its own
+ *                (a call that waited for the others would hang); several
+ *                in flight; Ibcast, Ireduce, Iallgather then a blocking
+ *                MPI_Allreduce as a communicator's first calls; exchanges
+ *                and scans first and after allreduces (every pair
+ *                connected inside progress); two fresh communicators set
+ *                up at once
  *   persistent   MPIX_Allreduce_init / Bcast_init / Alltoall_init (Open
  *                MPI's pcollreq extension; a visible skip without it):
  *                started several times with new data, MPI_Startall, waited,
@@ -377,6 +387,50 @@ static void comm_free_in_flight(void)
     cudaFree(b), cudaFree(oa);
 }
 
+/* Fresh communicators whose first device-buffer calls are non-blocking. */
+static void first_calls(void)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    const size_t n = (1u << 20) + 3;
+    float *in = dfill(n, rank, 3), *out = dalloc(n * sizeof(float));
+    int token = 7;
+    MPI_Request r;
+    if (1 == rank) MPI_Recv(&token, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS != MPI_Iallreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, c, &r)) ++bad;
+    if (0 == rank && size > 1) MPI_Send(&token, 1, MPI_INT, 1, 99, MPI_COMM_WORLD);
+    if (MPI_SUCCESS != MPI_Wait(&r, MPI_STATUS_IGNORE)) ++bad;
+    expect("first iallreduce (a message between the ranks' calls)", out, n, sum_of, 3);
+    outstanding(c);
+    exchanges(c); /* pairs connected once the iallreduces before are done */
+    MPI_Comm_free(&c);
+    cudaFree(in), cudaFree(out);
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    mixed(c); /* Ibcast, Ireduce, Iallgather kept behind the vote; the blocking MPI_Allreduce settles them */
+    MPI_Comm_free(&c);
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    exchanges(c); /* the first call's vote makes the loom communicator, then every pair is connected */
+    MPI_Comm_free(&c);
+
+    MPI_Comm two[2];
+    MPI_Comm_dup(MPI_COMM_WORLD, &two[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &two[1]);
+    float *i2[2], *o2[2];
+    MPI_Request r2[2];
+    for (int k = 0; k < 2; ++k) {
+        i2[k] = dfill(n, rank, 4 + k), o2[k] = dalloc(n * sizeof(float));
+        if (MPI_SUCCESS != MPI_Iallreduce(i2[k], o2[k], (int)n, MPI_FLOAT, MPI_SUM, two[k], &r2[k])) ++bad;
+    }
+    if (MPI_SUCCESS != MPI_Waitall(2, r2, MPI_STATUSES_IGNORE)) ++bad;
+    for (int k = 0; k < 2; ++k) {
+        expect("first iallreduce on two fresh communicators at once", o2[k], n, sum_of, 4 + k);
+        cudaFree(i2[k]), cudaFree(o2[k]);
+        MPI_Comm_free(&two[k]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -386,10 +440,16 @@ int main(int argc, char **argv)
     int ndev = 0;
     cudaGetDeviceCount(&ndev);
     cudaSetDevice((lr ? atoi(lr) : rank) % (ndev ? ndev : 1));
-    /* Non-blocking calls take loom's kernels once a blocking collective on
-     * device buffers made the loom communicator (and, for exchanges and
-     * scans, once a blocking one connected every pair); before, they are
-     * staged, still correct: round 0 of a fresh dup checks that. */
+    if (argc > 1 && 0 == strcmp(argv[1], "-f")) {
+        first_calls();
+        long total = 0;
+        MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        if (0 == rank) printf("coll_nonblocking -f: %d ranks: %ld wrong elements or errors\n", size, total);
+        MPI_Finalize();
+        return total ? 1 : 0;
+    }
+    /* A fresh dup's first calls are non-blocking: its first one waits in
+     * progress for the vote and the set-up (coll_loom_defer.h). */
     MPI_Comm fresh;
     MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
     outstanding(fresh);

@@ -1,0 +1,378 @@
+/*
+ * Kept non-blocking calls and the votes that decide where they go
+ * (coll_loom_defer.h says why). Everything here runs on the thread that
+ * makes the call or on the one that progresses MPI; the loom communicator
+ * itself is made on a helper thread (coll_loom_setup.c).
+ */
+#include "coll_loom_defer.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "coll_loom_gpu.h"
+#include "coll_loom_request.h"
+#include "coll_loom_stage.h"
+#include "core/param_table.h"
+#include "loom.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+typedef struct mca_coll_loom_kept_t {
+    mca_coll_loom_call_args_t args;
+    uint64_t index;       /* its number among the communicator's non-blocking calls */
+    bool voted;           /* its vote is done (or running) */
+    bool paired;          /* its connection of every pair is done (or running) */
+    ompi_request_t *req;  /* what the caller got: follows the call once started */
+    struct mca_coll_loom_kept_t *next;
+} kept_t;
+
+/* defer_lock guards the queues and the list of modules with kept calls
+ * (short sections, no call inside); pump_lock lets one thread at a time
+ * start kept calls (pumping: the same thread coming back through progress). */
+static opal_mutex_t defer_lock = OPAL_MUTEX_STATIC_INIT;
+static opal_mutex_t pump_lock = OPAL_MUTEX_STATIC_INIT;
+static bool pumping = false;
+static mca_coll_loom_module_t *listed_head = NULL;
+static bool progress_registered = false;
+static int defer_progress(void);
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* 1, 2, 4, ..., 64, then every 64th. */
+static bool vote_point(uint64_t index)
+{
+    return index <= 64 ? 0 == (index & (index - 1)) : 0 == index % 64;
+}
+
+/* Whether the call numbered index asks the vote: only while no loom
+ * communicator exists, where no rank is known to lack a GPU, the previous
+ * module can carry it and the creation's steps (the helper thread posts
+ * nothing blocking), and LOOM_NONBLOCKING_SETUP allows it. The state it
+ * reads changes only at points every rank passes in the same order. */
+static bool should_vote(const mca_coll_loom_module_t *m, uint64_t index)
+{
+    return LOOM_GPU_UNKNOWN == m->gpu_state && 0 != m->gpu_capable && vote_point(index) &&
+           NULL != m->prev.iallreduce && NULL != m->prev.iallgather && NULL != m->prev.ibcast &&
+           !OMPI_COMM_IS_INTER(m->comm) && mca_coll_loom_nonblocking_setup();
+}
+
+/* Whether the call (collective coll) waits for every pair of ranks to be
+ * connected first: an exchange or a scan, on a loom communicator whose pairs
+ * are not connected and that the non-blocking set-up has not tried to
+ * connect (alike on every rank: both change at calls every rank makes in
+ * the same order). */
+static bool wants_pairs(mca_coll_loom_module_t *m, int coll)
+{
+    if (LOOM_GPU_READY != m->gpu_state || !m->pairs_unconnected || !mca_coll_loom_nonblocking_setup()) return false;
+    switch (coll) {
+    case LOOM_COLL_ialltoall: case LOOM_COLL_ialltoallv: case LOOM_COLL_igather: case LOOM_COLL_igatherv:
+    case LOOM_COLL_iscatter: case LOOM_COLL_iscatterv: case LOOM_COLL_iscan: case LOOM_COLL_iexscan: break;
+    default: return false;
+    }
+    int connected = 0;
+    if (loomSuccess == loomCommPeersConnected(m->lcomm, &connected) && connected) {
+        m->pairs_unconnected = false; /* a blocking exchange connected them */
+        return false;
+    }
+    return true;
+}
+
+/* Runs a kept call's override again (m->replaying set: it is not kept twice). */
+static int replay(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
+{
+    mca_coll_base_module_t *mod = &a->m->super;
+    ompi_communicator_t *comm = a->comm;
+    switch (a->coll) {
+    case LOOM_COLL_iallgather:
+        return mca_coll_loom_iallgather(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req, mod);
+    case LOOM_COLL_iallgatherv:
+        return mca_coll_loom_iallgatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcounts, a->rdispls, a->rdt, comm,
+                                         req, mod);
+    case LOOM_COLL_iallreduce:
+        return mca_coll_loom_iallreduce(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, comm, req, mod);
+    case LOOM_COLL_ialltoall:
+        return mca_coll_loom_ialltoall(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req, mod);
+    case LOOM_COLL_ialltoallv:
+        return mca_coll_loom_ialltoallv(a->sbuf, a->scounts, a->sdispls, a->sdt, a->rbuf, a->rcounts, a->rdispls,
+                                        a->rdt, comm, req, mod);
+    case LOOM_COLL_ialltoallw:
+        return mca_coll_loom_ialltoallw(a->sbuf, a->scounts, a->sdispls, a->sdts, a->rbuf, a->rcounts, a->rdispls,
+                                        a->rdts, comm, req, mod);
+    case LOOM_COLL_ibarrier: return mca_coll_loom_ibarrier(comm, req, mod);
+    case LOOM_COLL_ibcast: return mca_coll_loom_ibcast(a->rbuf, a->scount, a->sdt, a->root, comm, req, mod);
+    case LOOM_COLL_iexscan:
+        return mca_coll_loom_iexscan(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, comm, req, mod);
+    case LOOM_COLL_igather:
+        return mca_coll_loom_igather(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req, mod);
+    case LOOM_COLL_igatherv:
+        return mca_coll_loom_igatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcounts, a->rdispls, a->rdt, a->root,
+                                      comm, req, mod);
+    case LOOM_COLL_ireduce:
+        return mca_coll_loom_ireduce(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, a->root, comm, req, mod);
+    case LOOM_COLL_ireduce_scatter:
+        return mca_coll_loom_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->sdt, a->op, comm, req, mod);
+    case LOOM_COLL_ireduce_scatter_block:
+        return mca_coll_loom_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->sdt, a->op, comm, req, mod);
+    case LOOM_COLL_iscan: return mca_coll_loom_iscan(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, comm, req, mod);
+    case LOOM_COLL_iscatter:
+        return mca_coll_loom_iscatter(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req,
+                                      mod);
+    case LOOM_COLL_iscatterv:
+        return mca_coll_loom_iscatterv(a->sbuf, a->scounts, a->sdispls, a->sdt, a->rbuf, a->rcount, a->rdt, a->root,
+                                       comm, req, mod);
+    case LOOM_COLL_ineighbor_allgather:
+        return mca_coll_loom_ineighbor_allgather(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req,
+                                                 mod);
+    case LOOM_COLL_ineighbor_allgatherv:
+        return mca_coll_loom_ineighbor_allgatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcounts, a->rdispls,
+                                                  a->rdt, comm, req, mod);
+    case LOOM_COLL_ineighbor_alltoall:
+        return mca_coll_loom_ineighbor_alltoall(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req,
+                                                mod);
+    case LOOM_COLL_ineighbor_alltoallv:
+        return mca_coll_loom_ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls, a->sdt, a->rbuf, a->rcounts,
+                                                 a->rdispls, a->rdt, comm, req, mod);
+    case LOOM_COLL_ineighbor_alltoallw:
+        return mca_coll_loom_ineighbor_alltoallw(a->sbuf, a->scounts, a->sdispls_a, a->sdts, a->rbuf, a->rcounts,
+                                                 a->rdispls_a, a->rdts, comm, req, mod);
+    default: return MPI_ERR_INTERN;
+    }
+}
+
+/* The GPU of a call's buffers on this rank (-1: both in host memory). */
+static int buffers_device(const mca_coll_loom_call_args_t *a, bool *on_gpu)
+{
+    loomPointerInfo_t info = {loomMemoryHost, -1};
+    const void *bufs[2] = {a->rbuf, MPI_IN_PLACE == a->sbuf ? NULL : a->sbuf};
+    for (int i = 0; i < 2; ++i) {
+        if (NULL == bufs[i] || loomSuccess != loomPointerQuery(bufs[i], &info)) continue;
+        if (loomMemoryHost != info.kind) break;
+    }
+    *on_gpu = loomMemoryHost != info.kind || (mca_coll_loom_component.stage_host_buffers &&
+                                             (NULL != bufs[0] || NULL != bufs[1]));
+    return loomMemoryHost != info.kind ? info.device : -1;
+}
+
+/* The vote of the kept call at the head: every rank posts it at the same
+ * call. In: [some rank sees no GPU, this rank passed device buffers]; MAX. */
+static void post_vote(mca_coll_loom_module_t *m, kept_t *k)
+{
+    k->voted = true;
+    bool on_gpu = false;
+    m->vote_device = buffers_device(&k->args, &on_gpu);
+    m->vote_bounded = on_gpu;
+    m->vote_buf = (int *)malloc(4 * sizeof(int));
+    int rc = NULL == m->vote_buf ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    if (MPI_SUCCESS == rc) {
+        m->vote_buf[0] = loomCudaDeviceCount() > 0 ? 0 : 1;
+        m->vote_buf[1] = on_gpu;
+        m->vote_req = MPI_REQUEST_NULL;
+        rc = m->prev.iallreduce(m->vote_buf, m->vote_buf + 2, 2, MPI_INT, MPI_MAX, m->comm, &m->vote_req,
+                                m->prev.iallreduce_module);
+    }
+    if (MPI_SUCCESS != rc) { /* this rank cannot vote: the others would wait for it */
+        opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s: the non-blocking set-up's vote "
+                    "could not be posted (error %d): communicator unusable for collectives",
+                    ompi_comm_rank(m->comm), m->comm->c_name, rc);
+        free(m->vote_buf);
+        m->vote_buf = NULL;
+        m->gpu_state = LOOM_GPU_BROKEN;
+        return;
+    }
+    m->vote_started = now_seconds();
+    m->nb_setup = LOOM_NB_VOTING;
+}
+
+/* The vote's outcome, once it is in: false while it is not. */
+static bool vote_done(mca_coll_loom_module_t *m)
+{
+    if (!REQUEST_COMPLETE(m->vote_req)) {
+        const double timeout = (double)loomParamLong("LOOM_TIMEOUT");
+        if (!m->vote_bounded || now_seconds() - m->vote_started <= timeout) return false;
+        opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s (cid %u): the non-blocking set-up's "
+                    "vote: some rank of the %d did not arrive within %.0f s (LOOM_TIMEOUT); this rank passed device "
+                    "buffers and gives up: communicator unusable for collectives", ompi_comm_rank(m->comm),
+                    m->comm->c_name, m->comm->c_contextid, ompi_comm_size(m->comm), timeout);
+        m->gpu_state = LOOM_GPU_BROKEN; /* the request and its buffer are abandoned (it may still complete) */
+        m->vote_req = MPI_REQUEST_NULL;
+        m->vote_buf = NULL;
+        m->nb_setup = LOOM_NB_IDLE;
+        return true;
+    }
+    const int rc = m->vote_req->req_status.MPI_ERROR;
+    ompi_request_free(&m->vote_req);
+    const int no_gpu = m->vote_buf[2], any_device = m->vote_buf[3];
+    free(m->vote_buf);
+    m->vote_buf = NULL;
+    m->nb_setup = LOOM_NB_IDLE;
+    if (MPI_SUCCESS != rc) {
+        opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s: the non-blocking set-up's vote "
+                    "failed (error %d): communicator unusable for collectives", ompi_comm_rank(m->comm),
+                    m->comm->c_name, rc);
+        m->gpu_state = LOOM_GPU_BROKEN;
+    } else if (no_gpu) {
+        m->gpu_capable = 0;
+        m->gpu_state = LOOM_GPU_UNAVAILABLE;
+    } else {
+        m->gpu_capable = 1;
+        if (any_device) {
+            const int device = m->vote_device >= 0 ? m->vote_device : loomCudaCurrentDevice();
+            mca_coll_loom_setup_bound(m, m->vote_bounded);
+            if (mca_coll_loom_create_comm_start(m, device)) m->nb_setup = LOOM_NB_CREATING;
+        }
+    }
+    return true;
+}
+
+/* Takes the head of m's queue (under defer_lock). */
+static kept_t *pop_head(mca_coll_loom_module_t *m)
+{
+    OPAL_THREAD_LOCK(&defer_lock);
+    kept_t *k = m->defer_head;
+    m->defer_head = k->next;
+    if (NULL == m->defer_head) m->defer_tail = NULL;
+    OPAL_THREAD_UNLOCK(&defer_lock);
+    return k;
+}
+
+/* Moves m's set-up on and starts the kept calls it allows, in order. */
+static void pump(mca_coll_loom_module_t *m)
+{
+    for (;;) {
+        if (LOOM_NB_VOTING == m->nb_setup && !vote_done(m)) return;
+        if (LOOM_NB_CREATING == m->nb_setup || LOOM_NB_CONNECTING == m->nb_setup) {
+            if (!mca_coll_loom_create_comm_poll(m)) return;
+            m->nb_setup = LOOM_NB_IDLE;
+        }
+        kept_t *k = m->defer_head; /* only this (pumping) thread takes from the head */
+        if (NULL == k) return;
+        if (!k->voted && should_vote(m, k->index)) {
+            post_vote(m, k);
+            continue;
+        }
+        if (!k->paired && wants_pairs(m, k->args.coll)) {
+            /* Once the communicator's earlier calls are done: nothing else
+             * uses the loom communicator while the helper connects. */
+            if (mca_coll_loom_requests_pending(m)) return;
+            k->paired = true;
+            bool on_gpu = false;
+            buffers_device(&k->args, &on_gpu);
+            mca_coll_loom_setup_bound(m, on_gpu);
+            if (mca_coll_loom_connect_peers_start(m)) m->nb_setup = LOOM_NB_CONNECTING;
+            continue;
+        }
+        pop_head(m);
+        ompi_request_t *inner = MPI_REQUEST_NULL;
+        m->replaying = true;
+        int rc = replay(&k->args, &inner);
+        m->replaying = false;
+        mca_coll_loom_request_follow(k->req, rc, inner);
+        free(k);
+    }
+}
+
+/* Every listed module's pump; modules with nothing left leave the list. */
+static void pump_all(void)
+{
+    if (OPAL_THREAD_TRYLOCK(&pump_lock)) return;
+    if (pumping) {
+        OPAL_THREAD_UNLOCK(&pump_lock);
+        return;
+    }
+    pumping = true;
+    for (mca_coll_loom_module_t *m = listed_head; NULL != m; m = m->defer_next)
+        if (!__atomic_load_n(&m->busy, __ATOMIC_ACQUIRE)) pump(m);
+    OPAL_THREAD_LOCK(&defer_lock);
+    for (mca_coll_loom_module_t **p = &listed_head; NULL != *p;) {
+        mca_coll_loom_module_t *m = *p;
+        if (mca_coll_loom_defer_busy(m)) {
+            p = &m->defer_next;
+            continue;
+        }
+        *p = m->defer_next;
+        m->defer_next = NULL;
+        m->defer_listed = false;
+    }
+    OPAL_THREAD_UNLOCK(&defer_lock);
+    pumping = false;
+    OPAL_THREAD_UNLOCK(&pump_lock);
+}
+
+static int defer_progress(void)
+{
+    if (NULL == listed_head) return 0; /* a racy peek: a module listed meanwhile waits for the next pass */
+    pump_all();
+    return 0;
+}
+
+bool mca_coll_loom_defer(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *rc)
+{
+    mca_coll_loom_module_t *m = a->m;
+    const uint64_t index = ++m->nb_calls;
+    *rc = MPI_SUCCESS;
+    /* Kept: behind others, behind a step in flight, or at a vote. */
+    if (!mca_coll_loom_defer_busy(m) && !should_vote(m, index) && !wants_pairs(m, a->coll)) return false;
+    kept_t *k = (kept_t *)calloc(1, sizeof(*k));
+    if (NULL == k) {
+        *rc = MPI_ERR_NO_MEM;
+        return true;
+    }
+    k->args = *a;
+    k->index = index;
+    *rc = mca_coll_loom_request_kept(m, &k->req);
+    if (MPI_SUCCESS != *rc) {
+        free(k);
+        return true;
+    }
+    OPAL_THREAD_LOCK(&defer_lock);
+    if (NULL == m->defer_tail) m->defer_head = k;
+    else m->defer_tail->next = k;
+    m->defer_tail = k;
+    if (!m->defer_listed) {
+        m->defer_listed = true;
+        m->defer_next = listed_head;
+        listed_head = m;
+    }
+    if (!progress_registered) progress_registered = OPAL_SUCCESS == opal_progress_register(defer_progress);
+    OPAL_THREAD_UNLOCK(&defer_lock);
+    *req = k->req;
+    pump_all(); /* the vote goes out now; a settled module starts the call now */
+    return true;
+}
+
+void mca_coll_loom_defer_settle(mca_coll_loom_module_t *m)
+{
+    while (mca_coll_loom_defer_busy(m)) {
+        pump_all();
+        if (mca_coll_loom_defer_busy(m)) opal_progress();
+    }
+}
+
+void mca_coll_loom_defer_forget(mca_coll_loom_module_t *m)
+{
+    mca_coll_loom_defer_settle(m);
+    if (!m->defer_listed) return;
+    const bool lock = !pumping; /* inside a pump of this thread: its walk is below us, and holds the lock */
+    if (lock) OPAL_THREAD_LOCK(&pump_lock);
+    OPAL_THREAD_LOCK(&defer_lock);
+    for (mca_coll_loom_module_t **p = &listed_head; NULL != *p; p = &(*p)->defer_next) {
+        if (*p != m) continue;
+        *p = m->defer_next;
+        break;
+    }
+    m->defer_next = NULL;
+    m->defer_listed = false;
+    OPAL_THREAD_UNLOCK(&defer_lock);
+    if (lock) OPAL_THREAD_UNLOCK(&pump_lock);
+}
+
+void mca_coll_loom_defer_fini(void)
+{
+    if (progress_registered) opal_progress_unregister(defer_progress);
+    progress_registered = false;
+}
