@@ -134,12 +134,11 @@ typedef struct mca_coll_loom_module_t {
     int staged_pending;    /* its pending requests whose output progress still copies back (atomic) */
     /* Non-blocking set-up (coll_loom_defer.h): kept calls, oldest first; the
      * non-blocking calls counted while no loom communicator exists; the step
-     * in flight; true while a kept call starts; the vote's request and
+     * in flight; the vote's request and
      * buffer; the helper thread's state; the next module with kept calls. */
     struct mca_coll_loom_kept_t *defer_head, *defer_tail;
     uint64_t nb_calls;
     int nb_setup;
-    bool replaying;
     ompi_request_t *vote_req;
     int *vote_buf;      /* [2 in][2 out], heap (leaked if the vote is abandoned) */
     double vote_started;

@@ -22,16 +22,19 @@ typedef struct mca_coll_loom_kept_t {
     uint64_t index;       /* its number among the communicator's non-blocking calls */
     bool voted;           /* its vote is done (or running) */
     bool paired;          /* its connection of every pair is done (or running) */
+    pthread_t owner;      /* the thread that made the call: only it starts it */
     ompi_request_t *req;  /* what the caller got: follows the call once started */
     struct mca_coll_loom_kept_t *next;
 } kept_t;
 
 /* defer_lock guards the queues and the list of modules with kept calls
  * (short sections, no call inside); pump_lock lets one thread at a time
- * start kept calls (pumping: the same thread coming back through progress). */
+ * start kept calls (t_pumping: this thread holds it, and comes back through
+ * progress). */
 static opal_mutex_t defer_lock = OPAL_MUTEX_STATIC_INIT;
 static opal_mutex_t pump_lock = OPAL_MUTEX_STATIC_INIT;
-static bool pumping = false;
+static __thread bool t_pumping = false;
+__thread const mca_coll_loom_module_t *mca_coll_loom_replaying = NULL;
 static mca_coll_loom_module_t *listed_head = NULL;
 static bool progress_registered = false;
 static int defer_progress(void);
@@ -82,7 +85,7 @@ static bool wants_pairs(mca_coll_loom_module_t *m, int coll)
     return true;
 }
 
-/* Runs a kept call's override again (m->replaying set: it is not kept twice). */
+/* Runs a kept call's override again (mca_coll_loom_replaying set: it is not kept twice). */
 static int replay(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
 {
     mca_coll_base_module_t *mod = &a->m->super;
@@ -166,7 +169,7 @@ static void post_vote(mca_coll_loom_module_t *m, kept_t *k)
     bool on_gpu = false;
     m->vote_device = buffers_device(&k->args, &on_gpu);
     m->vote_bounded = on_gpu;
-    m->vote_buf = (int *)malloc(4 * sizeof(int));
+    m->vote_buf = (int *)calloc(4, sizeof(int));
     int rc = NULL == m->vote_buf ? MPI_ERR_NO_MEM : MPI_SUCCESS;
     if (MPI_SUCCESS == rc) {
         m->vote_buf[0] = loomCudaDeviceCount() > 0 ? 0 : 1;
@@ -205,11 +208,11 @@ static bool vote_done(mca_coll_loom_module_t *m)
         return true;
     }
     const int rc = m->vote_req->req_status.MPI_ERROR;
-    ompi_request_free(&m->vote_req);
     const int no_gpu = m->vote_buf[2], any_device = m->vote_buf[3];
     free(m->vote_buf);
     m->vote_buf = NULL;
-    m->nb_setup = LOOM_NB_IDLE;
+    m->nb_setup = LOOM_NB_IDLE; /* before the free: the settled state is what anything it runs sees */
+    ompi_request_free(&m->vote_req);
     if (MPI_SUCCESS != rc) {
         opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s: the non-blocking set-up's vote "
                     "failed (error %d): communicator unusable for collectives", ompi_comm_rank(m->comm),
@@ -240,17 +243,25 @@ static kept_t *pop_head(mca_coll_loom_module_t *m)
     return k;
 }
 
-/* Moves m's set-up on and starts the kept calls it allows, in order. */
-static void pump(mca_coll_loom_module_t *m)
+/* Moves m's set-up on and starts the kept calls it allows, in order; the
+ * number of calls started. A kept call starts on the thread that made it
+ * (any thread moves the set-up on): its kernel is launched in that thread's
+ * order of calls, as it would have been without keeping, and with that
+ * thread's current device. Launched from whichever thread progressed, two
+ * communicators' kernels went in a different order on each rank, and 3 in
+ * 12 runs of test/gpu/coll_threads hung (2x H200). force: the module goes
+ * away, any thread starts them. */
+static int pump(mca_coll_loom_module_t *m, bool force)
 {
+    int started = 0;
     for (;;) {
-        if (LOOM_NB_VOTING == m->nb_setup && !vote_done(m)) return;
+        if (LOOM_NB_VOTING == m->nb_setup && !vote_done(m)) return started;
         if (LOOM_NB_CREATING == m->nb_setup || LOOM_NB_CONNECTING == m->nb_setup) {
-            if (!mca_coll_loom_create_comm_poll(m)) return;
+            if (!mca_coll_loom_create_comm_poll(m)) return started;
             m->nb_setup = LOOM_NB_IDLE;
         }
         kept_t *k = m->defer_head; /* only this (pumping) thread takes from the head */
-        if (NULL == k) return;
+        if (NULL == k || (!force && !pthread_equal(k->owner, pthread_self()))) return started;
         if (!k->voted && should_vote(m, k->index)) {
             post_vote(m, k);
             continue;
@@ -258,7 +269,7 @@ static void pump(mca_coll_loom_module_t *m)
         if (!k->paired && wants_pairs(m, k->args.coll)) {
             /* Once the communicator's earlier calls are done: nothing else
              * uses the loom communicator while the helper connects. */
-            if (mca_coll_loom_requests_pending(m)) return;
+            if (mca_coll_loom_requests_pending(m)) return started;
             k->paired = true;
             bool on_gpu = false;
             buffers_device(&k->args, &on_gpu);
@@ -266,27 +277,29 @@ static void pump(mca_coll_loom_module_t *m)
             if (mca_coll_loom_connect_peers_start(m)) m->nb_setup = LOOM_NB_CONNECTING;
             continue;
         }
-        pop_head(m);
+        /* Started while still at the head: another thread's call on m
+         * meanwhile is kept behind it. */
         ompi_request_t *inner = MPI_REQUEST_NULL;
-        m->replaying = true;
+        const mca_coll_loom_module_t *outer = mca_coll_loom_replaying;
+        mca_coll_loom_replaying = m;
         int rc = replay(&k->args, &inner);
-        m->replaying = false;
+        mca_coll_loom_replaying = outer;
+        pop_head(m);
         mca_coll_loom_request_follow(k->req, rc, inner);
         free(k);
+        ++started;
     }
 }
 
 /* Every listed module's pump; modules with nothing left leave the list. */
-static void pump_all(void)
+static int pump_all(const mca_coll_loom_module_t *force)
 {
-    if (OPAL_THREAD_TRYLOCK(&pump_lock)) return;
-    if (pumping) {
-        OPAL_THREAD_UNLOCK(&pump_lock);
-        return;
-    }
-    pumping = true;
+    if (t_pumping) return 0; /* this thread, back through progress */
+    if (OPAL_THREAD_TRYLOCK(&pump_lock)) return 0;
+    t_pumping = true;
+    int started = 0;
     for (mca_coll_loom_module_t *m = listed_head; NULL != m; m = m->defer_next)
-        if (!__atomic_load_n(&m->busy, __ATOMIC_ACQUIRE)) pump(m);
+        if (!__atomic_load_n(&m->busy, __ATOMIC_ACQUIRE)) started += pump(m, m == force);
     OPAL_THREAD_LOCK(&defer_lock);
     for (mca_coll_loom_module_t **p = &listed_head; NULL != *p;) {
         mca_coll_loom_module_t *m = *p;
@@ -299,15 +312,15 @@ static void pump_all(void)
         m->defer_listed = false;
     }
     OPAL_THREAD_UNLOCK(&defer_lock);
-    pumping = false;
+    t_pumping = false;
     OPAL_THREAD_UNLOCK(&pump_lock);
+    return started;
 }
 
 static int defer_progress(void)
 {
     if (NULL == listed_head) return 0; /* a racy peek: a module listed meanwhile waits for the next pass */
-    pump_all();
-    return 0;
+    return pump_all(NULL);
 }
 
 bool mca_coll_loom_defer(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *rc)
@@ -324,11 +337,13 @@ bool mca_coll_loom_defer(const mca_coll_loom_call_args_t *a, ompi_request_t **re
     }
     k->args = *a;
     k->index = index;
+    k->owner = pthread_self();
     *rc = mca_coll_loom_request_kept(m, &k->req);
     if (MPI_SUCCESS != *rc) {
         free(k);
         return true;
     }
+    ompi_request_t *kept = k->req; /* k is another thread's progress's once linked */
     OPAL_THREAD_LOCK(&defer_lock);
     if (NULL == m->defer_tail) m->defer_head = k;
     else m->defer_tail->next = k;
@@ -340,15 +355,23 @@ bool mca_coll_loom_defer(const mca_coll_loom_call_args_t *a, ompi_request_t **re
     }
     if (!progress_registered) progress_registered = OPAL_SUCCESS == opal_progress_register(defer_progress);
     OPAL_THREAD_UNLOCK(&defer_lock);
-    *req = k->req;
-    pump_all(); /* the vote goes out now; a settled module starts the call now */
+    *req = kept;
+    pump_all(NULL); /* the vote goes out now; a settled module starts the call now */
     return true;
 }
 
 void mca_coll_loom_defer_settle(mca_coll_loom_module_t *m)
 {
+    if (t_pumping && mca_coll_loom_defer_busy(m)) {
+        /* A blocking call, or a communicator freed, from inside a kept call's
+         * start on this thread: the pump is below us and cannot run. */
+        opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s: a blocking call or a free from "
+                    "inside the start of a kept non-blocking call; its kept calls are left as they are",
+                    ompi_comm_rank(m->comm), m->comm->c_name);
+        return;
+    }
     while (mca_coll_loom_defer_busy(m)) {
-        pump_all();
+        pump_all(m);
         if (mca_coll_loom_defer_busy(m)) opal_progress();
     }
 }
@@ -357,7 +380,7 @@ void mca_coll_loom_defer_forget(mca_coll_loom_module_t *m)
 {
     mca_coll_loom_defer_settle(m);
     if (!m->defer_listed) return;
-    const bool lock = !pumping; /* inside a pump of this thread: its walk is below us, and holds the lock */
+    const bool lock = !t_pumping; /* inside a pump of this thread: its walk is below us, and holds the lock */
     if (lock) OPAL_THREAD_LOCK(&pump_lock);
     OPAL_THREAD_LOCK(&defer_lock);
     for (mca_coll_loom_module_t **p = &listed_head; NULL != *p; p = &(*p)->defer_next) {

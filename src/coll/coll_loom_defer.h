@@ -35,6 +35,15 @@
  * A blocking call first waits until its communicator's queue is empty (it
  * may wait for other ranks; it keeps the previous module's operations in the
  * same order on every rank).
+ *
+ * Limits. Persistent collectives loom does not take (MPIX_Barrier_init,
+ * MPIX_Gather_init, ...: the previous module's) start at MPI_Start, past
+ * kept calls: a program that starts one while its communicator has calls
+ * kept may post the previous module's operations in another order on
+ * another rank (LOOM_NONBLOCKING_SETUP=0 avoids it). A kept call launches
+ * when it starts, so two communicators' kernels may be launched in another
+ * order on another rank than the program's (each communicator's own order
+ * holds), as with NCCL communicators used from several streams.
  */
 #ifndef COLL_LOOM_DEFER_H
 #define COLL_LOOM_DEFER_H
@@ -57,11 +66,16 @@ typedef struct mca_coll_loom_call_args_t {
     struct ompi_op_t *op;
 } mca_coll_loom_call_args_t;
 
+/* The module whose kept call this thread is starting (NULL: none): that
+ * call runs, it is not kept again. Per thread: another thread's call on the
+ * module meanwhile is kept (the call being started is still at the head). */
+extern __thread const mca_coll_loom_module_t *mca_coll_loom_replaying;
+
 /* Whether a non-blocking call on m must go through mca_coll_loom_defer (no
- * loom communicator yet, or calls waiting); false while a kept call starts. */
+ * loom communicator yet, calls waiting, pairs maybe still to connect). */
 static inline bool mca_coll_loom_may_defer(const mca_coll_loom_module_t *m)
 {
-    return !m->replaying && (LOOM_GPU_UNKNOWN == m->gpu_state || NULL != m->defer_head || m->pairs_unconnected);
+    return mca_coll_loom_replaying != m && (LOOM_GPU_UNKNOWN == m->gpu_state || NULL != m->defer_head || m->pairs_unconnected);
 }
 
 /* Counts the call; true when it was kept (*req is then its request, *rc

@@ -41,7 +41,6 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->defer_head = m->defer_tail = NULL;
     m->nb_calls = 0;
     m->nb_setup = LOOM_NB_IDLE;
-    m->replaying = false;
     m->vote_req = NULL;
     m->vote_buf = NULL;
     m->vote_started = 0;

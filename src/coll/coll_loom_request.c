@@ -291,7 +291,14 @@ static bool any_pending(const mca_coll_loom_module_t *m)
 
 bool mca_coll_loom_requests_pending(const mca_coll_loom_module_t *m)
 {
-    return NULL != pending_head && any_pending(m);
+    /* Only requests on loom's stream (persistent ones and started kept calls
+     * follow another request, which is either on this list too or the
+     * previous module's, or still kept: counting them could wait forever). */
+    bool any = false;
+    OPAL_THREAD_LOCK(&pending_lock);
+    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next) any = r->m == m && NULL == r->inner;
+    OPAL_THREAD_UNLOCK(&pending_lock);
+    return any;
 }
 
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m)

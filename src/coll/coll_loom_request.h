@@ -37,7 +37,7 @@ int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req);
 /* The kept call started (rc, and its own request inner): req completes
  * when inner does, or now with rc where the start failed. */
 void mca_coll_loom_request_follow(ompi_request_t *req, int rc, ompi_request_t *inner);
-/* Whether m has requests in progress's list (started, unfinished). */
+/* Whether m has requests on loom's stream in progress's list (started, unfinished). */
 bool mca_coll_loom_requests_pending(const mca_coll_loom_module_t *m);
 /* Completes every pending request of m (waiting on its stream); before m's
  * loom communicator is destroyed. */
