@@ -49,9 +49,17 @@ BEGIN_C_DECLS
 /* Persistent collectives (Open MPI's pcollreq extension, MPIX_*_init): each
  * MPI_Start runs the non-blocking twin (coll_loom_persistent.c). */
 #define LOOM_PERSISTENT_COLLS(X)                                                                     \
-    X(allreduce_init, allreduce_init) X(bcast_init, bcast_init) X(reduce_init, reduce_init)         \
-    X(allgather_init, allgather_init) X(alltoall_init, alltoall_init)                               \
-    X(reduce_scatter_block_init, reduce_scatter_block_init)
+    X(allgather_init, allgather_init) X(allgatherv_init, allgatherv_init)                           \
+    X(allreduce_init, allreduce_init) X(alltoall_init, alltoall_init)                               \
+    X(alltoallv_init, alltoallv_init) X(alltoallw_init, alltoallw_init)                             \
+    X(barrier_init, barrier_init) X(bcast_init, bcast_init) X(exscan_init, exscan_init)             \
+    X(gather_init, gather_init) X(gatherv_init, gatherv_init) X(reduce_init, reduce_init)           \
+    X(reduce_scatter_init, reduce_scatter_init)                                                     \
+    X(reduce_scatter_block_init, reduce_scatter_block_init) X(scan_init, scan_init)                 \
+    X(scatter_init, scatter_init) X(scatterv_init, scatterv_init)                                   \
+    X(neighbor_allgather_init, allgather_init) X(neighbor_allgatherv_init, allgatherv_init)         \
+    X(neighbor_alltoall_init, alltoall_init) X(neighbor_alltoallv_init, alltoallv_init)             \
+    X(neighbor_alltoallw_init, neighbor_alltoallw_init)
 #define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X) LOOM_PERSISTENT_COLLS(X)
 
 enum {
@@ -60,8 +68,6 @@ enum {
 #undef LOOM_ENUM
     LOOM_COLL_COUNT
 };
-/* mca_coll_loom_module_t::why_reported: a bit per collective. */
-_Static_assert(LOOM_COLL_COUNT <= 64, "one bit per collective in a uint64_t");
 extern const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT];
 
 /* How one call was served; printed once per (communicator, collective, path). */
@@ -118,7 +124,7 @@ typedef struct mca_coll_loom_module_t {
     bool setup_bounded; /* this call's host-side steps wait at most LOOM_TIMEOUT (device buffers here) */
     mca_coll_loom_previous_t prev;
     unsigned char paths_reported[LOOM_COLL_COUNT]; /* bit per mca_coll_loom_path_t */
-    uint64_t why_reported; /* bit per collective: the reason for staging was printed */
+    bool why_reported[LOOM_COLL_COUNT]; /* per collective: the reason for staging was printed */
     void *exchange_tables; /* host tables of one exchange call (coll_loom_blocks.c), grown on demand */
     size_t exchange_tables_bytes;
     mca_coll_loom_profile_t *profile; /* LOOM_PROFILE: host time per phase of GPU-path calls (coll_loom_profile.h) */

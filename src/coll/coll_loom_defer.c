@@ -85,8 +85,8 @@ static bool wants_pairs(mca_coll_loom_module_t *m, int coll)
     return true;
 }
 
-/* Runs a kept call's override again (mca_coll_loom_replaying set: it is not kept twice). */
-static int replay(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
+/* A kept call starts with mca_coll_loom_replaying set: it is not kept twice. */
+int mca_coll_loom_call_start(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
 {
     mca_coll_base_module_t *mod = &a->m->super;
     ompi_communicator_t *comm = a->comm;
@@ -282,7 +282,7 @@ static int pump(mca_coll_loom_module_t *m, bool force)
         ompi_request_t *inner = MPI_REQUEST_NULL;
         const mca_coll_loom_module_t *outer = mca_coll_loom_replaying;
         mca_coll_loom_replaying = m;
-        int rc = replay(&k->args, &inner);
+        int rc = mca_coll_loom_call_start(&k->args, &inner);
         mca_coll_loom_replaying = outer;
         pop_head(m);
         mca_coll_loom_request_follow(k->req, rc, inner);

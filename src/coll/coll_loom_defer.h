@@ -71,6 +71,10 @@ typedef struct mca_coll_loom_call_args_t {
  * module meanwhile is kept (the call being started is still at the head). */
 extern __thread const mca_coll_loom_module_t *mca_coll_loom_replaying;
 
+/* Runs the non-blocking override that a's collective names with a's
+ * arguments (*req: its request); a kept call's start, a persistent one's. */
+int mca_coll_loom_call_start(const mca_coll_loom_call_args_t *a, ompi_request_t **req);
+
 /* Whether a non-blocking call on m must go through mca_coll_loom_defer (no
  * loom communicator yet, calls waiting, pairs maybe still to connect). */
 static inline bool mca_coll_loom_may_defer(const mca_coll_loom_module_t *m)

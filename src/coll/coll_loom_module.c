@@ -29,7 +29,7 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->gpu_device = -1;
     m->gpu_capable = -1;
     m->setup_bounded = false;
-    m->why_reported = 0;
+    memset(m->why_reported, 0, sizeof(m->why_reported));
     m->exchange_tables = NULL;
     m->exchange_tables_bytes = 0;
     m->profile = NULL;
@@ -88,8 +88,8 @@ void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loo
 
 void mca_coll_loom_report_why(mca_coll_loom_module_t *m, int coll, const char *why)
 {
-    if (mca_coll_loom_component.verbose <= 0 || (m->why_reported & (1ull << coll))) return;
-    m->why_reported |= 1ull << coll;
+    if (mca_coll_loom_component.verbose <= 0 || m->why_reported[coll]) return;
+    m->why_reported[coll] = true;
     char what[256];
     snprintf(what, sizeof(what), "%s on device buffers staged: %s", mca_coll_loom_coll_names[coll], why);
     report(m, what);

@@ -178,7 +178,12 @@ static int loom_progress(void)
         mca_coll_loom_request_t *next = r->next;
         bool finished = false;
         bool locked = false;
-        if (__atomic_load_n(&r->m->busy, __ATOMIC_ACQUIRE) || r->m->stalled_pass == pass) {
+        /* Requests that follow another (persistent, kept) neither wait for
+         * nor hold up the module's stream requests: the one they follow may
+         * be later in this list (a kept call appends its request when it
+         * starts). */
+        const bool follows = NULL != r->inner;
+        if (__atomic_load_n(&r->m->busy, __ATOMIC_ACQUIRE) || (!follows && r->m->stalled_pass == pass)) {
             /* its loom communicator is in use by the call that got here, or an
              * earlier request of its module is unfinished (issue order) */
         } else if (OPAL_THREAD_TRYLOCK(&r->m->call_lock)) {
@@ -198,7 +203,7 @@ static int loom_progress(void)
             r->rc = loomSuccess == lr && loomSuccess == sr ? MPI_SUCCESS : MPI_ERR_OTHER;
         }
         if (locked) OPAL_THREAD_UNLOCK(&r->m->call_lock);
-        if (!finished) r->m->stalled_pass = pass;
+        if (!finished && !follows) r->m->stalled_pass = pass;
         if (finished) {
             unlink_request(prev, r);
             *done_tail = r;

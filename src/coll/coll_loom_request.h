@@ -16,6 +16,7 @@
 #define COLL_LOOM_REQUEST_H
 
 #include "coll_loom.h"
+#include "coll_loom_defer.h"
 #include "loom.h"
 
 /* After a launch on m's loom communicator: *req becomes a pending request
@@ -49,7 +50,7 @@ void mca_coll_loom_requests_fini(void);
  * arguments of the call, kept from init to free, and what MPI_Start runs:
  * the same call as a non-blocking one, whose request (*inner) the
  * persistent request follows to completion. */
-typedef struct mca_coll_loom_persistent_args_t mca_coll_loom_persistent_args_t;
+typedef mca_coll_loom_call_args_t mca_coll_loom_persistent_args_t;
 typedef int (*mca_coll_loom_start_fn_t)(mca_coll_loom_persistent_args_t *args, ompi_request_t **inner);
 void mca_coll_loom_persistent_args_release(mca_coll_loom_persistent_args_t *args);
 /* *req: an inactive persistent request of m; takes args. */

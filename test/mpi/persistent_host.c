@@ -1,0 +1,140 @@
+/*
+ * Persistent collectives on host buffers through loom's component (Open
+ * MPI's pcollreq extension, MPIX_*_init): every kind loom takes beyond the
+ * ones coll_nonblocking.c runs on device buffers (barrier, gather(v),
+ * scatter(v), allgatherv, alltoallv, alltoallw, scan, exscan,
+ * reduce_scatter), started together on a fresh communicator (the first
+ * start is kept behind the non-blocking set-up's vote: coll_loom_defer.h)
+ * and again with new data, MPI_Startall and MPI_Start alike; every element
+ * checked against a host reference. A visible skip without the extension.
+ */
+#include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+enum { B = 5, K = 10 }; /* ints per block; persistent requests */
+
+static int rank, size;
+static long bad;
+
+static int v(int r, int i, int round) { return r * 100 + i * 7 + round * 1000; }
+
+static void check(const char *what, int round, const int *got, const int *want, int n)
+{
+    long wrong = 0;
+    int first = -1;
+    for (int i = 0; i < n; ++i)
+        if (got[i] != want[i] && !wrong++) first = i;
+    if (wrong)
+        fprintf(stderr, "FAIL rank %d persistent %s round %d: %ld of %d wrong, first at %d: %d, want %d\n", rank,
+                what, round, wrong, n, first, got[first], want[first]);
+    bad += wrong;
+}
+
+static void run(MPI_Comm c)
+{
+    const int n = size * B;
+    int *in = malloc(sizeof(int) * (size_t)n), *gat = malloc(sizeof(int) * (size_t)n);
+    int *gatv = malloc(sizeof(int) * (size_t)n), *sca = malloc(sizeof(int) * B), *scav = malloc(sizeof(int) * B);
+    int *agv = malloc(sizeof(int) * (size_t)n), *a2v = malloc(sizeof(int) * (size_t)n);
+    int *a2w = malloc(sizeof(int) * (size_t)n), *scan = malloc(sizeof(int) * B), *exs = malloc(sizeof(int) * B);
+    int *rs = malloc(sizeof(int) * B), *want = malloc(sizeof(int) * (size_t)n);
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    int *bdispls = malloc(sizeof(int) * (size_t)size);
+    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)size);
+    for (int q = 0; q < size; ++q) {
+        counts[q] = B;
+        displs[q] = (size - 1 - q) * B; /* blocks in reverse order */
+        bdispls[q] = displs[q] * (int)sizeof(int);
+        types[q] = MPI_INT;
+    }
+    MPI_Request r[K];
+    int rc = MPIX_Barrier_init(c, MPI_INFO_NULL, &r[0]);
+    rc |= MPIX_Gather_init(in, B, MPI_INT, gat, B, MPI_INT, 0, c, MPI_INFO_NULL, &r[1]);
+    rc |= MPIX_Gatherv_init(in, B, MPI_INT, gatv, counts, displs, MPI_INT, size - 1, c, MPI_INFO_NULL, &r[2]);
+    rc |= MPIX_Scatterv_init(in, counts, displs, MPI_INT, scav, B, MPI_INT, 0, c, MPI_INFO_NULL, &r[3]);
+    rc |= MPIX_Allgatherv_init(in, B, MPI_INT, agv, counts, displs, MPI_INT, c, MPI_INFO_NULL, &r[4]);
+    rc |= MPIX_Alltoallv_init(in, counts, displs, MPI_INT, a2v, counts, displs, MPI_INT, c, MPI_INFO_NULL, &r[5]);
+    rc |= MPIX_Alltoallw_init(in, counts, bdispls, types, a2w, counts, bdispls, types, c, MPI_INFO_NULL, &r[6]);
+    rc |= MPIX_Scan_init(in, scan, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[7]);
+    rc |= MPIX_Exscan_init(in, exs, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[8]);
+    rc |= MPIX_Reduce_scatter_init(in, rs, counts, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[9]);
+    if (MPI_SUCCESS != rc) ++bad;
+    for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < n; ++i) in[i] = v(rank, i, round);
+        if (round % 2) {
+            if (MPI_SUCCESS != MPI_Startall(K, r)) ++bad;
+        } else {
+            for (int k = 0; k < K; ++k) bad += MPI_SUCCESS != MPI_Start(&r[k]);
+        }
+        if (MPI_SUCCESS != MPI_Waitall(K, r, MPI_STATUSES_IGNORE)) ++bad;
+        if (0 == rank) {
+            for (int q = 0; q < size; ++q)
+                for (int i = 0; i < B; ++i) want[q * B + i] = v(q, i, round);
+            check("gather", round, gat, want, n);
+        }
+        if (size - 1 == rank) {
+            for (int q = 0; q < size; ++q)
+                for (int i = 0; i < B; ++i) want[displs[q] + i] = v(q, i, round);
+            check("gatherv", round, gatv, want, n);
+        }
+        for (int i = 0; i < B; ++i) want[i] = v(0, displs[rank] + i, round);
+        check("scatterv", round, scav, want, B);
+        for (int q = 0; q < size; ++q)
+            for (int i = 0; i < B; ++i) want[displs[q] + i] = v(q, i, round);
+        check("allgatherv", round, agv, want, n);
+        for (int q = 0; q < size; ++q) /* block q of the output: rank q's block for this rank */
+            for (int i = 0; i < B; ++i) want[displs[q] + i] = v(q, displs[rank] + i, round);
+        check("alltoallv", round, a2v, want, n);
+        check("alltoallw", round, a2w, want, n);
+        for (int i = 0; i < B; ++i) {
+            want[i] = 0;
+            for (int q = 0; q <= rank; ++q) want[i] += v(q, i, round);
+        }
+        check("scan", round, scan, want, B);
+        if (rank > 0) {
+            for (int i = 0; i < B; ++i) want[i] -= v(rank, i, round);
+            check("exscan", round, exs, want, B);
+        }
+        for (int i = 0; i < B; ++i) {
+            want[i] = 0;
+            for (int q = 0; q < size; ++q) want[i] += v(q, rank * B + i, round);
+        }
+        check("reduce_scatter", round, rs, want, B);
+    }
+    for (int k = 0; k < K; ++k) MPI_Request_free(&r[k]);
+    free(in), free(gat), free(gatv), free(sca), free(scav), free(agv), free(a2v), free(a2w), free(scan), free(exs);
+    free(rs), free(want), free(counts), free(displs), free(bdispls), free(types);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    run(c); /* fresh: the first starts wait behind the vote */
+    run(c); /* settled */
+    MPI_Comm_free(&c);
+    long total = 0;
+    MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == rank) printf("persistent_host: %d ranks: %ld wrong elements or errors\n", size, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
+#else
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (0 == rank) printf("SKIP persistent_host: this MPI has no MPIX_*_init (Open MPI's pcollreq extension)\n");
+    MPI_Finalize();
+    return 0;
+}
+#endif
