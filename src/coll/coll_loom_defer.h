@@ -36,11 +36,11 @@
  * may wait for other ranks; it keeps the previous module's operations in the
  * same order on every rank).
  *
- * Limits. Persistent collectives loom does not take (MPIX_Barrier_init,
- * MPIX_Gather_init, ...: the previous module's) start at MPI_Start, past
- * kept calls: a program that starts one while its communicator has calls
- * kept may post the previous module's operations in another order on
- * another rank (LOOM_NONBLOCKING_SETUP=0 avoids it). A kept call launches
+ * Persistent collectives go through the same overrides at each MPI_Start
+ * (loom takes every *_init slot: coll_loom_persistent.c), so they are kept
+ * alike.
+ *
+ * Limit. A kept call launches
  * when it starts, so two communicators' kernels may be launched in another
  * order on another rank than the program's (each communicator's own order
  * holds), as with NCCL communicators used from several streams.
