@@ -285,36 +285,35 @@ void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m)
     if (__atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) > 0) opal_progress();
 }
 
-static bool any_pending(const mca_coll_loom_module_t *m)
+/* Whether m has requests in the list; stream_only: only those on loom's
+ * stream (not persistent or kept ones, which follow another request). */
+static bool any_pending(const mca_coll_loom_module_t *m, bool stream_only)
 {
     bool any = false;
     OPAL_THREAD_LOCK(&pending_lock);
-    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next) any = r->m == m;
+    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next)
+        any = r->m == m && (!stream_only || NULL == r->inner);
     OPAL_THREAD_UNLOCK(&pending_lock);
     return any;
 }
 
 bool mca_coll_loom_requests_pending(const mca_coll_loom_module_t *m)
 {
-    /* Only requests on loom's stream (persistent ones and started kept calls
-     * follow another request, which is either on this list too or the
-     * previous module's, or still kept: counting them could wait forever). */
-    bool any = false;
-    OPAL_THREAD_LOCK(&pending_lock);
-    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next) any = r->m == m && NULL == r->inner;
-    OPAL_THREAD_UNLOCK(&pending_lock);
-    return any;
+    /* Persistent ones and started kept calls follow another request, on this
+     * list too, the previous module's, or still kept: counting them could
+     * wait forever. */
+    return any_pending(m, true);
 }
 
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m)
 {
-    if (!any_pending(m)) return;
+    if (!any_pending(m, false)) return;
     if (NULL != m->lcomm) { /* then every plain request of m completes at once */
         OPAL_THREAD_LOCK(&m->call_lock);
         loomCommWait(m->lcomm);
         OPAL_THREAD_UNLOCK(&m->call_lock);
     }
-    while (any_pending(m)) opal_progress(); /* started persistent ones: their calls' requests too */
+    while (any_pending(m, false)) opal_progress(); /* started persistent ones: their calls' requests too */
 }
 
 static int loom_persistent_start(size_t count, ompi_request_t **requests)

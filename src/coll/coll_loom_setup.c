@@ -27,6 +27,7 @@
  * also the communicator's first collective (the probe).
  */
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,20 +302,18 @@ int mca_coll_loom_any_device_buffers(mca_coll_loom_module_t *m, bool mine, int *
     return agree(m, mine, MPI_MAX, "agreeing whether any rank passes device buffers", true, any);
 }
 
-void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r)
+/* A report (verbose_level 0: always): printed now, or kept for the
+ * progressing thread when this is m's helper (opal_output is not for other
+ * threads; the last one kept is printed). */
+static void say(mca_coll_loom_module_t *m, int verbose_level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(mca_coll_loom_module_t *m, int verbose_level, const char *fmt, ...)
 {
-    char host[64] = "?";
-    gethostname(host, sizeof(host) - 1);
-    /* The one report of a failed loom call (the core only logs it at INFO). */
-    opal_output(mca_coll_loom_component.output, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s", host,
-                ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, what, loomGetErrorString(r),
-                loomGetLastError());
-}
-
-/* A creation failure's report: printed now, or kept for the progressing
- * thread when this is a helper (opal_output is not for other threads). */
-static void creation_report(mca_coll_loom_module_t *m, int verbose_level, const char *text)
-{
+    char text[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
     if (t_helper_of == m) {
         snprintf(m->async->msg, sizeof(m->async->msg), "%s", text);
         m->async->msg_level = verbose_level;
@@ -323,6 +322,15 @@ static void creation_report(mca_coll_loom_module_t *m, int verbose_level, const 
     } else {
         opal_output_verbose(verbose_level, mca_coll_loom_component.output, "%s", text);
     }
+}
+
+void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r)
+{
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    /* The one report of a failed loom call (the core only logs it at INFO). */
+    say(m, 0, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s", host, ompi_comm_rank(m->comm), m->comm->c_name,
+        m->comm->c_contextid, what, loomGetErrorString(r), loomGetLastError());
 }
 
 int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
@@ -338,18 +346,9 @@ int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
         if (NULL != lcomm) loomCommDestroy(lcomm);
         return 0;
     }
-    char text[768], host[64] = "?";
-    gethostname(host, sizeof(host) - 1);
-    if (loomSuccess != r && loomNotSupported != r) {
-        snprintf(text, sizeof(text), "coll/loom %s rank %d comm %s (cid %u): creating the loom communicator: %s: %s",
-                 host, rank, m->comm->c_name, m->comm->c_contextid, loomGetErrorString(r), loomGetLastError());
-        creation_report(m, 0, text);
-    }
-    if (loomNotSupported == r && mca_coll_loom_component.verbose > 0) {
-        snprintf(text, sizeof(text), "coll/loom rank %d comm %s: no loom communicator: %s", rank, m->comm->c_name,
-                 loomGetLastError());
-        creation_report(m, 1, text);
-    }
+    if (loomSuccess != r && loomNotSupported != r) mca_coll_loom_report_error(m, "creating the loom communicator", r);
+    if (loomNotSupported == r && mca_coll_loom_component.verbose > 0)
+        say(m, 1, "coll/loom rank %d comm %s: no loom communicator: %s", rank, m->comm->c_name, loomGetLastError());
     if (agreed(m, loomSuccess == r, MPI_MIN, "agreeing that every rank created the loom communicator")) {
         m->lcomm = lcomm;
         return 1;
@@ -368,11 +367,8 @@ static void *creation_helper(void *arg)
         made = mca_coll_loom_create_comm(m, a->device);
     } else {
         const loomResult_t r = loomCommConnectPeers(m->lcomm);
-        made = loomSuccess == r;
-        if (!made && loomNotSupported != r)
-            snprintf(a->msg, sizeof(a->msg), "coll/loom rank %d comm %s: connecting every pair of ranks: %s: %s "
-                     "(exchanges and scans stay staged)", ompi_comm_rank(m->comm), m->comm->c_name,
-                     loomGetErrorString(r), loomGetLastError());
+        if (loomSuccess != r && loomNotSupported != r)
+            mca_coll_loom_report_error(m, "connecting every pair of ranks (exchanges and scans stay staged)", r);
     }
     pthread_mutex_lock(&a->lock);
     a->made = made;
