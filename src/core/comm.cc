@@ -25,6 +25,7 @@
 #include "core/enqueue_zerocopy.h"
 #include "device/zerocopy_schedule.h"
 #include "core/connect.h"
+#include "core/kernel_load.h"
 #include "core/params.h"
 #include "btl_gpu/net/net_transport.h"
 #include "core/topology.h"
@@ -82,6 +83,7 @@ uint64_t rankHostHash(int cudaDev) {
 loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     const Params &p = params();
     CUDA_TRY(cudaSetDevice(comm->cudaDev), "cudaSetDevice");
+    if (loomResult_t r = loadDeviceKernels(comm->rank, comm->cudaDev)) return r;
     CUDA_TRY(cudaDeviceGetPCIBusId(me->busId, sizeof(me->busId), comm->cudaDev), "cudaDeviceGetPCIBusId");
     memcpy(comm->busId, me->busId, sizeof(comm->busId));
     // A blocking stream: loom's kernels are ordered after the application's
@@ -431,7 +433,7 @@ void releaseComm(loomComm *comm) {
     if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
     for (const loom::CallMarks::Mark &m : comm->marks.pending) cudaEventDestroy(m.event);
     for (cudaEvent_t e : comm->marks.spare) cudaEventDestroy(e);
-    for (void *p : comm->deferredFrees) cudaFree(p);
+    for (void *p : comm->retiredBuffers) cudaFree(p);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
     if (comm->arrivals) arrivalUnserve(comm->arrivals); // before the board goes
@@ -510,16 +512,18 @@ extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
 loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, size_t need, const char *what) {
     if (need <= *have) return loomSuccess;
     // cudaFree waits for the whole device, kernels of other communicators
-    // waiting for peers included: a call that must not block (MPI's
-    // non-blocking ones) leaves the old buffer to the next blocking wait.
-    if (!comm->hostWaitAllowed && *buf) comm->deferredFrees.push_back(*buf);
-    else cudaFree(*buf);
+    // waiting for peers included, and a peer's kernel may wait for what this
+    // thread launches next (two communicators in flight at once): the old
+    // buffer is retired, freed with the communicator. Growing at least
+    // twofold keeps the retired ones smaller than the live one together.
+    if (*buf) comm->retiredBuffers.push_back(*buf);
     *buf = nullptr;
+    const size_t mib = size_t(1) << 20;
+    const size_t want = (std::max(need, 2 * *have) + mib - 1) / mib * mib;
     *have = 0;
     int current = -1;
     cudaGetDevice(&current);
     cudaSetDevice(comm->cudaDev);
-    const size_t want = (need + (1u << 20) - 1) / (1u << 20) * (1u << 20);
     cudaError_t e = cudaMalloc(buf, want);
     if (current >= 0) cudaSetDevice(current);
     if (e != cudaSuccess)
@@ -621,7 +625,7 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (loomResult_t r = loom::residentSettle(comm)) return r;
     // Nothing enqueued since a wait saw the stream drain (calls the resident
     // kernel ran finished inside them): no synchronize to pay.
-    if (comm->streamIdle && comm->deferredFrees.empty()) return loom::callsFinished(comm, cudaSuccess, true);
+    if (comm->streamIdle) return loom::callsFinished(comm, cudaSuccess, true);
     cudaError_t err;
     if (comm->ringsUseNet || comm->edgesUseNet) {
         // The proxy threads move this collective's data: a rank bound to one
@@ -630,8 +634,6 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     } else {
         err = cudaStreamSynchronize(comm->stream);
     }
-    for (void *p : comm->deferredFrees) cudaFree(p); // the stream is idle: nothing reads them
-    comm->deferredFrees.clear();
     comm->streamIdle = err == cudaSuccess;
     return loom::callsFinished(comm, err, true);
 }

@@ -160,7 +160,7 @@ struct loomComm {
     // other ranks (MPI's non-blocking collectives): no zero-copy allreduce.
     bool hostWaitAllowed = true;
     loom::CallMarks marks;       // loomCommMark / loomCommTest (core/call_marks.cc)
-    std::vector<void *> deferredFrees; // device buffers replaced while hostWaitAllowed was 0: freed at the next wait
+    std::vector<void *> retiredBuffers; // device buffers replaced by larger ones: freed with the communicator
     char busId[16] = "";
     // Choices said at TUNE (enqueue.cc): per collective and power-of-two size class.
     static constexpr int kTuneColls = 8, kTuneClasses = 48;

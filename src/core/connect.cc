@@ -8,6 +8,7 @@
 #include "core/bootstrap.h"
 #include "core/debug.h"
 #include "core/params.h"
+#include "core/setup_write.h"
 
 namespace loom {
 
@@ -211,9 +212,9 @@ cudaError_t uploadRingOrder(RingLink *ring) {
     const size_t bytes = sizeof(int) * ring->order.size();
     cudaError_t e = cudaMalloc((void **)&ring->orderDev, bytes);
     if (e == cudaSuccess) e = cudaMalloc((void **)&ring->posOfDev, sizeof(int) * ring->posOf.size());
-    if (e == cudaSuccess) e = cudaMemcpy(ring->orderDev, ring->order.data(), bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = setupWrite(ring->orderDev, ring->order.data(), bytes);
     if (e == cudaSuccess)
-        e = cudaMemcpy(ring->posOfDev, ring->posOf.data(), sizeof(int) * ring->posOf.size(), cudaMemcpyHostToDevice);
+        e = setupWrite(ring->posOfDev, ring->posOf.data(), sizeof(int) * ring->posOf.size());
     return e;
 }
 
@@ -248,8 +249,7 @@ loomResult_t buildRingTables(loomComm *comm) {
         }
         e = cudaMalloc((void **)&comm->ringChansDev[p], sizeof(RingChannel) * chans.size());
         if (e == cudaSuccess)
-            e = cudaMemcpy(comm->ringChansDev[p], chans.data(), sizeof(RingChannel) * chans.size(),
-                           cudaMemcpyHostToDevice);
+            e = setupWrite(comm->ringChansDev[p], chans.data(), sizeof(RingChannel) * chans.size());
     }
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: ring connection tables: %s", comm->rank, comm->cudaDev,

@@ -11,6 +11,7 @@
  */
 #include <cstring>
 
+#include "core/setup_write.h"
 #include "core/bootstrap.h"
 #include "core/connect.h"
 #include "core/debug.h"
@@ -85,7 +86,7 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
     }
     // The kernels read the edges from device memory.
     cudaError_t e = cudaMalloc((void **)&comm->edgeConnsDev, sizeof(comm->edge));
-    if (e == cudaSuccess) e = cudaMemcpy(comm->edgeConnsDev, comm->edge, sizeof(comm->edge), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = setupWrite(comm->edgeConnsDev, comm->edge, sizeof(comm->edge));
     r = e == cudaSuccess ? loomSuccess
                          : fail(loomUnhandledCudaError, "rank %d: edge table: %s", me, cudaGetErrorString(e));
     r = agreeAll(bs, me, n, r, "uploading the edge table");

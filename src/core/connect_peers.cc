@@ -2,6 +2,7 @@
  * All-peer connections (core/peer_conns.h): made collectively on first need,
  * each phase agreed by all ranks, as at the communicator's creation.
  */
+#include "core/setup_write.h"
 #include "core/peer_conns.h"
 
 #include <algorithm>
@@ -164,7 +165,7 @@ loomResult_t connectAll(loomComm *comm) {
         }
     const size_t conns = (size_t)n * C;
     cudaError_t e = cudaMalloc((void **)&p.connsDev, sizeof(ConnPair) * conns);
-    if (e == cudaSuccess) e = cudaMemcpy(p.connsDev, p.conns.data(), sizeof(ConnPair) * conns, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = setupWrite(p.connsDev, p.conns.data(), sizeof(ConnPair) * conns);
     if (e == cudaSuccess) e = cudaMalloc(&p.tablesDev, 6 * sizeof(size_t) * (size_t)n + sizeof(ConnSteps) * conns);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&p.tablesRead, cudaEventDisableTiming);
     r = e == cudaSuccess ? loomSuccess

@@ -9,6 +9,7 @@
 
 #include "cuda_driver.h"
 #include "debug.h"
+#include "setup_write.h"
 #include "loom.h"
 
 using namespace loom;
@@ -77,4 +78,14 @@ extern "C" loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes)
         return fail(loomUnhandledCudaError, "cudaMemcpy of %zu bytes (device %d) failed: %s", bytes, owner,
                     cudaGetErrorString(err));
     return loomSuccess;
+}
+
+cudaError_t loom::setupWrite(void *dst, const void *src, size_t bytes) {
+    cudaStream_t s = nullptr;
+    cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = src ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s) : cudaMemsetAsync(dst, 0, bytes, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (s) cudaStreamDestroy(s);
+    return e;
 }

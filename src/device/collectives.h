@@ -17,6 +17,12 @@
 
 namespace loom {
 
+// What loading kernels found (device/kernel_load.h).
+struct KernelLoad {
+    int kernels = 0;          // instances loaded (one counted once per (type, op) that reaches it)
+    size_t maxLocalBytes = 0; // the largest per-thread local memory among them
+};
+
 // Enqueues one ring collective (a.coll; a.nchannels CTAs) on stream:
 // reductions per (dtype, op); allgather and broadcast over bytes (count in bytes).
 cudaError_t launchRingColl(const RingArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
@@ -56,5 +62,15 @@ cudaError_t launchResidentBytes(const ResidentLaunchArgs &a, cudaStream_t stream
 
 // Enqueues one zero-copy allreduce (a.ctas CTAs) on stream, per (dtype, op).
 cudaError_t launchZeroCopyAllReduce(const ZeroCopyArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+
+// Load every instance of each file's kernels without running them
+// (device/kernel_load.h says why; core/kernel_load.cc calls them).
+cudaError_t loadRingKernels(KernelLoad *l);
+cudaError_t loadEdgeKernels(KernelLoad *l);
+cudaError_t loadExchangeKernels(KernelLoad *l);
+cudaError_t loadScanKernels(KernelLoad *l);
+cudaError_t loadOneShotKernels(KernelLoad *l);
+cudaError_t loadResidentKernels(KernelLoad *l);
+cudaError_t loadZeroCopyKernels(KernelLoad *l);
 
 } // namespace loom

@@ -10,6 +10,7 @@
 
 #include "device/collectives.h"
 #include "device/dispatch.h"
+#include "device/kernel_load.h"
 #include "device/prims.h"
 #include "device/prims_simple.h"
 
@@ -31,6 +32,7 @@ template <typename T, typename Op> struct EdgeKernel {
         edgeKernel<T, Op><<<edgeLanes(a.s), a.nthreads, 0, stream>>>(a);
         return cudaGetLastError();
     }
+    static cudaError_t load(KernelLoad *l) { return loadKernels(l, edgeKernel<T, Op>); }
 };
 
 } // namespace
@@ -42,5 +44,7 @@ cudaError_t launchEdgeColl(const EdgeArgs &a, loomDataType_t dtype, loomRedOp_t 
 cudaError_t launchEdgeBytes(const EdgeArgs &a, cudaStream_t stream) {
     return EdgeKernel<uint8_t, OpSum>::launch(a, stream); // the op is never applied: no step reduces
 }
+
+cudaError_t loadEdgeKernels(KernelLoad *l) { return loadTypeOps<EdgeKernel>(l); }
 
 } // namespace loom

@@ -17,6 +17,7 @@
 
 #include "device/collectives.h"
 #include "device/direct_pair.h"
+#include "device/kernel_load.h"
 #include "device/prims.h"
 #include "device/prims_simple.h"
 
@@ -166,5 +167,7 @@ cudaError_t launchExchangeAfterCopies(const ExchangeArgs &a, cudaStream_t stream
     exchangeAfterCopiesKernel<<<1, 256, 0, stream>>>(a);
     return cudaGetLastError();
 }
+
+cudaError_t loadExchangeKernels(KernelLoad *l) { return loadKernels(l, exchangeKernel, exchangeAfterCopiesKernel); }
 
 } // namespace loom

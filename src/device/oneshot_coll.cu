@@ -8,6 +8,7 @@
 
 #include "device/collectives.h"
 #include "device/dispatch.h"
+#include "device/kernel_load.h"
 #include "device/oneshot_body.h"
 
 namespace loom {
@@ -23,6 +24,7 @@ template <typename T, typename Op> struct OneShotKernel {
         oneShotKernel<T, Op><<<a.nblocks, kOneShotThreads, 0, stream>>>(a);
         return cudaGetLastError();
     }
+    static cudaError_t load(KernelLoad *l) { return loadKernels(l, oneShotKernel<T, Op>); }
 };
 
 } // namespace
@@ -35,5 +37,7 @@ cudaError_t launchOneShotColl(const OneShotArgs &a, loomDataType_t dtype, loomRe
 cudaError_t launchOneShotBytes(const OneShotArgs &a, cudaStream_t stream) {
     return OneShotKernel<uint8_t, OpSum>::launch(a, stream);
 }
+
+cudaError_t loadOneShotKernels(KernelLoad *l) { return loadTypeOps<OneShotKernel>(l); }
 
 } // namespace loom

@@ -23,6 +23,7 @@
 
 #include "device/collectives.h"
 #include "device/dispatch.h"
+#include "device/kernel_load.h"
 #include "device/oneshot_body.h"
 #include "device/resident_args.h"
 
@@ -191,6 +192,7 @@ template <typename T, typename Op> struct ResidentKernel {
         residentKernel<T, Op><<<a.ctas, kOneShotThreads, 0, stream>>>(a.r);
         return cudaGetLastError();
     }
+    static cudaError_t load(KernelLoad *l) { return loadKernels(l, residentKernel<T, Op>); }
 };
 
 } // namespace
@@ -202,5 +204,7 @@ cudaError_t launchResident(const ResidentLaunchArgs &a, loomDataType_t dtype, lo
 cudaError_t launchResidentBytes(const ResidentLaunchArgs &a, cudaStream_t stream) {
     return ResidentKernel<uint8_t, OpSum>::launch(a, stream);
 }
+
+cudaError_t loadResidentKernels(KernelLoad *l) { return loadTypeOps<ResidentKernel>(l); }
 
 } // namespace loom

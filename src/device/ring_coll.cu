@@ -10,6 +10,7 @@
 
 #include "device/collectives.h"
 #include "device/dispatch.h"
+#include "device/kernel_load.h"
 #include "device/prims.h"
 #include "device/prims_ll.h"
 #include "device/prims_ll128.h"
@@ -58,6 +59,9 @@ template <typename T, typename Op> struct RingKernel {
         else ringKernel<ProtoSimple, T, Op><<<a.nchannels, a.nthreads, 0, stream>>>(a);
         return cudaGetLastError();
     }
+    static cudaError_t load(KernelLoad *l) {
+        return loadKernels(l, ringKernel<ProtoLL, T, Op>, ringKernel<ProtoLL128, T, Op>, ringKernel<ProtoSimple, T, Op>);
+    }
 };
 
 } // namespace
@@ -69,5 +73,7 @@ cudaError_t launchRingColl(const RingArgs &a, loomDataType_t dtype, loomRedOp_t 
 cudaError_t launchRingBytes(const RingArgs &a, cudaStream_t stream) {
     return RingKernel<uint8_t, OpSum>::launch(a, stream); // the op is never applied: no step reduces
 }
+
+cudaError_t loadRingKernels(KernelLoad *l) { return loadTypeOps<RingKernel>(l); }
 
 } // namespace loom

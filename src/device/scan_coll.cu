@@ -10,6 +10,7 @@
 
 #include "device/collectives.h"
 #include "device/dispatch.h"
+#include "device/kernel_load.h"
 #include "device/prims.h"
 #include "device/prims_simple.h"
 
@@ -52,6 +53,7 @@ template <typename T, typename Op> struct ScanKernel {
         scanKernel<T, Op><<<a.s.channels, a.nthreads, 0, stream>>>(a);
         return cudaGetLastError();
     }
+    static cudaError_t load(KernelLoad *l) { return loadKernels(l, scanKernel<T, Op>); }
 };
 
 } // namespace
@@ -59,5 +61,7 @@ template <typename T, typename Op> struct ScanKernel {
 cudaError_t launchScan(const ScanArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream) {
     return dispatchTypeOp<ScanKernel>(dtype, op, a, stream);
 }
+
+cudaError_t loadScanKernels(KernelLoad *l) { return loadTypeOps<ScanKernel>(l); }
 
 } // namespace loom

@@ -12,6 +12,7 @@
 #include "device/collectives.h"
 #include "device/conn.h"
 #include "device/dispatch.h"
+#include "device/kernel_load.h"
 #include "device/prims_simple.h"
 #include "device/wait.h"
 #include "device/zerocopy_args.h"
@@ -229,6 +230,7 @@ template <typename T, typename Op> struct ZeroCopyKernel {
         zeroCopyKernel<T, Op><<<a.ctas, kZeroCopyThreads, 0, stream>>>(a);
         return cudaGetLastError();
     }
+    static cudaError_t load(KernelLoad *l) { return loadKernels(l, zeroCopyKernel<T, Op>); }
 };
 
 } // namespace
@@ -236,5 +238,7 @@ template <typename T, typename Op> struct ZeroCopyKernel {
 cudaError_t launchZeroCopyAllReduce(const ZeroCopyArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream) {
     return dispatchTypeOp<ZeroCopyKernel>(dtype, op, a, stream);
 }
+
+cudaError_t loadZeroCopyKernels(KernelLoad *l) { return loadTypeOps<ZeroCopyKernel>(l); }
 
 } // namespace loom

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/setup_write.h"
 #include "core/debug.h"
 
 namespace loom {
@@ -10,7 +11,7 @@ loomResult_t p2pAllocRegion(size_t bytes, P2pRegion *region, P2pEndpoint *endpoi
     int dev = -1;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess) err = cudaMalloc(&region->base, bytes);
-    if (err == cudaSuccess) err = cudaMemset(region->base, 0, bytes);
+    if (err == cudaSuccess) err = setupWrite(region->base, nullptr, bytes);
     if (err == cudaSuccess) err = cudaIpcGetMemHandle(&endpoint->handle, region->base);
     if (err == cudaSuccess) err = cudaDeviceGetPCIBusId(endpoint->busId, sizeof(endpoint->busId), dev);
     if (err != cudaSuccess) {
