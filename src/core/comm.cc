@@ -514,21 +514,28 @@ loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, si
     // cudaFree waits for the whole device, kernels of other communicators
     // waiting for peers included, and a peer's kernel may wait for what this
     // thread launches next (two communicators in flight at once): the old
-    // buffer is retired, freed with the communicator. Growing at least
-    // twofold keeps the retired ones smaller than the live one together.
-    if (*buf) comm->retiredBuffers.push_back(*buf);
-    *buf = nullptr;
+    // buffer is retired, freed with the communicator. Growing twofold keeps
+    // the retired ones smaller than the live one together; where that much
+    // is not to be had, just what is needed.
     const size_t mib = size_t(1) << 20;
-    const size_t want = (std::max(need, 2 * *have) + mib - 1) / mib * mib;
-    *have = 0;
+    const size_t least = (need + mib - 1) / mib * mib;
+    size_t want = std::max(least, (2 * *have + mib - 1) / mib * mib);
     int current = -1;
     cudaGetDevice(&current);
     cudaSetDevice(comm->cudaDev);
-    cudaError_t e = cudaMalloc(buf, want);
+    void *fresh = nullptr;
+    cudaError_t e = cudaMalloc(&fresh, want);
+    if (e != cudaSuccess && want > least) {
+        cudaGetLastError(); // not sticky
+        want = least;
+        e = cudaMalloc(&fresh, want);
+    }
     if (current >= 0) cudaSetDevice(current);
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) // the old buffer stays: a later, smaller call may still use it
         return fail(loomUnhandledCudaError, "rank %d GPU %d: %s of %zu bytes: %s", comm->rank, comm->cudaDev, what,
                     want, cudaGetErrorString(e));
+    if (*buf) comm->retiredBuffers.push_back(*buf);
+    *buf = fresh;
     *have = want;
     return loomSuccess;
 }

@@ -34,17 +34,18 @@ loomResult_t loadDeviceKernels(int rank, int device) {
     // first launch grow it, which synchronizes the device like a lazy load:
     // grown here, now, instead.
     size_t stack = 0;
-    cudaDeviceGetLimit(&stack, cudaLimitStackSize);
-    if (l.maxLocalBytes > stack) {
+    const bool known = cudaDeviceGetLimit(&stack, cudaLimitStackSize) == cudaSuccess;
+    if (!known) cudaGetLastError(); // left as it is
+    if (known && l.maxLocalBytes > stack) {
         cudaError_t e = cudaDeviceSetLimit(cudaLimitStackSize, l.maxLocalBytes);
         if (e != cudaSuccess)
             return fail(loomUnhandledCudaError, "rank %d GPU %d: stack size %zu B for loom's kernels: %s", rank,
                         device, l.maxLocalBytes, cudaGetErrorString(e));
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    LOOM_INFO(kInit, "rank %d GPU %d: %d kernel instances loaded in %.1f ms; local memory up to %zu B per thread "
+    LOOM_INFO(kInit, "rank %d GPU %d: %d kernel loads (signed integer ops share unsigned instances) in %.1f ms; local memory up to %zu B per thread "
               "(stack limit %zu B%s)", rank, device, l.kernels, ms, l.maxLocalBytes, stack,
-              l.maxLocalBytes > stack ? ", raised" : "");
+              known && l.maxLocalBytes > stack ? ", raised" : "");
     loaded.insert(device);
     return loomSuccess;
 }
