@@ -2,7 +2,6 @@
  * All-peer connections (core/peer_conns.h): made collectively on first need,
  * each phase agreed by all ranks, as at the communicator's creation.
  */
-#include "core/setup_write.h"
 #include "core/peer_conns.h"
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/params.h"
+#include "core/setup_write.h"
 #include "device/fifo.h"
 
 namespace loom {

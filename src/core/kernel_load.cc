@@ -43,9 +43,9 @@ loomResult_t loadDeviceKernels(int rank, int device) {
                         device, l.maxLocalBytes, cudaGetErrorString(e));
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    LOOM_INFO(kInit, "rank %d GPU %d: %d kernel loads (signed integer ops share unsigned instances) in %.1f ms; local memory up to %zu B per thread "
-              "(stack limit %zu B%s)", rank, device, l.kernels, ms, l.maxLocalBytes, stack,
-              known && l.maxLocalBytes > stack ? ", raised" : "");
+    LOOM_INFO(kInit, "rank %d GPU %d: %d kernel loads (signed integer ops share unsigned instances) in %.1f ms; "
+              "local memory up to %zu B per thread (stack limit %zu B%s)", rank, device, l.kernels, ms,
+              l.maxLocalBytes, stack, known && l.maxLocalBytes > stack ? ", raised" : "");
     loaded.insert(device);
     return loomSuccess;
 }

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "core/setup_write.h"
 #include "core/debug.h"
+#include "core/setup_write.h"
 
 namespace loom {
 
