@@ -505,7 +505,7 @@ extern "C" loomResult_t loomCommDevice(loomComm_t comm, int *device) {
 
 extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
     if (!comm || !bytes) return fail(loomInvalidArgument, "loomCommMemoryBytes: NULL argument");
-    *bytes = comm->region.bytes + comm->scratchBytes;
+    *bytes = comm->region.bytes + comm->grownBytes; // grownBytes includes the scratch
     return loomSuccess;
 }
 
@@ -535,6 +535,7 @@ loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, si
         return fail(loomUnhandledCudaError, "rank %d GPU %d: %s of %zu bytes: %s", comm->rank, comm->cudaDev, what,
                     want, cudaGetErrorString(e));
     if (*buf) comm->retiredBuffers.push_back(*buf);
+    comm->grownBytes += want;
     *buf = fresh;
     *have = want;
     return loomSuccess;

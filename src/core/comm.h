@@ -161,6 +161,7 @@ struct loomComm {
     bool hostWaitAllowed = true;
     loom::CallMarks marks;       // loomCommMark / loomCommTest (core/call_marks.cc)
     std::vector<void *> retiredBuffers; // device buffers replaced by larger ones: freed with the communicator
+    size_t grownBytes = 0;              // every growDeviceBuffer allocation, live and retired
     char busId[16] = "";
     // Choices said at TUNE (enqueue.cc): per collective and power-of-two size class.
     static constexpr int kTuneColls = 8, kTuneClasses = 48;

@@ -72,10 +72,17 @@ extern "C" loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes)
     int current = -1;
     cudaError_t err = cudaGetDevice(&current);
     if (err == cudaSuccess && owner >= 0 && owner != current) err = cudaSetDevice(owner);
-    if (err == cudaSuccess) err = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    // On this thread's default stream, not the legacy one: both order after
+    // the application's legacy-stream work, but a legacy-stream copy also
+    // waits for every blocking stream's work, loom's kernels of the other
+    // communicators included, and those may wait for peers that reach this
+    // call's own collective only after theirs (a staged call crossed with
+    // another communicator's non-blocking call: test/gpu/coll_cross_order).
+    if (err == cudaSuccess) err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
     if (current >= 0 && owner >= 0 && owner != current) cudaSetDevice(current);
     if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "cudaMemcpy of %zu bytes (device %d) failed: %s", bytes, owner,
+        return fail(loomUnhandledCudaError, "copy of %zu bytes (device %d) failed: %s", bytes, owner,
                     cudaGetErrorString(err));
     return loomSuccess;
 }

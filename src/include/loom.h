@@ -66,7 +66,9 @@ int loomCudaCurrentDevice(void);
  * chosen its GPU. */
 loomResult_t loomPointerQuery(const void *ptr, loomPointerInfo_t *info);
 
-/* Synchronous copy between any two memories (host, device, managed). */
+/* Synchronous copy between any two memories (host, device, managed),
+ * ordered after the application's work on the legacy default stream and on
+ * the calling thread's default stream, and after nothing else. */
 loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes);
 
 /* ------------------------------------------------------------ communicators */
@@ -131,7 +133,9 @@ loomResult_t loomCommDestroy(loomComm_t comm);
 loomResult_t loomCommCount(loomComm_t comm, int *count);
 loomResult_t loomCommUserRank(loomComm_t comm, int *rank);
 loomResult_t loomCommDevice(loomComm_t comm, int *device); /* its CUDA device */
-/* GPU memory loom holds for this communicator. */
+/* GPU memory loom holds for this communicator: its FIFO region and the
+ * buffers grown for calls (scratch, in-place inputs, the edge accumulator;
+ * outgrown ones included, freed with the communicator). */
 loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes);
 
 /* Stream-ordered, NCCL-shaped. stream == NULL: loom's own stream of comm.

@@ -8,8 +8,11 @@
  * allgather, exchange and scan, reduce and gather): under CUDA's lazy
  * loading such a first launch synchronized the device, waited for the
  * other communicator's kernel, and every rank hung inside cudaLaunchKernel
- * (device/kernel_load.h). Every element is checked against a host
- * reference.
+ * (device/kernel_load.h). A last round crosses a staged call (a
+ * user-defined op: copied through host memory) with the other
+ * communicator's kernel: a staging copy on the legacy default stream waited
+ * for that kernel, whose peer was still inside the staged call. Every
+ * element is checked against a host reference.
  *
  *   coll_cross_order [-n FLOATS]   (default 1M floats per call)
  */
@@ -131,6 +134,20 @@ static void igather(MPI_Comm c, MPI_Request *r, void *x)
     MPI_Igather(b->in, (int)slice, MPI_FLOAT, b->out, (int)slice, MPI_FLOAT, np - 1, c, r);
 }
 
+/* A sum loom does not reduce on the GPU (a user-defined op): the call is staged. */
+static void host_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; ++i) ((float *)inout)[i] += ((const float *)in)[i];
+}
+static MPI_Op user_sum;
+static void staged_allreduce(MPI_Comm c, MPI_Request *r, void *x)
+{
+    bufs_t *b = x;
+    if (MPI_SUCCESS != MPI_Allreduce(b->in, b->out, (int)b->n, MPI_FLOAT, user_sum, c)) ++bad;
+    *r = MPI_REQUEST_NULL;
+}
+
 int main(int argc, char **argv)
 {
     size_t n = (size_t)1 << 20;
@@ -193,6 +210,17 @@ int main(int argc, char **argv)
         if (me == 0) expect("ireduce (crossed with igather)", x.out, n, sum_of, round);
         if (me == np - 1) expect("igather (crossed with ireduce)", y.out, slice * np, gathered, round);
         cudaFree(x.in), cudaFree(x.out), cudaFree(y.in), cudaFree(y.out);
+    }
+    ++round;
+    { /* staged allreduce (user op) on A, ring allreduce on B */
+        MPI_Op_create(host_sum, 1, &user_sum);
+        bufs_t x = {upload(n, me, round), dalloc(n * sizeof(float)), n};
+        bufs_t y = {upload(n, me, round), dalloc(n * sizeof(float)), n};
+        crossed(a, staged_allreduce, &x, b, iallreduce, &y);
+        expect("staged allreduce (crossed with iallreduce)", x.out, n, sum_of, round);
+        expect("iallreduce (crossed with a staged allreduce)", y.out, n, sum_of, round);
+        cudaFree(x.in), cudaFree(x.out), cudaFree(y.in), cudaFree(y.out);
+        MPI_Op_free(&user_sum);
     }
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);

@@ -7,11 +7,13 @@
  * loom's non-blocking form instead (MPI_Iallreduce ... + MPI_Wait at once),
  * with no blocking collective on device buffers at all: the first
  * non-blocking call makes loom's communicator inside progress
- * (coll_loom_defer.h; its time is the "first call" line).
+ * (coll_loom_defer.h; its time is the "first call" line). -P times the
+ * persistent form where Open MPI has it (MPIX_..._init once per size, then
+ * MPI_Start + MPI_Wait per call).
  *
  *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter]
  *              [-T float|char]
- *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I] [--csv FILE] [--no-nccl]
+ *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I|-P] [--csv FILE] [--no-nccl]
  *
  * allgatherv: ragged blocks (rank q about 2(q+1)/(n+1) of the average) vs
  * NCCL's grouped ncclBroadcast, one per rank (NCCL has no allgatherv);
@@ -31,6 +33,12 @@
 #include <string.h>
 
 #include "nccl_dl.h"
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define HAVE_PERSISTENT 1
+#else
+#define HAVE_PERSISTENT 0
+#endif
 
 #define CUDA(call)                                                                                  \
     do {                                                                                            \
@@ -86,9 +94,52 @@ static void loom_icall(const void *s, void *r, size_t count, MPI_Datatype dt)
     MPI_Wait(&q, MPI_STATUS_IGNORE);
 }
 
+/* -P: the persistent form; one request per (buffers, count), made at its first call. */
+static int persistent;
+#if HAVE_PERSISTENT
+static MPI_Request q = MPI_REQUEST_NULL;
+static void loom_pcall(const void *s, void *r, size_t count, MPI_Datatype dt)
+{
+    static const void *qs;
+    static void *qr;
+    static size_t qcount;
+    if (MPI_REQUEST_NULL != q && (qs != s || qr != r || qcount != count)) MPI_Request_free(&q);
+    if (MPI_REQUEST_NULL == q) {
+        MPI_Info i = MPI_INFO_NULL;
+        MPI_Comm w = MPI_COMM_WORLD;
+        switch (coll) {
+        case ALLREDUCE: MPIX_Allreduce_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
+        case BCAST: MPIX_Bcast_init(r, (int)count, dt, 0, w, i, &q); break;
+        case REDUCE: MPIX_Reduce_init(s, r, (int)count, dt, MPI_SUM, 0, w, i, &q); break;
+        case ALLGATHER: MPIX_Allgather_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
+        case ALLGATHERV: MPIX_Allgatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, w, i, &q); break;
+        case ALLTOALL: MPIX_Alltoall_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
+        case GATHER: MPIX_Gather_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
+        case SCATTER: MPIX_Scatter_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
+        default: MPIX_Reduce_scatter_block_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
+        }
+        qs = s, qr = r, qcount = count;
+    }
+    MPI_Start(&q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+static void persistent_free(void)
+{
+    if (MPI_REQUEST_NULL != q) MPI_Request_free(&q);
+}
+#else
+static void persistent_free(void) {}
+#endif
+
 static void loom_call(const void *s, void *r, size_t count)
 {
     MPI_Datatype dt = use_char ? MPI_CHAR : MPI_FLOAT;
+#if HAVE_PERSISTENT
+    if (persistent) {
+        loom_pcall(s, r, count, dt);
+        return;
+    }
+#endif
     if (nonblocking) {
         loom_icall(s, r, count, dt);
         return;
@@ -241,6 +292,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
         else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
         else if (!strcmp(argv[i], "-I")) nonblocking = 1;
+        else if (!strcmp(argv[i], "-P")) persistent = 1;
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) use_char = !strcmp(argv[++i], "char");
         else if (!strcmp(argv[i], "-C") && i + 1 < argc) {
             ++i;
@@ -248,7 +300,7 @@ int main(int argc, char **argv)
             if (coll == NCOLLS) coll = -1;
         }
         else {
-            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I] [--csv FILE] [--no-nccl]\n");
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I|-P] [--csv FILE] [--no-nccl]\n");
             MPI_Finalize();
             return 2;
         }
@@ -257,6 +309,11 @@ int main(int argc, char **argv)
         if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter, allgatherv, alltoall, gather or scatter\n");
         MPI_Finalize();
         return 2;
+    }
+    if (persistent && !HAVE_PERSISTENT) {
+        if (rank == 0) fprintf(stderr, "loom-bench: -P: this Open MPI has no persistent collectives (mpi-ext.h: no pcollreq)\n");
+        MPI_Finalize();
+        return 77;
     }
     nranks = size;
     me = rank;
@@ -313,7 +370,9 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# loom-bench: %s (%s, sum, root 0) through loom vs NCCL, %d ranks, %s calls\n", coll_names[coll],
                use_char ? "MPI_CHAR / ncclInt8" : "MPI_FLOAT / ncclFloat32", size,
-               nonblocking ? "loom non-blocking (MPI_I... + MPI_Wait), NCCL blocking" : "blocking");
+               persistent    ? "loom persistent (MPIX_..._init once, MPI_Start + MPI_Wait), NCCL blocking"
+               : nonblocking ? "loom non-blocking (MPI_I... + MPI_Wait), NCCL blocking"
+                             : "blocking");
         printf("# first call incl. communicator creation: loom %.3f s, NCCL (init + first allreduce) %.3f s\n",
                first_loom, first_nccl);
         printf("%12s %10s %10s %10s %10s %8s %6s\n", "bytes", "loom_us", "loom_GB/s", "nccl_us", "nccl_GB/s",
@@ -344,6 +403,7 @@ int main(int argc, char **argv)
     }
     if (out) fclose(out);
     if (ncomm) nccl.comm_destroy(ncomm);
+    persistent_free();
     cudaFree(s);
     cudaFree(r);
     free(host);
