@@ -427,6 +427,7 @@ void releaseComm(loomComm *comm) {
     }
     if (comm->stagePool) cudaMemPoolDestroy(comm->stagePool); // its memory goes once every buffer is back
     cudaFree(comm->blockTablesDev);
+    comm->uploads.release();
     cudaFree(comm->vInput);
     cudaFree(comm->edgeConnsDev);
     cudaFree(comm->edgeAcc);

@@ -15,6 +15,7 @@
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
 #include "core/arrival.h"
+#include "core/pinned_uploads.h"
 #include "core/resident.h"
 #include "core/ring_link.h"
 #include "device/oneshot_args.h"
@@ -125,6 +126,7 @@ struct loomComm {
     // for it on its own stream). vInput: a copy of an in-place ragged
     // reduce_scatter's input (core-owned; scratch belongs to the caller).
     size_t *blockTablesDev = nullptr;
+    loom::PinnedUploads uploads; // host tables to the GPU from pinned memory (ragged blocks, exchanges)
     cudaEvent_t blockTablesRead = nullptr;
     void *vInput = nullptr;
     size_t vInputBytes = 0;

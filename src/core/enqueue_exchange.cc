@@ -32,12 +32,11 @@ loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
 }
 
 // The call's tables to device memory on `stream`, after the last kernel that
-// read the previous ones (from pageable memory: staged before the call returns).
+// read the previous ones (through pinned memory, core/pinned_uploads.h).
 loomResult_t uploadTables(loomComm *comm, const std::vector<size_t> &tables, cudaStream_t stream) {
     PeerConns &p = *comm->peers;
     cudaError_t e = cudaStreamWaitEvent(stream, p.tablesRead, 0);
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(p.tablesDev, tables.data(), tables.size() * sizeof(size_t), cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess) e = comm->uploads.upload(p.tablesDev, tables.data(), tables.size() * sizeof(size_t), stream);
     return e == cudaSuccess ? loomSuccess : cudaFail(comm, "tables", e);
 }
 

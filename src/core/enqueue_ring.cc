@@ -31,10 +31,8 @@ loomResult_t uploadBlocks(loomComm *comm, const std::vector<size_t> &table, cuda
     } else {
         e = cudaStreamWaitEvent(stream, comm->blockTablesRead, 0);
     }
-    // From pageable memory: staged before the call returns, so `table` may go.
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(comm->blockTablesDev, table.data(), table.size() * sizeof(size_t), cudaMemcpyHostToDevice,
-                            stream);
+    // Through pinned memory (core/pinned_uploads.h): `table` may go at once.
+    if (e == cudaSuccess) e = comm->uploads.upload(comm->blockTablesDev, table.data(), table.size() * sizeof(size_t), stream);
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: block table of a ragged call: %s", comm->rank,
                     comm->cudaDev, cudaGetErrorString(e));

@@ -23,6 +23,10 @@
  *                blocking one (staged: no host agreement in them), correct
  *   exchanges    Ialltoall (1 MiB blocks), Ialltoallv (ragged), Igather,
  *                Iscatter, Iscan, Iexscan in flight together
+ *   tables       80 ragged calls in flight (Iallgatherv and Ialltoallv,
+ *                every call's counts its own): each one's tables go up
+ *                through a pinned slot (core/pinned_uploads.h) reused only
+ *                once its copy is done, past 64 from pageable memory
  *   first (-f)   only this: fresh communicators whose device-buffer calls
  *                are all non-blocking (the set-up runs inside progress,
  *                coll_loom_defer.h): rank 1 receives a message that rank 0
@@ -227,6 +231,60 @@ static void exchanges(MPI_Comm comm)
     free(h), free(o), free(x), free(sc), free(sd), free(rc), free(rd);
     cudaFree(ain), cudaFree(aout), cudaFree(vout), cudaFree(gin), cudaFree(gout), cudaFree(sin), cudaFree(sout);
     cudaFree(pin), cudaFree(pout), cudaFree(xout);
+}
+
+/* K ragged calls of each kind in flight at once, their counts all
+ * different: a table overwritten before its upload was done would move the
+ * wrong blocks. Counts and displacements stay untouched until the Waitall
+ * (MPI's rule). */
+static int ragged(int k, int from, int to) { return 1 + (k * 37 + from * 11 + to * 5) % 509; }
+static float table_value(int r, int q, size_t i, int k) { return value(r, (size_t)q * 7919 + i, k); }
+
+static void tables(MPI_Comm comm)
+{
+    enum { K = 40, B = 512 };
+    const size_t N = (size_t)size;
+    int *cnt = malloc(sizeof(int) * N * K * 6), *at = cnt;
+    float *in = dalloc(N * B * 4 * K), *gout = dalloc(N * B * 4 * K), *aout = dalloc(N * B * 4 * K);
+    float *h = malloc(N * B * 4 * K);
+    for (int k = 0; k < K; ++k) /* call k's input: block q (alltoallv's to q; allgatherv's is block 0) */
+        for (size_t q = 0; q < N; ++q)
+            for (size_t i = 0; i < B; ++i) h[((size_t)k * N + q) * B + i] = table_value(rank, (int)q, i, k);
+    cudaMemcpy(in, h, N * B * 4 * K, cudaMemcpyHostToDevice);
+    MPI_Request req[2 * K];
+    int err = 0;
+    for (int k = 0; k < K; ++k) {
+        int *gc = at, *gd = at + N, *sc = at + 2 * N, *sd = at + 3 * N, *rc = at + 4 * N, *rd = at + 5 * N;
+        at += 6 * N;
+        for (int q = 0; q < size; ++q) {
+            gc[q] = ragged(k, q, 0), gd[q] = (int)((N - 1 - (size_t)q) * B); /* reversed blocks */
+            sc[q] = ragged(k, rank, q), sd[q] = q * B;
+            rc[q] = ragged(k, q, rank), rd[q] = (int)((N - 1 - (size_t)q) * B);
+        }
+        float *kin = in + (size_t)k * N * B;
+        err |= MPI_Iallgatherv(kin, gc[rank], MPI_FLOAT, gout + (size_t)k * N * B, gc, gd, MPI_FLOAT, comm, &req[2 * k]);
+        err |= MPI_Ialltoallv(kin, sc, sd, MPI_FLOAT, aout + (size_t)k * N * B, rc, rd, MPI_FLOAT, comm,
+                              &req[2 * k + 1]);
+    }
+    if (MPI_SUCCESS != err || MPI_SUCCESS != MPI_Waitall(2 * K, req, MPI_STATUSES_IGNORE)) ++bad;
+    long wrong = 0;
+    float *o = malloc(N * B * 4 * K);
+    cudaMemcpy(h, gout, N * B * 4 * K, cudaMemcpyDeviceToHost);
+    cudaMemcpy(o, aout, N * B * 4 * K, cudaMemcpyDeviceToHost);
+    for (int k = 0; k < K; ++k) {
+        const float *gk = h + (size_t)k * N * B, *ak = o + (size_t)k * N * B;
+        for (int q = 0; q < size; ++q) {
+            const size_t d = (N - 1 - (size_t)q) * B;
+            for (int i = 0; i < ragged(k, q, 0); ++i) wrong += gk[d + (size_t)i] != table_value(q, 0, (size_t)i, k);
+            for (int i = 0; i < ragged(k, q, rank); ++i)
+                wrong += ak[d + (size_t)i] != table_value(q, rank, (size_t)i, k);
+        }
+    }
+    if (wrong) fprintf(stderr, "FAIL rank %d tables (%d iallgatherv + %d ialltoallv in flight): %ld wrong\n", rank, K,
+                       K, wrong);
+    bad += wrong;
+    free(h), free(o), free(cnt);
+    cudaFree(in), cudaFree(gout), cudaFree(aout);
 }
 
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
@@ -466,6 +524,7 @@ int main(int argc, char **argv)
         derived_type(MPI_COMM_WORLD);
         mixed(MPI_COMM_WORLD);
         exchanges(MPI_COMM_WORLD);
+        tables(MPI_COMM_WORLD);
         persistent(MPI_COMM_WORLD);
         two_comms();
         freed(MPI_COMM_WORLD);

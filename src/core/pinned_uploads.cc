@@ -1,0 +1,68 @@
+#include "core/pinned_uploads.h"
+
+#include <cstring>
+
+#include "core/debug.h"
+
+namespace loom {
+
+void PinnedUploads::release() {
+    for (Slot &s : slots_) {
+        if (s.copied) cudaEventSynchronize(s.copied);
+        if (s.copied) cudaEventDestroy(s.copied);
+        if (s.host) cudaFreeHost(s.host);
+    }
+    slots_.clear();
+}
+
+PinnedUploads::Slot *PinnedUploads::freeSlot(size_t bytes) {
+    Slot *small = nullptr; // a free slot too small: grown rather than adding one
+    for (Slot &s : slots_) {
+        const cudaError_t q = cudaEventQuery(s.copied);
+        if (q == cudaErrorNotReady) continue;
+        if (q != cudaSuccess) {
+            cudaGetLastError(); // a failed stream: its error is the call's, not the slot's
+            continue;
+        }
+        if (s.bytes >= bytes) return &s;
+        small = &s;
+    }
+    const size_t want = (bytes + 4095) / 4096 * 4096;
+    void *host = nullptr;
+    if (small) {
+        if (cudaHostAlloc(&host, want, cudaHostAllocDefault) != cudaSuccess) return nullptr;
+        cudaFreeHost(small->host); // its copy is done
+        small->host = host;
+        small->bytes = want;
+        return small;
+    }
+    if ((int)slots_.size() >= kMaxSlots) return nullptr;
+    Slot s;
+    if (cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming) != cudaSuccess) return nullptr;
+    if (cudaHostAlloc(&s.host, want, cudaHostAllocDefault) != cudaSuccess) {
+        cudaEventDestroy(s.copied);
+        return nullptr;
+    }
+    s.bytes = want;
+    slots_.push_back(s);
+    return &slots_.back();
+}
+
+cudaError_t PinnedUploads::upload(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
+    if (bytes == 0) return cudaSuccess;
+    Slot *s = freeSlot(bytes);
+    if (!s) {
+        cudaGetLastError(); // an allocation that failed is not the call's error
+        if (!warned_)
+            LOOM_WARN(kColl, "%d table uploads in flight, or no pinned memory: tables go from pageable memory, "
+                      "which may synchronize the stream", (int)slots_.size());
+        warned_ = true;
+        return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+    }
+    memcpy(s->host, src, bytes);
+    cudaError_t e = cudaMemcpyAsync(dst, s->host, bytes, cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess) e = cudaEventRecord(s->copied, stream);
+    return e;
+}
+
+} // namespace loom

@@ -1,0 +1,55 @@
+/*
+ * Small host tables (a ragged call's blocks, an exchange's counts and
+ * displacements) uploaded to device memory on a call's stream from pinned
+ * memory. From pageable memory the driver may first synchronize the stream
+ * (CUDA's API synchronization behaviour: pageable memory staged to pinned),
+ * and the stream may hold this communicator's earlier non-blocking call,
+ * whose kernel waits for peers; a peer that reaches that call only after a
+ * call of its own that waits for this rank's next one would hang with it.
+ *
+ * Each upload takes a slot whose last copy is done (cudaEventQuery, never a
+ * wait): the table is written there, copied on the stream, and the slot's
+ * event recorded after the copy. Slots are made as needed, one per upload
+ * in flight, up to kMaxSlots; past that an upload goes from pageable memory
+ * as before (said once at WARN). Freed with the communicator.
+ */
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "loom.h"
+
+namespace loom {
+
+class PinnedUploads {
+public:
+    static constexpr int kMaxSlots = 64;
+
+    PinnedUploads() = default;
+    PinnedUploads(const PinnedUploads &) = delete;
+    PinnedUploads &operator=(const PinnedUploads &) = delete;
+    ~PinnedUploads() { release(); }
+    // Frees the slots (the streams they were copied on are idle); the
+    // communicator's release calls it under its device.
+    void release();
+
+    // bytes of src to dst (device memory) on `stream`; src may go once this returns.
+    cudaError_t upload(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+    int slots() const { return (int)slots_.size(); }
+
+private:
+    struct Slot {
+        void *host = nullptr;
+        size_t bytes = 0;
+        cudaEvent_t copied = nullptr; // recorded after the slot's last copy
+    };
+    Slot *freeSlot(size_t bytes);
+
+    std::vector<Slot> slots_;
+    bool warned_ = false;
+};
+
+} // namespace loom
