@@ -3,6 +3,7 @@
  * bootstrap (MPI in the component), ring connections over p2p, teardown.
  */
 #include "core/comm.h"
+#include "core/pinned_uploads.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -427,7 +428,7 @@ void releaseComm(loomComm *comm) {
     }
     if (comm->stagePool) cudaMemPoolDestroy(comm->stagePool); // its memory goes once every buffer is back
     cudaFree(comm->blockTablesDev);
-    comm->uploads.release();
+    delete comm->uploads; // under the communicator's device: its events and pinned slots
     cudaFree(comm->vInput);
     cudaFree(comm->edgeConnsDev);
     cudaFree(comm->edgeAcc);

@@ -15,7 +15,6 @@
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
 #include "core/arrival.h"
-#include "core/pinned_uploads.h"
 #include "core/resident.h"
 #include "core/ring_link.h"
 #include "device/oneshot_args.h"
@@ -30,6 +29,7 @@ namespace loom {
 struct PeerConns; // core/peer_conns.h
 struct ZeroCopyState; // core/enqueue_zerocopy.h
 struct ArrivalPeers;  // core/arrival_query.h
+class PinnedUploads;  // core/pinned_uploads.h
 }
 
 namespace loom {
@@ -126,7 +126,7 @@ struct loomComm {
     // for it on its own stream). vInput: a copy of an in-place ragged
     // reduce_scatter's input (core-owned; scratch belongs to the caller).
     size_t *blockTablesDev = nullptr;
-    loom::PinnedUploads uploads; // host tables to the GPU from pinned memory (ragged blocks, exchanges)
+    loom::PinnedUploads *uploads = nullptr; // host tables to the GPU through pinned memory: made on first use
     cudaEvent_t blockTablesRead = nullptr;
     void *vInput = nullptr;
     size_t vInputBytes = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/pinned_uploads.h"
 #include "core/debug.h"
 #include "core/enqueue.h"
 #include "core/enqueue_direct.h"
@@ -36,7 +37,7 @@ loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
 loomResult_t uploadTables(loomComm *comm, const std::vector<size_t> &tables, cudaStream_t stream) {
     PeerConns &p = *comm->peers;
     cudaError_t e = cudaStreamWaitEvent(stream, p.tablesRead, 0);
-    if (e == cudaSuccess) e = comm->uploads.upload(p.tablesDev, tables.data(), tables.size() * sizeof(size_t), stream);
+    if (e == cudaSuccess) e = PinnedUploads::upload(comm, p.tablesDev, tables.data(), tables.size() * sizeof(size_t), stream);
     return e == cudaSuccess ? loomSuccess : cudaFail(comm, "tables", e);
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/debug.h"
 #include "core/params.h"
+#include "core/pinned_uploads.h"
 #include "core/tuning.h"
 #include "device/collectives.h"
 #include "device/ring_schedule.h"
@@ -32,7 +33,7 @@ loomResult_t uploadBlocks(loomComm *comm, const std::vector<size_t> &table, cuda
         e = cudaStreamWaitEvent(stream, comm->blockTablesRead, 0);
     }
     // Through pinned memory (core/pinned_uploads.h): `table` may go at once.
-    if (e == cudaSuccess) e = comm->uploads.upload(comm->blockTablesDev, table.data(), table.size() * sizeof(size_t), stream);
+    if (e == cudaSuccess) e = PinnedUploads::upload(comm, comm->blockTablesDev, table.data(), table.size() * sizeof(size_t), stream);
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: block table of a ragged call: %s", comm->rank,
                     comm->cudaDev, cudaGetErrorString(e));

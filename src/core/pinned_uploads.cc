@@ -1,18 +1,19 @@
 #include "core/pinned_uploads.h"
 
 #include <cstring>
+#include <new>
 
+#include "core/comm.h"
 #include "core/debug.h"
 
 namespace loom {
 
-void PinnedUploads::release() {
+PinnedUploads::~PinnedUploads() {
     for (Slot &s : slots_) {
         if (s.copied) cudaEventSynchronize(s.copied);
         if (s.copied) cudaEventDestroy(s.copied);
         if (s.host) cudaFreeHost(s.host);
     }
-    slots_.clear();
 }
 
 PinnedUploads::Slot *PinnedUploads::freeSlot(size_t bytes) {
@@ -46,6 +47,12 @@ PinnedUploads::Slot *PinnedUploads::freeSlot(size_t bytes) {
     s.bytes = want;
     slots_.push_back(s);
     return &slots_.back();
+}
+
+cudaError_t PinnedUploads::upload(loomComm *comm, void *dst, const void *src, size_t bytes, cudaStream_t stream) {
+    if (!comm->uploads) comm->uploads = new (std::nothrow) PinnedUploads;
+    if (!comm->uploads) return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+    return comm->uploads->upload(dst, src, bytes, stream);
 }
 
 cudaError_t PinnedUploads::upload(void *dst, const void *src, size_t bytes, cudaStream_t stream) {

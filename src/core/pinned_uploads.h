@@ -22,6 +22,8 @@
 
 #include "loom.h"
 
+struct loomComm;
+
 namespace loom {
 
 class PinnedUploads {
@@ -31,13 +33,14 @@ public:
     PinnedUploads() = default;
     PinnedUploads(const PinnedUploads &) = delete;
     PinnedUploads &operator=(const PinnedUploads &) = delete;
-    ~PinnedUploads() { release(); }
-    // Frees the slots (the streams they were copied on are idle); the
-    // communicator's release calls it under its device.
-    void release();
+    // Frees the slots (the streams they were copied on are idle): deleted
+    // by the communicator's release, under its device.
+    ~PinnedUploads();
 
     // bytes of src to dst (device memory) on `stream`; src may go once this returns.
     cudaError_t upload(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+    // The same through comm's (made here; without one, from pageable memory).
+    static cudaError_t upload(loomComm *comm, void *dst, const void *src, size_t bytes, cudaStream_t stream);
     int slots() const { return (int)slots_.size(); }
 
 private:

@@ -222,8 +222,10 @@ bool residentAllowed(const loomComm *comm, size_t bytes) {
     const Params &p = params();
     // A caller that may not wait posts the call; the next calls need loom's
     // stream to wait for it on the GPU (residentOrder).
+    // LOOM_RESIDENT_NONBLOCKING=1: while no other communicator has a resident kernel; 2: any.
+    const bool alone = residentComms.load(std::memory_order_relaxed) - (comm->resident ? 1 : 0) == 0;
     const bool posting = comm->hostWaitAllowed ||
-                         (p.residentNonblocking && residentComms.load(std::memory_order_relaxed) - (comm->resident ? 1 : 0) == 0 &&
+                         (p.residentNonblocking && (p.residentNonblocking == 2 || alone) &&
                           !streamWaitBroken.load(std::memory_order_relaxed) && cudaDriver() &&
                           cudaDriver()->cuStreamWaitValue32);
     return p.residentIdleUs > 0 && !comm->gpuShared && !gpuSharedInProcess() && posting &&

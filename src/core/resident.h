@@ -18,7 +18,7 @@
  * with the same lines and flags (device/oneshot_body.h).
  *
  * With LOOM_RESIDENT_NONBLOCKING=1, and while this process has no other
- * communicator with a resident kernel, a caller that may not wait
+ * communicator with a resident kernel (=2: whatever it has), a caller that may not wait
  * (loomCommSetHostWait(0): MPI's non-blocking collectives) posts the call
  * and returns: the call is pending until a mark
  * (loomCommTest) or loomCommWait sees its `done`. Meanwhile the mailbox is
