@@ -68,6 +68,22 @@ static bool progress_registered = false;
 static opal_mutex_t pending_lock = OPAL_MUTEX_STATIC_INIT;
 static int loom_progress(void);
 
+/* A persistent request being started on this thread (loom_persistent_start):
+ * where its call takes loom's kernels, the call's mark goes on the
+ * persistent request itself instead of on a request of the call's own that
+ * the persistent one would follow (a request and a progress pass fewer per
+ * start). Only that call takes it: the same module, and not a kept call
+ * that progress replays meanwhile (coll_loom_defer.h). */
+static __thread mca_coll_loom_request_t *t_starting = NULL;
+
+static mca_coll_loom_request_t *take_starting(const mca_coll_loom_module_t *m)
+{
+    mca_coll_loom_request_t *r = t_starting;
+    if (NULL == r || r->m != m || mca_coll_loom_replaying == m) return NULL;
+    t_starting = NULL;
+    return r;
+}
+
 static mca_coll_loom_request_t *new_request(mca_coll_loom_module_t *m)
 {
     mca_coll_loom_request_t *r = OBJ_NEW(mca_coll_loom_request_t);
@@ -231,10 +247,12 @@ static int loom_progress(void)
 int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStaged_t staged, ompi_request_t **req)
 {
     uint64_t ticket = 0;
-    mca_coll_loom_request_t *r = new_request(m);
+    mca_coll_loom_request_t *own = take_starting(m);
+    mca_coll_loom_request_t *r = NULL != own ? own : new_request(m);
     if (NULL == r || loomSuccess != loomCommMark(m->lcomm, &ticket)) {
         /* No request or no mark: the call finishes here instead. */
-        if (NULL != r) OBJ_RELEASE(r);
+        if (NULL != r && r != own) OBJ_RELEASE(r);
+        if (NULL != own) t_starting = own; /* for request_done below */
         const bool ok = loomSuccess == loomCommWait(m->lcomm);
         const int rc = ok && loomSuccess == loomStagedFinish(staged, 1) ? MPI_SUCCESS : MPI_ERR_OTHER;
         if (!ok) loomStagedFinish(staged, 0);
@@ -252,7 +270,8 @@ int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStage
 int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t **req)
 {
     if (MPI_SUCCESS != rc) return rc; /* the error is the call's: no request */
-    mca_coll_loom_request_t *r = new_request(m);
+    mca_coll_loom_request_t *r = take_starting(m);
+    if (NULL == r) r = new_request(m);
     if (NULL == r) return MPI_ERR_NO_MEM;
     complete(r, MPI_SUCCESS);
     *req = &r->super.super;
@@ -326,7 +345,11 @@ static int loom_persistent_start(size_t count, ompi_request_t **requests)
         r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
         r->super.super.req_status._cancelled = 0;
         ompi_request_t *inner = NULL;
+        t_starting = r;
         const int rc = r->start(r->args, &inner);
+        const bool own = NULL == t_starting; /* the call marked r itself: pending or complete */
+        t_starting = NULL;
+        if (own) continue;
         if (MPI_SUCCESS != rc || NULL == inner) {
             if (NULL != inner) ompi_request_free(&inner);
             complete(r, rc);

@@ -10,7 +10,8 @@
  * then. A module whose loom communicator goes away first waits for its
  * pending requests (mca_coll_loom_requests_drain). Persistent requests
  * (MPIX_*_init) run the non-blocking call at each MPI_Start and complete
- * with it.
+ * with it; where that call takes loom's kernels (or finishes inside), the
+ * persistent request carries its mark itself, no request of its own.
  */
 #ifndef COLL_LOOM_REQUEST_H
 #define COLL_LOOM_REQUEST_H

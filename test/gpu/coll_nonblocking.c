@@ -40,7 +40,8 @@
  *   persistent   MPIX_Allreduce_init / Bcast_init / Alltoall_init (Open
  *                MPI's pcollreq extension; a visible skip without it):
  *                started several times with new data, MPI_Startall, waited,
- *                then freed
+ *                then freed; a small one completed by MPI_Test polling,
+ *                then started again and freed while active
  * Every call must take loom's GPU path (the .mpitest checks the reports).
  */
 #include <cuda_runtime.h>
@@ -334,6 +335,25 @@ static void persistent(MPI_Comm comm)
     for (int k = 0; k < 3; ++k) MPI_Request_free(&req[k]);
     free(h), free(ha);
     cudaFree(in), cudaFree(out), cudaFree(bc), cudaFree(ain), cudaFree(aout);
+    /* A small one (its start carries the call's mark itself): completed by
+     * MPI_Test polling, then started again and freed while active, after
+     * which a blocking call on the communicator orders after it. */
+    const size_t m = 1000;
+    float *pin = dfill(m, rank, 30), *pout = dalloc(m * 4), *w = dfill(m, rank, 31), *wout = dalloc(m * 4);
+    MPI_Request p;
+    rc = MPIX_Allreduce_init(pin, pout, (int)m, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &p);
+    int flag = 0;
+    rc |= MPI_Start(&p);
+    while (MPI_SUCCESS == rc && !flag) rc = MPI_Test(&p, &flag, MPI_STATUS_IGNORE);
+    expect("persistent allreduce (MPI_Test)", pout, m, sum_of, 30);
+    cudaMemset(pout, 0, m * 4);
+    rc |= MPI_Start(&p);
+    rc |= MPI_Request_free(&p);
+    rc |= MPI_Allreduce(w, wout, (int)m, MPI_FLOAT, MPI_SUM, comm);
+    if (MPI_SUCCESS != rc || MPI_REQUEST_NULL != p) ++bad;
+    expect("persistent allreduce freed while active", pout, m, sum_of, 30);
+    expect("blocking allreduce after it", wout, m, sum_of, 31);
+    cudaFree(pin), cudaFree(pout), cudaFree(w), cudaFree(wout);
 }
 #else
 static void persistent(MPI_Comm comm)
