@@ -14,6 +14,7 @@ PinnedUploads::~PinnedUploads() {
         if (s.copied) cudaEventDestroy(s.copied);
         if (s.host) cudaFreeHost(s.host);
     }
+    for (void *p : outgrown_) cudaFreeHost(p);
 }
 
 PinnedUploads::Slot *PinnedUploads::freeSlot(size_t bytes) {
@@ -32,7 +33,7 @@ PinnedUploads::Slot *PinnedUploads::freeSlot(size_t bytes) {
     void *host = nullptr;
     if (small) {
         if (cudaHostAlloc(&host, want, cudaHostAllocDefault) != cudaSuccess) return nullptr;
-        cudaFreeHost(small->host); // its copy is done
+        outgrown_.push_back(small->host); // cudaFreeHost waits for every kernel running (test/perf/api_waits)
         small->host = host;
         small->bytes = want;
         return small;

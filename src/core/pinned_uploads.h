@@ -11,7 +11,12 @@
  * wait): the table is written there, copied on the stream, and the slot's
  * event recorded after the copy. Slots are made as needed, one per upload
  * in flight, up to kMaxSlots; past that an upload goes from pageable memory
- * as before (said once at WARN). Freed with the communicator.
+ * as before (said once at WARN). A slot too small gets a larger buffer; the
+ * smaller one is freed with the communicator, since cudaFreeHost waits for
+ * every running kernel. On the driver measured (1x H200, CUDA 13,
+ * test/perf/api_waits) a pageable upload of 4 KiB or 1 MiB onto a stream
+ * whose kernel is running did return at once: the documented staging wait
+ * did not happen there, and pinned slots guard drivers where it does.
  */
 #pragma once
 
@@ -52,6 +57,7 @@ private:
     Slot *freeSlot(size_t bytes);
 
     std::vector<Slot> slots_;
+    std::vector<void *> outgrown_; // slots' smaller buffers: freed with the communicator, never inside a call
     bool warned_ = false;
 };
 

@@ -1,0 +1,121 @@
+// Which CUDA calls wait for a kernel that is running on another stream: a
+// kernel spins on loom's kind of stream (a blocking stream, as every
+// communicator's) until the host releases it, while another thread makes one
+// call; the call either returns within 200 ms or waits for the kernel. A
+// call that waits, made inside a collective while another communicator's
+// kernel waits for peers, can hang ranks across communicators (README,
+// MPI_THREAD_MULTIPLE). Each call runs once per check, after a warm-up
+// outside it (first-use costs are not what is measured).
+//   api_waits
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include <cuda_runtime.h>
+
+__global__ void spin(volatile int *release) {
+    while (*release == 0) {}
+}
+__global__ void neverLaunched(int *p) {
+    if (p) *p = 1;
+}
+
+static int *release, *dRelease;
+static cudaStream_t busy; // the spinning kernel's: blocking, like a communicator's stream
+
+// Runs `call` on a thread while `spin` runs on `busy`; true if it returned within 200 ms.
+static bool returnsWhileRunning(const std::function<void()> &call) {
+    *release = 0;
+    spin<<<1, 1, 0, busy>>>(dRelease);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); // the kernel is running
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+        call();
+        done = true;
+    });
+    for (int i = 0; i < 200 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool returned = done;
+    *release = 1;
+    t.join();
+    cudaDeviceSynchronize();
+    return returned;
+}
+
+static void check(const char *what, const std::function<void()> &call) {
+    printf("%-58s %s\n", what, returnsWhileRunning(call) ? "returns" : "WAITS for the kernel");
+}
+
+int main() {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("SKIP: no GPU\n");
+        return 77;
+    }
+    cudaHostAlloc((void **)&release, sizeof(int), cudaHostAllocMapped);
+    cudaHostGetDevicePointer((void **)&dRelease, release, 0);
+    cudaStreamCreate(&busy);
+    cudaStream_t idle, idleNonBlocking;
+    cudaStreamCreate(&idle);
+    cudaStreamCreateWithFlags(&idleNonBlocking, cudaStreamNonBlocking);
+    cudaFuncAttributes fa;
+    cudaFuncGetAttributes(&fa, spin);
+    const size_t mib = 1 << 20, small = 4096;
+    void *dev = nullptr, *dev2 = nullptr, *pinned = nullptr;
+    char *pageable = (char *)malloc(mib), *pageable2 = (char *)malloc(mib);
+    memset(pageable, 1, mib);
+    memset(pageable2, 1, mib);
+    cudaMalloc(&dev, mib);
+    cudaMalloc(&dev2, mib);
+    cudaHostAlloc(&pinned, mib, cudaHostAllocDefault);
+    void *freed = nullptr;
+    cudaMalloc(&freed, mib);
+    void *freedHost = nullptr;
+    cudaHostAlloc(&freedHost, mib, cudaHostAllocDefault);
+    cudaEvent_t ev;
+    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    printf("# a kernel spins on a blocking stream; meanwhile, on another thread:\n");
+    check("cudaFuncGetAttributes of a kernel never launched (loads it)", [&] { cudaFuncGetAttributes(&fa, neverLaunched); });
+    check("cudaMalloc 1 MiB", [&] { void *p; cudaMalloc(&p, mib); });
+    check("cudaFree", [&] { cudaFree(freed); });
+    check("cudaHostAlloc 1 MiB", [&] { void *p; cudaHostAlloc(&p, mib, cudaHostAllocDefault); });
+    check("cudaFreeHost", [&] { cudaFreeHost(freedHost); });
+    check("cudaHostRegister 1 MiB", [&] { cudaHostRegister(pageable2, mib, cudaHostRegisterDefault); });
+    check("cudaStreamCreateWithFlags (non-blocking)", [&] { cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); });
+    check("cudaEventCreate", [&] { cudaEvent_t e; cudaEventCreateWithFlags(&e, cudaEventDisableTiming); });
+    check("cudaIpcGetMemHandle", [&] { cudaIpcMemHandle_t h; cudaIpcGetMemHandle(&h, dev); });
+    check("cudaMemcpy D2H 4 KiB (legacy default stream)", [&] { cudaMemcpy(pageable, dev, small, cudaMemcpyDeviceToHost); });
+    check("cudaMemcpyAsync D2H 4 KiB, per-thread stream + its sync", [&] {
+        cudaMemcpyAsync(pageable, dev, small, cudaMemcpyDeviceToHost, cudaStreamPerThread);
+        cudaStreamSynchronize(cudaStreamPerThread);
+    });
+    check("cudaMemcpyAsync H2D 4 KiB pageable, idle blocking stream", [&] {
+        cudaMemcpyAsync(dev, pageable, small, cudaMemcpyHostToDevice, idle);
+    });
+    check("cudaMemcpyAsync H2D 4 KiB pageable, the kernel's stream", [&] {
+        cudaMemcpyAsync(dev, pageable, small, cudaMemcpyHostToDevice, busy);
+    });
+    check("cudaMemcpyAsync H2D 1 MiB pageable, the kernel's stream", [&] {
+        cudaMemcpyAsync(dev, pageable, mib, cudaMemcpyHostToDevice, busy);
+    });
+    check("cudaMemcpyAsync H2D 4 KiB pinned, the kernel's stream", [&] {
+        cudaMemcpyAsync(dev, pinned, small, cudaMemcpyHostToDevice, busy);
+    });
+    check("cudaMemcpyAsync D2D 1 MiB, idle non-blocking stream + its sync", [&] {
+        cudaMemcpyAsync(dev2, dev, mib, cudaMemcpyDeviceToDevice, idleNonBlocking);
+        cudaStreamSynchronize(idleNonBlocking);
+    });
+    check("cudaMemsetAsync 1 MiB, idle non-blocking stream + its sync", [&] {
+        cudaMemsetAsync(dev2, 0, mib, idleNonBlocking);
+        cudaStreamSynchronize(idleNonBlocking);
+    });
+    check("cudaStreamQuery / cudaEventQuery of the kernel's stream", [&] {
+        cudaStreamQuery(busy);
+        cudaEventRecord(ev, busy);
+        cudaEventQuery(ev);
+    });
+    return 0;
+}
