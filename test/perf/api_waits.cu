@@ -5,7 +5,8 @@
 // call that waits, made inside a collective while another communicator's
 // kernel waits for peers, can hang ranks across communicators (README,
 // MPI_THREAD_MULTIPLE). Each call runs once per check, after a warm-up
-// outside it (first-use costs are not what is measured).
+// outside it (first-use costs are not what is measured). CUDA IPC is
+// checked on allocations of a child process forked before CUDA starts.
 //   api_waits
 #include <atomic>
 #include <chrono>
@@ -14,6 +15,9 @@
 #include <cstring>
 #include <functional>
 #include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda_runtime.h>
 
@@ -49,12 +53,43 @@ static void check(const char *what, const std::function<void()> &call) {
     printf("%-58s %s\n", what, returnsWhileRunning(call) ? "returns" : "WAITS for the kernel");
 }
 
+// A process of its own (forked before this one touches CUDA) that shares
+// `count` allocations through CUDA IPC handles written to `out`, and keeps
+// them until `hold` closes.
+static void shareAllocations(int out, int hold, int count) {
+    for (int i = 0; i < count; ++i) {
+        void *p = nullptr;
+        cudaIpcMemHandle_t h;
+        memset(&h, 0, sizeof(h));
+        if (cudaMalloc(&p, 1 << 20) == cudaSuccess) cudaIpcGetMemHandle(&h, p);
+        if (write(out, &h, sizeof(h)) != (ssize_t)sizeof(h)) break;
+    }
+    char c;
+    while (read(hold, &c, 1) > 0) {}
+    _exit(0);
+}
+
 int main() {
+    int toParent[2], hold[2];
+    if (pipe(toParent) || pipe(hold)) return 2;
+    const pid_t child = fork();
+    if (child == 0) {
+        close(toParent[0]);
+        close(hold[1]);
+        shareAllocations(toParent[1], hold[0], 2);
+    }
+    close(toParent[1]);
+    close(hold[0]);
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("SKIP: no GPU\n");
+        close(hold[1]);
+        waitpid(child, nullptr, 0);
         return 77;
     }
+    cudaIpcMemHandle_t peer[2];
+    for (cudaIpcMemHandle_t &h : peer)
+        if (read(toParent[0], &h, sizeof(h)) != (ssize_t)sizeof(h)) memset(&h, 0, sizeof(h));
     cudaHostAlloc((void **)&release, sizeof(int), cudaHostAllocMapped);
     cudaHostGetDevicePointer((void **)&dRelease, release, 0);
     cudaStreamCreate(&busy);
@@ -117,5 +152,18 @@ int main() {
         cudaEventRecord(ev, busy);
         cudaEventQuery(ev);
     });
+    // Another process's allocations (the peers' buffers of direct pairs and FIFOs).
+    void *mapped = nullptr, *warm = nullptr;
+    if (cudaIpcOpenMemHandle(&warm, peer[0], cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+        printf("%-58s skipped: %s\n", "cudaIpcOpenMemHandle / cudaIpcCloseMemHandle", cudaGetErrorString(cudaGetLastError()));
+    } else {
+        check("cudaIpcOpenMemHandle (another process's allocation)", [&] {
+            cudaIpcOpenMemHandle(&mapped, peer[1], cudaIpcMemLazyEnablePeerAccess);
+        });
+        check("cudaIpcCloseMemHandle", [&] { cudaIpcCloseMemHandle(mapped); });
+        cudaIpcCloseMemHandle(warm);
+    }
+    close(hold[1]);
+    waitpid(child, nullptr, 0);
     return 0;
 }
