@@ -90,8 +90,9 @@ const loomParamDef kParams[] = {
      "1: non-blocking one-shot calls post to the resident kernel and return (8 B MPI_Iallreduce + MPI_Wait, 4x H200: "
      "10.2 us at 4 ranks, 7.8 at 2, vs 17.7 and 14.3 launched); a call behind a pending one waits for it in loom's "
      "stream (cuStreamWaitValue32). Only while the process has one resident-kernel communicator: with several "
-     "(coll_threads: three threads, a communicator each) it hung, in kernels' first launches (lazy loading, since "
-     "removed: core/resident.cc); 2: with any number of communicators (not yet tested on 2 GPUs)"},
+     "(coll_threads: three threads, a communicator each) it hung, with threads inside kernels' first launches (lazy "
+     "loading, since removed, is the likely cause: core/resident.cc); 2: with any number of communicators (not yet "
+     "tested on 2 GPUs)"},
     {"oneshot_max_bytes", "LOOM_ONESHOT_MAX_BYTES", LOOM_PARAM_INT, -1, -1, 1L << 40, "measured per collective",
      "One-shot LL broadcast, reduce, allgather and reduce_scatter inside a host while the bytes a rank moves, "
      "(ranks - 1) x piece, stay below this (-1: the measured table in select.cc: bcast 768 KiB, the others 1.5 MiB; "

@@ -53,7 +53,13 @@ PinnedUploads::Slot *PinnedUploads::freeSlot(size_t bytes) {
 cudaError_t PinnedUploads::upload(loomComm *comm, void *dst, const void *src, size_t bytes, cudaStream_t stream) {
     if (!comm->uploads) comm->uploads = new (std::nothrow) PinnedUploads;
     if (!comm->uploads) return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
-    return comm->uploads->upload(dst, src, bytes, stream);
+    // Slots' events and pinned buffers belong to the communicator's device.
+    int current = -1;
+    cudaGetDevice(&current);
+    if (current != comm->cudaDev) cudaSetDevice(comm->cudaDev);
+    const cudaError_t e = comm->uploads->upload(dst, src, bytes, stream);
+    if (current >= 0 && current != comm->cudaDev) cudaSetDevice(current);
+    return e;
 }
 
 cudaError_t PinnedUploads::upload(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
@@ -69,7 +75,13 @@ cudaError_t PinnedUploads::upload(void *dst, const void *src, size_t bytes, cuda
     }
     memcpy(s->host, src, bytes);
     cudaError_t e = cudaMemcpyAsync(dst, s->host, bytes, cudaMemcpyHostToDevice, stream);
-    if (e == cudaSuccess) e = cudaEventRecord(s->copied, stream);
+    if (e != cudaSuccess) return e; // nothing queued: the slot stays free
+    e = cudaEventRecord(s->copied, stream);
+    if (e != cudaSuccess) { // the copy may still read the slot, and its event cannot say when: retire it
+        outgrown_.push_back(s->host);
+        s->host = nullptr;
+        s->bytes = 0;
+    }
     return e;
 }
 

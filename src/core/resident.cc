@@ -61,10 +61,12 @@ std::atomic<bool> streamWaitBroken{false};
 // 2026-11-29) finds no stream held up by another's kernel waiting, chained
 // kernel, event wait or cuStreamWaitValue32, with 32 or 40 streams on the
 // default 8 connections (only CUDA_DEVICE_MAX_CONNECTIONS=1 holds them); what
-// holds every stream is a kernel's first launch under lazy loading, and the
-// hung threads above sat in exactly such launches (first Ibcasts). Kernels
-// are now loaded up front (device/kernel_load.h). The gate stays until
-// coll_threads with posting on every communicator passes on 2 GPUs.
+// holds every stream is a kernel's first launch under lazy loading (there
+// the launch itself returned, while the hung threads above sat inside
+// theirs: the program does not reproduce that part). Kernels are now loaded
+// up front (device/kernel_load.h), the likely cause gone; the gate stays
+// (LOOM_RESIDENT_NONBLOCKING=2 lifts it) until coll_threads with posting on
+// every communicator passes on 2 GPUs.
 std::atomic<int> residentComms{0};
 
 void clearPending(ResidentState *r) {

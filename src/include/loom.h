@@ -133,9 +133,10 @@ loomResult_t loomCommDestroy(loomComm_t comm);
 loomResult_t loomCommCount(loomComm_t comm, int *count);
 loomResult_t loomCommUserRank(loomComm_t comm, int *rank);
 loomResult_t loomCommDevice(loomComm_t comm, int *device); /* its CUDA device */
-/* GPU memory loom holds for this communicator: its FIFO region and the
- * buffers grown for calls (scratch, in-place inputs, the edge accumulator;
- * outgrown ones included, freed with the communicator). */
+/* GPU memory of this communicator's ring FIFO region and of the buffers
+ * grown for calls (scratch, in-place inputs, the edge accumulator; outgrown
+ * ones included, freed with the communicator). Not counted: the all-peer
+ * connections' region, block tables and the staged calls' pool. */
 loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes);
 
 /* Stream-ordered, NCCL-shaped. stream == NULL: loom's own stream of comm.

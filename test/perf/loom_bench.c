@@ -104,24 +104,29 @@ static void loom_pcall(const void *s, void *r, size_t count, MPI_Datatype dt)
     static void *qr;
     static size_t qcount;
     if (MPI_REQUEST_NULL != q && (qs != s || qr != r || qcount != count)) MPI_Request_free(&q);
+    int rc = MPI_SUCCESS;
     if (MPI_REQUEST_NULL == q) {
         MPI_Info i = MPI_INFO_NULL;
         MPI_Comm w = MPI_COMM_WORLD;
         switch (coll) {
-        case ALLREDUCE: MPIX_Allreduce_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
-        case BCAST: MPIX_Bcast_init(r, (int)count, dt, 0, w, i, &q); break;
-        case REDUCE: MPIX_Reduce_init(s, r, (int)count, dt, MPI_SUM, 0, w, i, &q); break;
-        case ALLGATHER: MPIX_Allgather_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
-        case ALLGATHERV: MPIX_Allgatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, w, i, &q); break;
-        case ALLTOALL: MPIX_Alltoall_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
-        case GATHER: MPIX_Gather_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
-        case SCATTER: MPIX_Scatter_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
-        default: MPIX_Reduce_scatter_block_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
+        case ALLREDUCE: rc = MPIX_Allreduce_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
+        case BCAST: rc = MPIX_Bcast_init(r, (int)count, dt, 0, w, i, &q); break;
+        case REDUCE: rc = MPIX_Reduce_init(s, r, (int)count, dt, MPI_SUM, 0, w, i, &q); break;
+        case ALLGATHER: rc = MPIX_Allgather_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
+        case ALLGATHERV: rc = MPIX_Allgatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, w, i, &q); break;
+        case ALLTOALL: rc = MPIX_Alltoall_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
+        case GATHER: rc = MPIX_Gather_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
+        case SCATTER: rc = MPIX_Scatter_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
+        default: rc = MPIX_Reduce_scatter_block_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
         }
         qs = s, qr = r, qcount = count;
     }
-    MPI_Start(&q);
-    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS == rc) rc = MPI_Start(&q);
+    if (MPI_SUCCESS == rc) rc = MPI_Wait(&q, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS != rc) {
+        fprintf(stderr, "loom-bench: persistent %s of %zu elements failed (%d)\n", coll_names[coll], count, rc);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
 }
 static void persistent_free(void)
 {
@@ -307,6 +312,11 @@ int main(int argc, char **argv)
     }
     if (coll < 0) {
         if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter, allgatherv, alltoall, gather or scatter\n");
+        MPI_Finalize();
+        return 2;
+    }
+    if (persistent && nonblocking) {
+        if (rank == 0) fprintf(stderr, "loom-bench: -I and -P exclude each other\n");
         MPI_Finalize();
         return 2;
     }
