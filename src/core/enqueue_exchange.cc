@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "core/pinned_uploads.h"
 #include "core/debug.h"
 #include "core/enqueue.h"
 #include "core/enqueue_direct.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
+#include "core/pinned_uploads.h"
 #include "core/select.h"
 #include "device/collectives.h"
 #include "device/exchange_schedule.h"
@@ -37,7 +37,8 @@ loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
 loomResult_t uploadTables(loomComm *comm, const std::vector<size_t> &tables, cudaStream_t stream) {
     PeerConns &p = *comm->peers;
     cudaError_t e = cudaStreamWaitEvent(stream, p.tablesRead, 0);
-    if (e == cudaSuccess) e = PinnedUploads::upload(comm, p.tablesDev, tables.data(), tables.size() * sizeof(size_t), stream);
+    if (e == cudaSuccess)
+        e = PinnedUploads::upload(comm, p.tablesDev, tables.data(), tables.size() * sizeof(size_t), stream);
     return e == cudaSuccess ? loomSuccess : cudaFail(comm, "tables", e);
 }
 

@@ -33,7 +33,8 @@ loomResult_t uploadBlocks(loomComm *comm, const std::vector<size_t> &table, cuda
         e = cudaStreamWaitEvent(stream, comm->blockTablesRead, 0);
     }
     // Through pinned memory (core/pinned_uploads.h): `table` may go at once.
-    if (e == cudaSuccess) e = PinnedUploads::upload(comm, comm->blockTablesDev, table.data(), table.size() * sizeof(size_t), stream);
+    if (e == cudaSuccess)
+        e = PinnedUploads::upload(comm, comm->blockTablesDev, table.data(), table.size() * sizeof(size_t), stream);
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: block table of a ragged call: %s", comm->rank,
                     comm->cudaDev, cudaGetErrorString(e));

@@ -33,7 +33,7 @@ PinnedUploads::Slot *PinnedUploads::freeSlot(size_t bytes) {
     void *host = nullptr;
     if (small) {
         if (cudaHostAlloc(&host, want, cudaHostAllocDefault) != cudaSuccess) return nullptr;
-        outgrown_.push_back(small->host); // cudaFreeHost waits for every kernel running (test/perf/api_waits)
+        if (small->host) outgrown_.push_back(small->host); // cudaFreeHost waits for running kernels (api_waits)
         small->host = host;
         small->bytes = want;
         return small;
