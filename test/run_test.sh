@@ -12,7 +12,7 @@
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
 #   MIN_GPUS=N        with NEEDS_GPU: skip, with the reason, where there are fewer GPUs
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
-#   EXPECT_LOG="re"   an extended regex the output must match (e.g. the transport used)
+#   EXPECT_LOG="re"   extended regexes, one per line, that the output must each match (e.g. the transport used)
 # The build tree's component comes first in mca_base_component_path: Open MPI loads the
 # first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
@@ -68,9 +68,9 @@ cat "$log"
 [ $rc -eq 77 ] && { echo "SKIP: $PROG skipped itself (see above)"; exit 77; }
 [ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
 
-if [ -n "$EXPECT_LOG" ] && ! grep -Eq -e "$EXPECT_LOG" "$log"; then
-    echo "FAIL: the output does not show: $EXPECT_LOG"; exit 1
-fi
+while IFS= read -r re; do
+    [ -z "$re" ] || grep -Eq -e "$re" "$log" || { echo "FAIL: the output does not show: $re"; exit 1; }
+done <<< "$EXPECT_LOG"
 selected=$(grep -c "coll/loom .*: selected$" "$log")
 if [ "$EXPECT" = deselected ]; then
     [ "$selected" -eq 0 ] || { echo "FAIL: loom was selected although deselected"; exit 1; }

@@ -13,26 +13,30 @@
 
 #include "core/cuda_driver.h"
 #include "core/debug.h"
+#include "core/mapping_closer.h"
 #include "core/params.h"
 
 namespace loom {
 
 // A peer allocation mapped into this process on one GPU, for every
-// communicator that reads it.
+// communicator that reads it. With no reference left its close is posted
+// (core/mapping_closer.h); the entry goes once the close is done.
 struct SharedMapping {
     uint64_t pidNamespace;
     int pid, device;
     uint64_t bufferId, base, size; // the owner's
     char *at;
     int refs;
-    bool closed; // the owner freed it: closed, entries still to let go
+    bool stale;   // the owner freed it (a new allocation of its overlaps it): never handed out again
+    bool closing; // no reference left: its close posted
+    bool open;    // false once closed inside a call (the fallback below)
 };
 
 namespace {
 
-// m maps an allocation of d's owner on `device` (still open).
+// m maps an allocation of d's owner on `device`, and may be handed out.
 bool sameOwner(const SharedMapping &m, const BufferDesc &d, int device) {
-    return !m.closed && m.pidNamespace == d.pidNamespace && m.pid == d.pid && m.device == device;
+    return !m.stale && m.pidNamespace == d.pidNamespace && m.pid == d.pid && m.device == device;
 }
 
 // Ranges [a, a + as) and [b, b + bs) share a byte.
@@ -41,38 +45,107 @@ bool overlap(uint64_t a, uint64_t as, uint64_t b, uint64_t bs) { return a < b + 
 std::mutex g_mappingsLock;
 std::vector<std::unique_ptr<SharedMapping>> g_mappings;
 
+void eraseMapping(const SharedMapping *s) { // g_mappingsLock held
+    g_mappings.erase(std::find_if(g_mappings.begin(), g_mappings.end(),
+                                  [s](const std::unique_ptr<SharedMapping> &m) { return m.get() == s; }));
+}
+
 // The process's mapping of the described allocation on `device`, opened on
 // first use; one more reference to it.
 cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out) {
-    std::lock_guard<std::mutex> lock(g_mappingsLock);
-    for (auto &m : g_mappings)
-        if (sameOwner(*m, d, device) && m->bufferId == d.bufferId) {
+    std::unique_lock<std::mutex> lock(g_mappingsLock);
+    for (;;) {
+        auto same = std::find_if(g_mappings.begin(), g_mappings.end(), [&](const std::unique_ptr<SharedMapping> &m) {
+            return sameOwner(*m, d, device) && m->bufferId == d.bufferId;
+        });
+        if (same == g_mappings.end()) break;
+        SharedMapping *m = same->get();
+        if (!m->closing || mapping_closer::takeBack(m->at)) { // open, or its close taken back
+            m->closing = false;
             ++m->refs;
-            *out = m.get();
+            *out = m;
             return cudaSuccess;
         }
-    for (auto &m : g_mappings) // the owner's allocations that this one replaced
+        // Being closed right now (the allocation was let go and is wanted
+        // again): CUDA maps it once per process, so wait, then map anew.
+        char *at = m->at;
+        lock.unlock();
+        mapping_closer::waitClosed(at);
+        lock.lock();
+    }
+    // The owner's allocations that this one replaced were freed (after the
+    // calls that read them: the owner's call waits for its readers); their
+    // mappings close when the last communicator lets go, or below where the
+    // driver refuses the new one while they are open.
+    for (auto &m : g_mappings)
         if (sameOwner(*m, d, device) && overlap(m->base, m->size, d.base, d.size)) {
-            LOOM_TRACE(kColl, "direct: pid %d freed its allocation 0x%llx (buffer id %llu): mapping closed", m->pid,
+            LOOM_TRACE(kColl, "direct: pid %d freed its allocation 0x%llx (buffer id %llu)", m->pid,
                        (unsigned long long)m->base, (unsigned long long)m->bufferId);
-            cudaIpcCloseMemHandle(m->at);
-            m->closed = true;
+            m->stale = true;
         }
     void *at = nullptr;
     cudaError_t e = cudaIpcOpenMemHandle(&at, d.handle, cudaIpcMemLazyEnablePeerAccess);
-    if (e != cudaSuccess) return e;
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        // "resource already mapped": the driver refuses while an older
+        // mapping of the owner's memory is open or being closed (seen for
+        // buffers freed and allocated again at the same range; header).
+        // Close the owner's mappings that no call will use again here (this
+        // waits for the process's kernels), wait for those being closed, and
+        // map again.
+        std::vector<char *> running;
+        for (auto &m : g_mappings) {
+            if (!m->open || m->pid != d.pid || m->pidNamespace != d.pidNamespace || m->device != device ||
+                !(m->stale || m->closing))
+                continue;
+            if (m->closing && !mapping_closer::takeBack(m->at)) {
+                running.push_back(m->at);
+                continue;
+            }
+            cudaIpcCloseMemHandle(m->at);
+            m->open = false;
+        }
+        const size_t before = g_mappings.size();
+        g_mappings.erase(std::remove_if(g_mappings.begin(), g_mappings.end(),
+                                        [](const std::unique_ptr<SharedMapping> &m) { return !m->open && m->closing; }),
+                         g_mappings.end());
+        lock.unlock();
+        for (char *r : running) mapping_closer::waitClosed(r);
+        lock.lock();
+        for (auto &m : g_mappings) // mapped meanwhile by another thread's communicator
+            if (sameOwner(*m, d, device) && m->bufferId == d.bufferId && !m->closing) {
+                ++m->refs;
+                *out = m.get();
+                return cudaSuccess;
+            }
+        LOOM_TRACE(kColl, "direct: mapping pid %d's allocation 0x%llx failed (%s): %zu of its old mappings closed "
+                   "here, %zu waited for; mapping again", d.pid, (unsigned long long)d.base, cudaGetErrorString(e),
+                   before - g_mappings.size(), running.size());
+        if ((e = cudaIpcOpenMemHandle(&at, d.handle, cudaIpcMemLazyEnablePeerAccess)) != cudaSuccess) return e;
+    }
     g_mappings.push_back(std::unique_ptr<SharedMapping>(new SharedMapping{
-        d.pidNamespace, d.pid, device, d.bufferId, d.base, d.size, static_cast<char *>(at), 1, false}));
+        d.pidNamespace, d.pid, device, d.bufferId, d.base, d.size, static_cast<char *>(at), 1, false, false, true}));
     *out = g_mappings.back().get();
     return cudaSuccess;
 }
 
+// One reference less; the last one posts the close (never closed here: see
+// core/mapping_closer.h).
 void releaseMapping(SharedMapping *s) {
     std::lock_guard<std::mutex> lock(g_mappingsLock);
     if (--s->refs > 0) return;
-    if (!s->closed) cudaIpcCloseMemHandle(s->at);
-    g_mappings.erase(std::find_if(g_mappings.begin(), g_mappings.end(),
-                                  [s](const std::unique_ptr<SharedMapping> &m) { return m.get() == s; }));
+    s->closing = true;
+    if (!s->open) { // closed already (the fallback above)
+        eraseMapping(s);
+        return;
+    }
+    const bool posted = mapping_closer::post(s->device, s->at, [s] {
+        std::lock_guard<std::mutex> relock(g_mappingsLock);
+        eraseMapping(s);
+    });
+    if (posted) return;
+    cudaIpcCloseMemHandle(s->at); // no closer thread: here, as before it
+    eraseMapping(s);
 }
 
 // This process's pid namespace: processes in two namespaces may share a pid.
@@ -130,7 +203,10 @@ BufferDesc DirectBuffers::describe(const void *ptr, int cudaDev) {
 }
 
 void DirectBuffers::unmap(Mapped &m) {
-    if (m.read) cudaEventSynchronize(*m.read); // none of this communicator's kernels reads it any more
+    // None of this communicator's kernels reads it any more: its reading
+    // calls waited on the host (direct pairs and zero-copy are taken only
+    // there), so this returns at once.
+    if (m.read) cudaEventSynchronize(*m.read);
     m.read.reset();
     releaseMapping(m.shared);
     m.shared = nullptr;

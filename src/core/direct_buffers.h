@@ -26,9 +26,22 @@
  * two cudaIpcGetMemHandle calls on one allocation (two communicators of the
  * owner) give different bytes for the same memory. A new allocation of the
  * owner over the range of one mapped here means the old one was freed (after
- * the calls that read it: the owner's call waits for its readers): its
- * mapping is closed before the new one opens, else CUDA refuses the new one
- * ("resource already mapped") while any communicator still holds the old.
+ * the calls that read it: the owner's call waits for its readers): the old
+ * mapping is never handed out again, and closes when its last communicator
+ * lets go. The driver (1x H200, CUDA 13) sometimes maps the new allocation
+ * while the old mapping is open (test/perf/api_waits: a 64 MiB one at the
+ * same address) and sometimes refuses ("resource already mapped": the
+ * reallocated buffers of coll_exchange, while the old mapping was open or
+ * being closed); then the owner's mappings no call will use again are
+ * closed inside the call (which waits for the process's kernels, the one
+ * place left where it does), those being closed are waited for, and the
+ * new one is mapped again.
+ *
+ * Mappings are closed on the closer's thread (core/mapping_closer.h), not in
+ * the call that lets them go: cudaIpcCloseMemHandle waits for every kernel
+ * of the process, other communicators' included, which may wait for a peer
+ * that waits for this call. A mapping wanted again before its close started
+ * is taken back; one being closed is waited for, then mapped anew.
  *
  * Bounds: kDescribed allocations described, kMappedPerPeer mappings per
  * peer and communicator (least recently used goes, once the kernels that

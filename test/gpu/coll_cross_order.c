@@ -11,7 +11,11 @@
  * (device/kernel_load.h). A last round crosses a staged call (a
  * user-defined op: copied through host memory) with the other
  * communicator's kernel: a staging copy on the legacy default stream waited
- * for that kernel, whose peer was still inside the staged call. Every
+ * for that kernel, whose peer was still inside the staged call. The last
+ * round crosses blocking alltoalls that read peers' inputs in place (direct
+ * pairs), each on a new allocation once the mapping cache is full, with the
+ * other communicator's kernel: evicting a mapping closed it inside the call
+ * (cudaIpcCloseMemHandle waits for every kernel the process runs). Every
  * element is checked against a host reference.
  *
  *   coll_cross_order [-n FLOATS]   (default 1M floats per call)
@@ -134,6 +138,22 @@ static void igather(MPI_Comm c, MPI_Request *r, void *x)
     MPI_Igather(b->in, (int)slice, MPI_FLOAT, b->out, (int)slice, MPI_FLOAT, np - 1, c, r);
 }
 
+/* A blocking alltoall of `direct_block` floats per peer: read in place from
+ * peers' inputs (LOOM_EXCHANGE_DIRECT_BYTES is 256 KiB by default; 2 MiB
+ * blocks are past the one-shot exchange too). */
+static size_t direct_block = (size_t)512 << 10;
+static void direct_alltoall(MPI_Comm c, MPI_Request *r, void *x)
+{
+    bufs_t *b = x;
+    if (MPI_SUCCESS != MPI_Alltoall(b->in, (int)direct_block, MPI_FLOAT, b->out, (int)direct_block, MPI_FLOAT, c))
+        ++bad;
+    *r = MPI_REQUEST_NULL;
+}
+static float direct_exchanged(size_t i, int round)
+{
+    return value((int)(i / direct_block), (size_t)me * direct_block + i % direct_block, round);
+}
+
 /* A sum loom does not reduce on the GPU (a user-defined op): the call is staged. */
 static void host_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
@@ -221,6 +241,26 @@ int main(int argc, char **argv)
         expect("iallreduce (crossed with a staged allreduce)", y.out, n, sum_of, round);
         cudaFree(x.in), cudaFree(x.out), cudaFree(y.in), cudaFree(y.out);
         MPI_Op_free(&user_sum);
+    }
+    ++round;
+    { /* direct-pair alltoalls on B, each on a new input once the cache is full, crossed with iallreduce on A */
+        enum { kept = 8, crossings = 3 }; /* kept: core/direct_buffers.h's kMappedPerPeer */
+        const size_t total = direct_block * np;
+        float *ins[kept + crossings], *out = dalloc(total * sizeof(float));
+        for (int k = 0; k < kept + crossings; ++k) {
+            bufs_t y = {ins[k] = upload(total, me, round), out, total};
+            if (k < kept) { /* fills the cache: one mapping per peer and input */
+                direct_alltoall(b, &(MPI_Request){0}, &y);
+            } else { /* evicts one while A's kernel waits for a peer still in this call */
+                bufs_t x = {upload(n, me, round), dalloc(n * sizeof(float)), n};
+                crossed(a, iallreduce, &x, b, direct_alltoall, &y);
+                expect("iallreduce (crossed with a direct alltoall)", x.out, n, sum_of, round);
+                cudaFree(x.in), cudaFree(x.out);
+            }
+            expect("direct alltoall", out, total, direct_exchanged, round);
+        }
+        for (int k = 0; k < kept + crossings; ++k) cudaFree(ins[k]);
+        cudaFree(out);
     }
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);

@@ -6,7 +6,11 @@
 // kernel waits for peers, can hang ranks across communicators (README,
 // MPI_THREAD_MULTIPLE). Each call runs once per check, after a warm-up
 // outside it (first-use costs are not what is measured). CUDA IPC is
-// checked on allocations of a child process forked before CUDA starts.
+// checked on allocations of a child process forked before CUDA starts. The
+// calls that wait are checked again with the kernel on a non-blocking
+// stream. Last, without a kernel: whether a child's new allocation over the
+// range of one still mapped here can be mapped before the old mapping is
+// closed (core/direct_buffers.cc closes it first).
 //   api_waits
 #include <atomic>
 #include <chrono>
@@ -29,7 +33,7 @@ __global__ void neverLaunched(int *p) {
 }
 
 static int *release, *dRelease;
-static cudaStream_t busy; // the spinning kernel's: blocking, like a communicator's stream
+static cudaStream_t busy; // the spinning kernel's: blocking, like a communicator's stream, or not
 
 // Runs `call` on a thread while `spin` runs on `busy`; true if it returned within 200 ms.
 static bool returnsWhileRunning(const std::function<void()> &call) {
@@ -53,20 +57,59 @@ static void check(const char *what, const std::function<void()> &call) {
     printf("%-58s %s\n", what, returnsWhileRunning(call) ? "returns" : "WAITS for the kernel");
 }
 
+// What the child says of one allocation.
+struct Shared {
+    cudaIpcMemHandle_t handle;
+    int reused; // after a reallocation: the new allocation starts where the freed one did
+};
+static const size_t kSharedBytes[] = {1 << 20, 1 << 20, 1 << 20, 1 << 20, 64 << 20};
+static const int kShared = 5;
+
 // A process of its own (forked before this one touches CUDA) that shares
-// `count` allocations through CUDA IPC handles written to `out`, and keeps
-// them until `hold` closes.
-static void shareAllocations(int out, int hold, int count) {
-    for (int i = 0; i < count; ++i) {
-        void *p = nullptr;
-        cudaIpcMemHandle_t h;
-        memset(&h, 0, sizeof(h));
-        if (cudaMalloc(&p, 1 << 20) == cudaSuccess) cudaIpcGetMemHandle(&h, p);
-        if (write(out, &h, sizeof(h)) != (ssize_t)sizeof(h)) break;
+// kShared allocations through CUDA IPC handles written to `out`; then, per
+// byte read from `cmd` (an index), frees that allocation, allocates the
+// same size again and shares the new one; it exits when `cmd` closes.
+static void shareAllocations(int out, int cmd) {
+    void *p[kShared] = {};
+    for (int i = 0; i < kShared; ++i) {
+        Shared s;
+        memset(&s, 0, sizeof(s));
+        if (cudaMalloc(&p[i], kSharedBytes[i]) == cudaSuccess) cudaIpcGetMemHandle(&s.handle, p[i]);
+        if (write(out, &s, sizeof(s)) != (ssize_t)sizeof(s)) _exit(1);
     }
-    char c;
-    while (read(hold, &c, 1) > 0) {}
+    char i;
+    while (read(cmd, &i, 1) > 0) {
+        Shared s;
+        memset(&s, 0, sizeof(s));
+        void *old = p[(int)i];
+        cudaFree(old);
+        if (cudaMalloc(&p[(int)i], kSharedBytes[(int)i]) == cudaSuccess) cudaIpcGetMemHandle(&s.handle, p[(int)i]);
+        s.reused = p[(int)i] == old;
+        if (write(out, &s, sizeof(s)) != (ssize_t)sizeof(s)) _exit(1);
+    }
     _exit(0);
+}
+
+// Whether the child's reallocation of allocation i, still mapped here, can
+// be mapped before the old mapping is closed.
+static void reopenAfterReallocation(int i, int cmd, int in) {
+    void *old = nullptr, *again = nullptr;
+    Shared s;
+    char what[80];
+    snprintf(what, sizeof(what), "%zu MiB: the owner's new allocation, old one still mapped", kSharedBytes[i] >> 20);
+    if (read(in, &s, sizeof(s)) != (ssize_t)sizeof(s)) return;
+    if (cudaIpcOpenMemHandle(&old, s.handle, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+        printf("%-58s skipped: %s\n", what, cudaGetErrorString(cudaGetLastError()));
+        return;
+    }
+    const char c = (char)i;
+    if (write(cmd, &c, 1) != 1 || read(in, &s, sizeof(s)) != (ssize_t)sizeof(s)) return;
+    const cudaError_t e = cudaIpcOpenMemHandle(&again, s.handle, cudaIpcMemLazyEnablePeerAccess);
+    cudaGetLastError();
+    printf("%-58s %s (%s address)\n", what, e == cudaSuccess ? "maps" : cudaGetErrorString(e),
+           s.reused ? "same" : "another");
+    if (e == cudaSuccess) cudaIpcCloseMemHandle(again);
+    cudaIpcCloseMemHandle(old);
 }
 
 int main() {
@@ -76,7 +119,7 @@ int main() {
     if (child == 0) {
         close(toParent[0]);
         close(hold[1]);
-        shareAllocations(toParent[1], hold[0], 2);
+        shareAllocations(toParent[1], hold[0]);
     }
     close(toParent[1]);
     close(hold[0]);
@@ -87,12 +130,15 @@ int main() {
         waitpid(child, nullptr, 0);
         return 77;
     }
-    cudaIpcMemHandle_t peer[2];
-    for (cudaIpcMemHandle_t &h : peer)
-        if (read(toParent[0], &h, sizeof(h)) != (ssize_t)sizeof(h)) memset(&h, 0, sizeof(h));
+    Shared peer[kShared];
+    for (int i = 0; i < kShared - 2; ++i) // the last two: reopenAfterReallocation's
+        if (read(toParent[0], &peer[i], sizeof(Shared)) != (ssize_t)sizeof(Shared)) memset(&peer[i], 0, sizeof(Shared));
     cudaHostAlloc((void **)&release, sizeof(int), cudaHostAllocMapped);
     cudaHostGetDevicePointer((void **)&dRelease, release, 0);
-    cudaStreamCreate(&busy);
+    cudaStream_t blocking, nonBlocking;
+    cudaStreamCreate(&blocking);
+    cudaStreamCreateWithFlags(&nonBlocking, cudaStreamNonBlocking);
+    busy = blocking;
     cudaStream_t idle, idleNonBlocking;
     cudaStreamCreate(&idle);
     cudaStreamCreateWithFlags(&idleNonBlocking, cudaStreamNonBlocking);
@@ -106,10 +152,12 @@ int main() {
     cudaMalloc(&dev, mib);
     cudaMalloc(&dev2, mib);
     cudaHostAlloc(&pinned, mib, cudaHostAllocDefault);
-    void *freed = nullptr;
+    void *freed = nullptr, *freed2 = nullptr;
     cudaMalloc(&freed, mib);
-    void *freedHost = nullptr;
+    cudaMalloc(&freed2, mib);
+    void *freedHost = nullptr, *freedHost2 = nullptr;
     cudaHostAlloc(&freedHost, mib, cudaHostAllocDefault);
+    cudaHostAlloc(&freedHost2, mib, cudaHostAllocDefault);
     cudaEvent_t ev;
     cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
     printf("# a kernel spins on a blocking stream; meanwhile, on another thread:\n");
@@ -153,15 +201,29 @@ int main() {
         cudaEventQuery(ev);
     });
     // Another process's allocations (the peers' buffers of direct pairs and FIFOs).
-    void *mapped = nullptr, *warm = nullptr;
-    if (cudaIpcOpenMemHandle(&warm, peer[0], cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+    void *mapped = nullptr, *mapped2 = nullptr, *warm = nullptr;
+    const bool ipc = cudaIpcOpenMemHandle(&warm, peer[0].handle, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess;
+    if (!ipc) {
         printf("%-58s skipped: %s\n", "cudaIpcOpenMemHandle / cudaIpcCloseMemHandle", cudaGetErrorString(cudaGetLastError()));
     } else {
         check("cudaIpcOpenMemHandle (another process's allocation)", [&] {
-            cudaIpcOpenMemHandle(&mapped, peer[1], cudaIpcMemLazyEnablePeerAccess);
+            cudaIpcOpenMemHandle(&mapped, peer[1].handle, cudaIpcMemLazyEnablePeerAccess);
         });
         check("cudaIpcCloseMemHandle", [&] { cudaIpcCloseMemHandle(mapped); });
+        cudaIpcOpenMemHandle(&mapped2, peer[2].handle, cudaIpcMemLazyEnablePeerAccess);
+    }
+    // The calls that wait, with the kernel on a non-blocking stream instead.
+    busy = nonBlocking;
+    printf("# the kernel spins on a non-blocking stream:\n");
+    check("cudaFree", [&] { cudaFree(freed2); });
+    check("cudaFreeHost", [&] { cudaFreeHost(freedHost2); });
+    check("cudaMemcpy D2H 4 KiB (legacy default stream)", [&] { cudaMemcpy(pageable, dev, small, cudaMemcpyDeviceToHost); });
+    if (ipc) check("cudaIpcCloseMemHandle", [&] { cudaIpcCloseMemHandle(mapped2); });
+    if (ipc) {
         cudaIpcCloseMemHandle(warm);
+        printf("# no kernel running; the owner frees an allocation mapped here and allocates again:\n");
+        reopenAfterReallocation(kShared - 2, hold[1], toParent[0]);
+        reopenAfterReallocation(kShared - 1, hold[1], toParent[0]);
     }
     close(hold[1]);
     waitpid(child, nullptr, 0);
