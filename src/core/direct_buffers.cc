@@ -60,7 +60,7 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
         });
         if (same == g_mappings.end()) break;
         SharedMapping *m = same->get();
-        if (!m->closing || mapping_closer::takeBack(m->at)) { // open, or its close taken back
+        if (!m->closing || mappingCloser().takeBack(m->at)) { // open, or its close taken back
             m->closing = false;
             ++m->refs;
             *out = m;
@@ -70,7 +70,7 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
         // again): CUDA maps it once per process, so wait, then map anew.
         char *at = m->at;
         lock.unlock();
-        mapping_closer::waitClosed(at);
+        mappingCloser().waitClosed(at);
         lock.lock();
     }
     // The owner's allocations that this one replaced were freed (after the
@@ -98,7 +98,7 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
             if (!m->open || m->pid != d.pid || m->pidNamespace != d.pidNamespace || m->device != device ||
                 !(m->stale || m->closing))
                 continue;
-            if (m->closing && !mapping_closer::takeBack(m->at)) {
+            if (m->closing && !mappingCloser().takeBack(m->at)) {
                 running.push_back(m->at);
                 continue;
             }
@@ -110,7 +110,7 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
                                         [](const std::unique_ptr<SharedMapping> &m) { return !m->open && m->closing; }),
                          g_mappings.end());
         lock.unlock();
-        for (char *r : running) mapping_closer::waitClosed(r);
+        for (char *r : running) mappingCloser().waitClosed(r);
         lock.lock();
         for (auto &m : g_mappings) // mapped meanwhile by another thread's communicator
             if (sameOwner(*m, d, device) && m->bufferId == d.bufferId && !m->closing) {
@@ -139,7 +139,7 @@ void releaseMapping(SharedMapping *s) {
         eraseMapping(s);
         return;
     }
-    const bool posted = mapping_closer::post(s->device, s->at, [s] {
+    const bool posted = mappingCloser().post(s->device, s->at, [s] {
         std::lock_guard<std::mutex> relock(g_mappingsLock);
         eraseMapping(s);
     });

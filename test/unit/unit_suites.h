@@ -22,3 +22,4 @@ Suite *arrival_query_suite(void);
 Suite *zerocopy_schedule_suite(void);
 Suite *desc_board_suite(void);
 Suite *tuning_suite(void);
+Suite *mapping_closer_suite(void);
