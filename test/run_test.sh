@@ -70,7 +70,9 @@ cat "$log"
 
 while IFS= read -r re; do
     [ -z "$re" ] || grep -Eq -e "$re" "$log" || { echo "FAIL: the output does not show: $re"; exit 1; }
-done <<< "$EXPECT_LOG"
+done <<EOF
+$EXPECT_LOG
+EOF
 selected=$(grep -c "coll/loom .*: selected$" "$log")
 if [ "$EXPECT" = deselected ]; then
     [ "$selected" -eq 0 ] || { echo "FAIL: loom was selected although deselected"; exit 1; }

@@ -46,8 +46,9 @@ std::mutex g_mappingsLock;
 std::vector<std::unique_ptr<SharedMapping>> g_mappings;
 
 void eraseMapping(const SharedMapping *s) { // g_mappingsLock held
-    g_mappings.erase(std::find_if(g_mappings.begin(), g_mappings.end(),
-                                  [s](const std::unique_ptr<SharedMapping> &m) { return m.get() == s; }));
+    auto i = std::find_if(g_mappings.begin(), g_mappings.end(),
+                          [s](const std::unique_ptr<SharedMapping> &m) { return m.get() == s; });
+    if (i != g_mappings.end()) g_mappings.erase(i);
 }
 
 // The process's mapping of the described allocation on `device`, opened on
@@ -60,17 +61,18 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
         });
         if (same == g_mappings.end()) break;
         SharedMapping *m = same->get();
-        if (!m->closing || mappingCloser().takeBack(m->at)) { // open, or its close taken back
+        if (!m->closing || mappingCloser().takeBack(m)) { // open, or its close taken back
             m->closing = false;
             ++m->refs;
             *out = m;
             return cudaSuccess;
         }
-        // Being closed right now (the allocation was let go and is wanted
-        // again): CUDA maps it once per process, so wait, then map anew.
-        char *at = m->at;
+        // Being closed right now (let go, the closes held back passed it,
+        // and wanted again): CUDA maps it once per process, so wait (this
+        // waits for the process's kernels: header), then map anew. The entry
+        // goes with its close.
         lock.unlock();
-        mappingCloser().waitClosed(at);
+        mappingCloser().waitClosed(m);
         lock.lock();
     }
     // The owner's allocations that this one replaced were freed (after the
@@ -85,7 +87,7 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
         }
     void *at = nullptr;
     cudaError_t e = cudaIpcOpenMemHandle(&at, d.handle, cudaIpcMemLazyEnablePeerAccess);
-    if (e != cudaSuccess) {
+    if (e == cudaErrorAlreadyMapped) {
         cudaGetLastError();
         // "resource already mapped": the driver refuses while an older
         // mapping of the owner's memory is open or being closed (seen for
@@ -93,34 +95,37 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
         // Close the owner's mappings that no call will use again here (this
         // waits for the process's kernels), wait for those being closed, and
         // map again.
-        std::vector<char *> running;
+        std::vector<const SharedMapping *> running;
+        int closedHere = 0;
         for (auto &m : g_mappings) {
             if (!m->open || m->pid != d.pid || m->pidNamespace != d.pidNamespace || m->device != device ||
                 !(m->stale || m->closing))
                 continue;
-            if (m->closing && !mappingCloser().takeBack(m->at)) {
-                running.push_back(m->at);
+            if (m->closing && !mappingCloser().takeBack(m.get())) {
+                running.push_back(m.get());
                 continue;
             }
             cudaIpcCloseMemHandle(m->at);
             m->open = false;
+            ++closedHere;
         }
-        const size_t before = g_mappings.size();
         g_mappings.erase(std::remove_if(g_mappings.begin(), g_mappings.end(),
                                         [](const std::unique_ptr<SharedMapping> &m) { return !m->open && m->closing; }),
                          g_mappings.end());
         lock.unlock();
-        for (char *r : running) mappingCloser().waitClosed(r);
+        for (const SharedMapping *r : running) mappingCloser().waitClosed(r);
         lock.lock();
         for (auto &m : g_mappings) // mapped meanwhile by another thread's communicator
-            if (sameOwner(*m, d, device) && m->bufferId == d.bufferId && !m->closing) {
+            if (sameOwner(*m, d, device) && m->bufferId == d.bufferId &&
+                (!m->closing || mappingCloser().takeBack(m.get()))) {
+                m->closing = false;
                 ++m->refs;
                 *out = m.get();
                 return cudaSuccess;
             }
-        LOOM_TRACE(kColl, "direct: mapping pid %d's allocation 0x%llx failed (%s): %zu of its old mappings closed "
-                   "here, %zu waited for; mapping again", d.pid, (unsigned long long)d.base, cudaGetErrorString(e),
-                   before - g_mappings.size(), running.size());
+        LOOM_TRACE(kColl, "direct: mapping pid %d's allocation 0x%llx: resource already mapped; %d of its old "
+                   "mappings closed here, %zu waited for; mapping again", d.pid, (unsigned long long)d.base,
+                   closedHere, running.size());
         if ((e = cudaIpcOpenMemHandle(&at, d.handle, cudaIpcMemLazyEnablePeerAccess)) != cudaSuccess) return e;
     }
     g_mappings.push_back(std::unique_ptr<SharedMapping>(new SharedMapping{
@@ -129,8 +134,8 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
     return cudaSuccess;
 }
 
-// One reference less; the last one posts the close (never closed here: see
-// core/mapping_closer.h).
+// One reference less; the last one posts the close (core/mapping_closer.h;
+// closed here only where the closer has no thread).
 void releaseMapping(SharedMapping *s) {
     std::lock_guard<std::mutex> lock(g_mappingsLock);
     if (--s->refs > 0) return;
@@ -139,7 +144,7 @@ void releaseMapping(SharedMapping *s) {
         eraseMapping(s);
         return;
     }
-    const bool posted = mappingCloser().post(s->device, s->at, [s] {
+    const bool posted = mappingCloser().post(s, s->device, s->at, [s] {
         std::lock_guard<std::mutex> relock(g_mappingsLock);
         eraseMapping(s);
     });
@@ -240,12 +245,16 @@ loomResult_t DirectBuffers::map(int me, int q, const BufferDesc &d, int cudaDev,
         if (m.used < clock_ && (lru < 0 || m.used < mapped_[lru].used)) lru = (long)i;
     }
     if (mine >= kMappedPerPeer && lru >= 0) {
+        if (!evictionSaid_)
+            LOOM_INFO(kColl, "rank %d: %d of rank %d's buffers mapped: the least recently used is let go (closed on "
+                      "the closer's thread, core/mapping_closer.h); said once per communicator", me, mine, q);
+        evictionSaid_ = true;
         unmap(mapped_[lru]);
         mapped_.erase(mapped_.begin() + lru);
     }
     Mapped m{q, nullptr, nullptr, clock_};
     cudaError_t e = acquireMapping(d, cudaDev, &m.shared);
-    if (e != cudaSuccess) {
+    if (e == cudaErrorAlreadyMapped) {
         cudaGetLastError();
         return fail(loomUnhandledCudaError, "direct: cannot map rank %d's buffer (allocation at 0x%llx): %s", q,
                     (unsigned long long)d.base, cudaGetErrorString(e));

@@ -28,14 +28,15 @@
  * owner over the range of one mapped here means the old one was freed (after
  * the calls that read it: the owner's call waits for its readers): the old
  * mapping is never handed out again, and closes when its last communicator
- * lets go. The driver (1x H200, CUDA 13) sometimes maps the new allocation
- * while the old mapping is open (test/perf/api_waits: a 64 MiB one at the
- * same address) and sometimes refuses ("resource already mapped": the
- * reallocated buffers of coll_exchange, while the old mapping was open or
- * being closed); then the owner's mappings no call will use again are
- * closed inside the call (which waits for the process's kernels, the one
- * place left where it does), those being closed are waited for, and the
- * new one is mapped again.
+ * lets go. The driver (1x H200, CUDA 13) mapped a new allocation of 1 or
+ * 64 MiB at the address of one still mapped (test/perf/api_waits), but
+ * refused some of coll_exchange's reallocated buffers ("resource already
+ * mapped") until the old mappings were closed; then the owner's mappings
+ * that no call will use again are closed inside the call (waiting for the
+ * process's kernels), those being closed are waited for, and the new one
+ * is mapped again. A call also waits where it wants an allocation whose
+ * close is already running (header of core/mapping_closer.h: the newest
+ * closes are held back so that this is rare).
  *
  * Mappings are closed on the closer's thread (core/mapping_closer.h), not in
  * the call that lets them go: cudaIpcCloseMemHandle waits for every kernel
@@ -120,6 +121,7 @@ class DirectBuffers {
     std::vector<Mapped> mapped_;
     std::vector<cudaEvent_t> freeEvents_; // recorded once, held by no mapping any more
     uint64_t clock_ = 0;
+    bool evictionSaid_ = false;
 };
 
 } // namespace loom

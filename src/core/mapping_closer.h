@@ -11,17 +11,20 @@
  * communicator's allreduce kernel waits).
  *
  * Posted closes run in posting order on one thread, started at the first
- * post; that thread does the waiting. A close not yet started can be taken
- * back (its mapping is wanted again, and CUDA maps an allocation only once
- * per process); a running one can be waited for. A mapping keeps its
- * owner's memory allocated until it is closed here, so the closes are
- * bounded by what the caches keep (core/direct_buffers.h). The process has
- * one closer (mappingCloser()); the unit tests make their own with a close
- * of their own.
+ * post; that thread does the waiting. The newest `keep` closes are held
+ * back: a mapping let go and wanted again soon after (a cache cycling over
+ * a few more buffers than it holds) is taken back before its close starts,
+ * since once it runs the caller can only wait for it (CUDA maps an
+ * allocation once per process). drain() and the destructor close the held
+ * ones too. A close is named by a key of the caller's, unique while posted
+ * (an address may be mapped again once closed, so not the address). The
+ * process has one closer (mappingCloser()); the unit tests make their own.
  */
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -33,43 +36,54 @@ class MappingCloser {
   public:
     using CloseFn = std::function<void(int device, void *at)>;
 
-    explicit MappingCloser(CloseFn close) : close_(std::move(close)) {}
+    explicit MappingCloser(CloseFn close, size_t keep = 0) : close_(std::move(close)), keep_(keep) {}
     MappingCloser(const MappingCloser &) = delete;
     MappingCloser &operator=(const MappingCloser &) = delete;
-    ~MappingCloser(); // after the closes still posted
+    // After the closes still posted (up to 30 s: then the thread is left).
+    ~MappingCloser();
 
     // Closes `at` (a mapping on GPU `device`) later; then runs `closed` on
     // the closer's thread, holding none of its locks. False where no thread
-    // can be started (said once): the caller closes it itself.
-    bool post(int device, void *at, std::function<void()> closed);
-    // True if `at`'s close was posted and not started: it is dropped, and
+    // can be started (said once) or after a fork: the caller closes it.
+    bool post(const void *key, int device, void *at, std::function<void()> closed);
+    // True if key's close was posted and not started: it is dropped, and
     // its `closed` will not run (the mapping stays open, the caller's again).
-    bool takeBack(void *at);
-    // Returns once `at` is neither waiting to be closed nor being closed.
-    void waitClosed(void *at);
-    // Returns once every close posted so far is done.
+    bool takeBack(const void *key);
+    // Returns once key's close is neither waiting nor running.
+    void waitClosed(const void *key);
+    // Returns once every close posted so far is done, held ones included.
     void drain();
+    // A close is running now (it waits for every kernel of the process).
+    bool running() const { return runningNow_.load(std::memory_order_relaxed); }
+    // In a forked child: no thread there; posts are refused.
+    void forgetThread();
 
   private:
     struct Close {
+        const void *key;
         int device;
         void *at;
         std::function<void()> closed;
     };
     bool start();
     void run();
-    bool queued(void *at) const;
+    bool queued(const void *key) const;
 
     CloseFn close_;
+    const size_t keep_;
     std::mutex mu_;
     std::condition_variable wake_, done_;
     std::deque<Close> queue_;
-    void *running_ = nullptr; // the mapping being closed
-    bool started_ = false, stop_ = false, refused_ = false;
-    std::thread thread_;
+    const void *running_ = nullptr; // the key being closed
+    std::atomic<bool> runningNow_{false};
+    size_t mustRun_ = 0;            // the queue's first closes that run although held back (waitClosed, drain)
+    bool stop_ = false, refused_ = false, forked_ = false;
+    std::thread *thread_ = nullptr; // left, not joined, in a forked child
 };
 
-// The process's closer: cudaIpcCloseMemHandle on the mapping's GPU.
+// The process's closer: cudaIpcCloseMemHandle on the mapping's GPU,
+// kMappingClosesKept held back.
+constexpr size_t kMappingClosesKept = 16;
 MappingCloser &mappingCloser();
 
 } // namespace loom

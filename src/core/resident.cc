@@ -11,6 +11,7 @@
 #include "core/comm.h"
 #include "core/cuda_driver.h"
 #include "core/debug.h"
+#include "core/mapping_closer.h"
 #include "core/params.h"
 #include "device/collectives.h"
 
@@ -230,8 +231,10 @@ bool residentAllowed(const loomComm *comm, size_t bytes) {
                          (p.residentNonblocking && (p.residentNonblocking == 2 || alone) &&
                           !streamWaitBroken.load(std::memory_order_relaxed) && cudaDriver() &&
                           cudaDriver()->cuStreamWaitValue32);
+    // Not while a peer's mapping is being closed: the close waits for every
+    // kernel, the resident one until it idles out (core/mapping_closer.h).
     return p.residentIdleUs > 0 && !comm->gpuShared && !gpuSharedInProcess() && posting &&
-           bytes <= (size_t)p.residentMaxBytes;
+           bytes <= (size_t)p.residentMaxBytes && !mappingCloser().running();
 }
 
 bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {

@@ -244,11 +244,14 @@ int main(int argc, char **argv)
     }
     ++round;
     { /* direct-pair alltoalls on B, each on a new input once the cache is full, crossed with iallreduce on A */
-        enum { kept = 8, crossings = 3 }; /* kept: core/direct_buffers.h's kMappedPerPeer */
+        /* kept: core/direct_buffers.h's kMappedPerPeer; the mpitest checks that evictions happened */
+        enum { kept = 8, crossings = 3 };
         const size_t total = direct_block * np;
         float *ins[kept + crossings], *out = dalloc(total * sizeof(float));
         for (int k = 0; k < kept + crossings; ++k) {
-            bufs_t y = {ins[k] = upload(total, me, round), out, total};
+            const int data = round * 16 + k; /* each input its own contents: a stale mapping shows */
+            bufs_t y = {ins[k] = upload(total, me, data), out, total};
+            cudaMemset(out, 0xff, total * sizeof(float)); /* NaN: a block not copied shows */
             if (k < kept) { /* fills the cache: one mapping per peer and input */
                 direct_alltoall(b, &(MPI_Request){0}, &y);
             } else { /* evicts one while A's kernel waits for a peer still in this call */
@@ -257,7 +260,7 @@ int main(int argc, char **argv)
                 expect("iallreduce (crossed with a direct alltoall)", x.out, n, sum_of, round);
                 cudaFree(x.in), cudaFree(x.out);
             }
-            expect("direct alltoall", out, total, direct_exchanged, round);
+            expect("direct alltoall", out, total, direct_exchanged, data);
         }
         for (int k = 0; k < kept + crossings; ++k) cudaFree(ins[k]);
         cudaFree(out);

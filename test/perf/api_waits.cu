@@ -92,13 +92,12 @@ static void shareAllocations(int out, int cmd) {
 
 // Whether the child's reallocation of allocation i, still mapped here, can
 // be mapped before the old mapping is closed.
-static void reopenAfterReallocation(int i, int cmd, int in) {
+static void reopenAfterReallocation(int i, const Shared &first, int cmd, int in) {
     void *old = nullptr, *again = nullptr;
     Shared s;
     char what[80];
     snprintf(what, sizeof(what), "%zu MiB: the owner's new allocation, old one still mapped", kSharedBytes[i] >> 20);
-    if (read(in, &s, sizeof(s)) != (ssize_t)sizeof(s)) return;
-    if (cudaIpcOpenMemHandle(&old, s.handle, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+    if (cudaIpcOpenMemHandle(&old, first.handle, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
         printf("%-58s skipped: %s\n", what, cudaGetErrorString(cudaGetLastError()));
         return;
     }
@@ -131,7 +130,7 @@ int main() {
         return 77;
     }
     Shared peer[kShared];
-    for (int i = 0; i < kShared - 2; ++i) // the last two: reopenAfterReallocation's
+    for (int i = 0; i < kShared; ++i) // the last two: reopenAfterReallocation's
         if (read(toParent[0], &peer[i], sizeof(Shared)) != (ssize_t)sizeof(Shared)) memset(&peer[i], 0, sizeof(Shared));
     cudaHostAlloc((void **)&release, sizeof(int), cudaHostAllocMapped);
     cudaHostGetDevicePointer((void **)&dRelease, release, 0);
@@ -222,8 +221,8 @@ int main() {
     if (ipc) {
         cudaIpcCloseMemHandle(warm);
         printf("# no kernel running; the owner frees an allocation mapped here and allocates again:\n");
-        reopenAfterReallocation(kShared - 2, hold[1], toParent[0]);
-        reopenAfterReallocation(kShared - 1, hold[1], toParent[0]);
+        reopenAfterReallocation(kShared - 2, peer[kShared - 2], hold[1], toParent[0]);
+        reopenAfterReallocation(kShared - 1, peer[kShared - 1], hold[1], toParent[0]);
     }
     close(hold[1]);
     waitpid(child, nullptr, 0);
