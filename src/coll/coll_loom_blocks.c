@@ -75,3 +75,57 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
     free(rpacked);
     return rc;
 }
+
+/* Equal blocks (every one the size of the first) not at q x block. */
+static bool equal_elsewhere(const size_t *bytes, const size_t *at, int n)
+{
+    bool equal = true, canonical = true;
+    for (int q = 0; q < n; ++q) {
+        equal = equal && bytes[q] == bytes[0];
+        canonical = canonical && at[q] == (size_t)q * bytes[0];
+    }
+    return equal && !canonical;
+}
+
+int mca_coll_loom_gather_bytes(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const loom_typed_blocks_t *snd,
+                               const loom_typed_blocks_t *rcv, int me)
+{
+    const int n = rcv->n;
+    size_t *table = exchange_tables(m, n);
+    if (NULL == table) return MPI_ERR_NO_MEM; /* the others' calls end in loom's time-out error */
+    size_t *bytes = table, *at = table + n, *sbytes = table + 2 * n, *sat = table + 3 * n;
+    void *out = NULL, *in = NULL;
+    bool r_packed = false, s_packed = false;
+    c->out_bytes = mca_coll_loom_byte_blocks(rcv, bytes, at, &out, &r_packed);
+    if (!r_packed && equal_elsewhere(bytes, at, n)) { /* repacked back to back */
+        r_packed = true;
+        c->out_bytes = 0;
+        for (int q = 0; q < n; ++q) at[q] = c->out_bytes, c->out_bytes += bytes[q];
+    }
+    char *rpacked = NULL, *spacked = NULL;
+    int rc = MPI_SUCCESS;
+    if (r_packed) {
+        if (NULL == snd) rc = mca_coll_loom_pack(rcv, at, c->out_bytes, &rpacked); /* in place: its own block is the input */
+        else if (NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
+        out = rpacked;
+    }
+    if (MPI_SUCCESS == rc && NULL != snd) {
+        c->in_bytes = mca_coll_loom_byte_blocks(snd, sbytes, sat, &in, &s_packed);
+        if (s_packed && MPI_SUCCESS == (rc = mca_coll_loom_pack(snd, sat, c->in_bytes, &spacked))) in = spacked;
+        if (MPI_SUCCESS == rc && c->in_bytes != bytes[me]) rc = MPI_ERR_TRUNCATE; /* type signatures differ */
+    } else if (MPI_SUCCESS == rc) {
+        in = (char *)out + at[me];
+        c->in_bytes = bytes[me];
+    }
+    c->in = in;
+    c->out = out;
+    c->count = bytes[me];
+    c->counts = bytes;
+    c->displs = at;
+    c->finish_here = r_packed; /* unpacked and freed below: no copy back at completion */
+    if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
+    if (MPI_SUCCESS == rc && r_packed) rc = mca_coll_loom_unpack(rcv, at, rpacked);
+    free(spacked);
+    free(rpacked);
+    return rc;
+}

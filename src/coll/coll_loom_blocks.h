@@ -33,4 +33,16 @@ int *mca_coll_loom_exchange_ints(mca_coll_loom_module_t *m, int n);
 int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const loom_typed_blocks_t *snd,
                                   const loom_typed_blocks_t *rcv);
 
+/* allgather(v): runs a call mca_coll_loom_gpu_takes took (c->kind
+ * LOOM_GPU_ALLGATHER or LOOM_GPU_ALLGATHERV) over this rank's typed send
+ * block (snd: one block; NULL in place) and receive blocks (rcv: n, in rank
+ * order). MPI lets each rank's datatypes and allgatherv's displacements
+ * differ as long as the type signatures match, so the caller decides on
+ * byte counts alone, and here a rank whose blocks are not contiguous bytes
+ * moves them through a packed host copy; so does one whose blocks are all
+ * the same size but not at q x block (the kernels' equal-blocks path,
+ * which every rank takes alike from the counts). Returns the MPI error code. */
+int mca_coll_loom_gather_bytes(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const loom_typed_blocks_t *snd,
+                               const loom_typed_blocks_t *rcv, int me);
+
 #endif

@@ -28,6 +28,29 @@ int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_
     return barrier_any(comm, LOOM(module), req);
 }
 
+/* A root, or a receiver, whose type is not contiguous: its bytes through a
+ * packed host copy, so that it takes the same path as the others (MPI lets
+ * each rank's datatype differ, the type signature alike). It finishes in
+ * the call: the packed buffer is gone when it returns. */
+static int bcast_packed(loom_t *m, loom_gpu_call_t *c, void *buf, int count, ompi_datatype_t *dt, bool is_root)
+{
+    const int zero = 0;
+    const loom_typed_blocks_t b = {.user = buf, .dt = dt, .n = 1, .counts = &count, .displs = &zero};
+    size_t bytes, at;
+    void *base;
+    bool packed;
+    const size_t total = mca_coll_loom_byte_blocks(&b, &bytes, &at, &base, &packed);
+    char *p = NULL;
+    int rc = is_root ? mca_coll_loom_pack(&b, &at, total, &p)
+                     : NULL == (p = malloc(total ? total : 1)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    c->in = c->out = p;
+    c->finish_here = true;
+    if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c); /* else the others end in loom's time-out error */
+    if (MPI_SUCCESS == rc && !is_root) rc = mca_coll_loom_unpack(&b, &at, p);
+    free(p);
+    return rc;
+}
+
 static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm, loom_t *m,
                      ompi_request_t **req)
 {
@@ -40,12 +63,21 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     c.dt = loomUint8;
     c.root = root;
     c.req = req;
-    c.why_not = count <= 0 ? "nothing to send" : mca_coll_loom_map_bytes(dt, count, &c.count);
+    /* Bytes alone decide (alike on every rank); a type not contiguous here is packed. */
+    size_t size = 0;
+    ompi_datatype_type_size(dt, &size);
+    c.count = count > 0 ? size * (size_t)count : 0;
+    c.why_not = 0 == c.count ? "nothing to send" : NULL;
+    const bool contiguous = c.count && NULL == mca_coll_loom_map_bytes(dt, (size_t)count, &c.count);
     c.in = c.out = buf;
     c.out_bytes = c.count;
     c.in_bytes = is_root ? c.count : 0;
     int rc;
-    if (mca_coll_loom_gpu_run(m, &c, on_gpu, &rc)) return rc;
+    if (contiguous || NULL != c.why_not) {
+        if (mca_coll_loom_gpu_run(m, &c, on_gpu, &rc)) return rc;
+    } else if (mca_coll_loom_gpu_takes(m, &c, on_gpu, &rc)) {
+        return MPI_SUCCESS == rc ? bcast_packed(m, &c, buf, count, dt, is_root) : rc;
+    }
     if (!on_gpu) LOOM_DELEGATE(m, req, bcast, buf, count, dt, root, comm);
     mca_coll_loom_probe_call(m, req);
     mca_coll_loom_note(m, LOOM_COLL_ID(req, bcast), LOOM_PATH_STAGED);
@@ -71,27 +103,39 @@ int mca_coll_loom_ibcast(void *buf, int count, ompi_datatype_t *dt, int root, om
     return bcast_any(buf, count, dt, root, comm, LOOM(module), req);
 }
 
-/* allgather on loom's kernels: blocks of contiguous bytes, in rank order. */
+/* allgather on loom's kernels: blocks of bytes, in rank order. The bytes
+ * alone decide (alike on every rank); types not contiguous here are packed
+ * (mca_coll_loom_gather_bytes). */
 static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
                           ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
                           bool local_gpu, int *rc)
 {
-    const size_t n = (size_t)ompi_comm_size(comm);
+    const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
     c.coll = LOOM_COLL_ID(req, allgather);
     c.kind = LOOM_GPU_ALLGATHER;
     c.dt = loomUint8;
-    size_t total = 0, sbytes = 0;
     c.req = req;
-    c.why_not = rcount <= 0 ? "nothing to gather" : mca_coll_loom_map_bytes(rdt, (size_t)rcount * n, &total);
-    if (NULL == c.why_not && MPI_IN_PLACE != sbuf) c.why_not = mca_coll_loom_map_bytes(sdt, scount, &sbytes);
-    c.count = total / n;
+    size_t rsize = 0;
+    ompi_datatype_type_size(rdt, &rsize);
+    c.why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
+              : rcount <= 0 || 0 == rsize ? "nothing to gather" : NULL;
+    c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf; /* for the GPU choice; set again with the blocks */
     c.out = rbuf;
-    c.out_bytes = total;
-    c.in = MPI_IN_PLACE == sbuf ? (const char *)rbuf + (size_t)ompi_comm_rank(comm) * c.count : sbuf;
-    c.in_bytes = c.count;
-    return mca_coll_loom_gpu_run(m, &c, local_gpu, rc);
+    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
+    if (MPI_SUCCESS != *rc) return true;
+    int *t = mca_coll_loom_exchange_ints(m, n);
+    if (NULL == t) {
+        *rc = MPI_ERR_NO_MEM;
+        return true;
+    }
+    const int zero = 0;
+    for (int q = 0; q < n; ++q) t[q] = rcount, t[n + q] = q * rcount;
+    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = 1, .counts = &scount, .displs = &zero};
+    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = n, .counts = t, .displs = t + n};
+    *rc = mca_coll_loom_gather_bytes(m, &c, MPI_IN_PLACE == sbuf ? NULL : &snd, &rcv, me);
+    return true;
 }
 
 LOOM_BLOCKS(allgather, mca_coll_loom_peer_blocks, 0, allgather_gpu)
@@ -149,9 +193,10 @@ static bool alltoallv_gpu(const void *sbuf, const int *scounts, const int *sdisp
 
 LOOM_BLOCKS(alltoall, mca_coll_loom_peer_blocks, 1, alltoall_gpu)
 
-/* allgatherv on loom's kernels: ragged blocks of contiguous bytes at any
- * displacements (counts and displacements are the same on every rank, so
- * every rank decides alike). */
+/* allgatherv on loom's kernels: ragged blocks of bytes. The counts' bytes
+ * alone decide (alike on every rank: the type signatures match); this
+ * rank's types and displacements only shape its own tables, packed where
+ * they must be (mca_coll_loom_gather_bytes). */
 static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
                            const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,
                            ompi_request_t **req, bool local_gpu, int *rc)
@@ -162,38 +207,21 @@ static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, v
     c.coll = LOOM_COLL_ID(req, allgatherv);
     c.kind = LOOM_GPU_ALLGATHERV;
     c.dt = loomUint8;
-    size_t esize = 0, total = 0, end = 0;
+    size_t rsize = 0, total = 0;
+    ompi_datatype_type_size(rdt, &rsize);
     /* On an intercommunicator rcounts has one entry per remote rank: not read here. */
-    for (int q = 0; q < n && !OMPI_COMM_IS_INTER(comm); ++q) total += (size_t)rcounts[q];
+    for (int q = 0; q < n && !OMPI_COMM_IS_INTER(comm); ++q) total += rcounts[q] > 0 ? (size_t)rcounts[q] * rsize : 0;
     c.req = req;
-    c.why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm
-              : 0 == total ? "nothing to gather"
-              : mca_coll_loom_map_bytes(rdt, 2, &esize); /* displacements count extents: extent == size */
-    esize /= 2;
-    for (int q = 0; NULL == c.why_not && q < n; ++q)
-        if (displs[q] < 0) c.why_not = "a negative displacement";
-    size_t *table = NULL;
-    if (NULL == c.why_not && NULL == (table = malloc(2 * sizeof(size_t) * (size_t)n))) c.why_not = "out of host memory";
-    if (NULL == c.why_not) {
-        for (int q = 0; q < n; ++q) {
-            table[q] = (size_t)rcounts[q] * esize;
-            table[n + q] = (size_t)displs[q] * esize;
-            if (table[n + q] + table[q] > end) end = table[n + q] + table[q];
-        }
-        c.counts = table;
-        c.displs = table + n;
-        c.count = table[me];
-        c.out = rbuf;
-        c.out_bytes = end;
-        c.in = MPI_IN_PLACE == sbuf ? (const char *)rbuf + table[n + me] : sbuf;
-        c.in_bytes = c.count;
-        size_t sbytes = 0;
-        if (MPI_IN_PLACE != sbuf && (NULL != mca_coll_loom_map_bytes(sdt, scount, &sbytes) || sbytes != c.count))
-            c.why_not = "the send type is not contiguous bytes of the receive block's size";
-    }
-    bool took = mca_coll_loom_gpu_run(m, &c, local_gpu, rc);
-    free(table);
-    return took;
+    c.why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm : 0 == total ? "nothing to gather" : NULL;
+    c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf; /* for the GPU choice; set again with the blocks */
+    c.out = rbuf;
+    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
+    if (MPI_SUCCESS != *rc) return true;
+    const int zero = 0;
+    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = 1, .counts = &scount, .displs = &zero};
+    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = n, .counts = rcounts, .displs = displs};
+    *rc = mca_coll_loom_gather_bytes(m, &c, MPI_IN_PLACE == sbuf ? NULL : &snd, &rcv, me);
+    return true;
 }
 
 static int allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
