@@ -176,14 +176,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     for (int i = 1; i < argc; ++i)
         if (!strcmp(argv[i], "-n") && i + 1 < argc) n = (size_t)atol(argv[++i]);
-    int ndev = 0;
-    cudaGetDeviceCount(&ndev);
-    if (ndev == 0) {
-        if (me == 0) printf("SKIP: no GPU\n");
-        MPI_Finalize();
-        return 77;
-    }
-    cudaSetDevice(me % ndev);
+    if (!use_gpu_or_finalize(me)) return 77;
     slice = n / (size_t)np;
     MPI_Comm a, b;
     MPI_Comm_dup(MPI_COMM_WORLD, &a);

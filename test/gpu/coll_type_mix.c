@@ -181,14 +181,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     for (int i = 1; i < argc; ++i)
         if (!strcmp(argv[i], "-c") && i + 1 < argc) sizes[0] = atoi(argv[++i]), nsizes = 1;
-    int ndev = 0;
-    cudaGetDeviceCount(&ndev);
-    if (ndev == 0) {
-        if (me == 0) printf("SKIP: no GPU\n");
-        MPI_Finalize();
-        return 77;
-    }
-    cudaSetDevice(me % ndev);
+    if (!use_gpu_or_finalize(me)) return 77;
     form = me % 3;
     bad += still_usable(MPI_COMM_WORLD); /* loom's communicator first, by a blocking call */
     int call = 0;

@@ -18,6 +18,20 @@ static inline void *dalloc(size_t bytes)
     return p;
 }
 
+/* Picks GPU rank % count; false (after "SKIP: no GPU" from rank 0 and
+ * MPI_Finalize) where there is none: the caller returns 77. */
+static inline int use_gpu_or_finalize(int rank)
+{
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) printf("SKIP: no GPU\n");
+        MPI_Finalize();
+        return 0;
+    }
+    cudaSetDevice(rank % ndev);
+    return 1;
+}
+
 /* 0 when a small allreduce on device memory still gives the right sums. */
 static inline int still_usable(MPI_Comm comm)
 {
