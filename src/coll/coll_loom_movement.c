@@ -131,9 +131,10 @@ static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
         return true;
     }
     const int zero = 0;
-    for (int q = 0; q < n; ++q) t[q] = rcount, t[n + q] = q * rcount;
+    for (int q = 0; q < n; ++q) t[q] = rcount;
     const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = 1, .counts = &scount, .displs = &zero};
-    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = n, .counts = t, .displs = t + n};
+    /* block q at q x rcount extents, in size_t: (n - 1) x rcount may pass INT_MAX */
+    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = n, .counts = t, .stride = (size_t)rcount};
     *rc = mca_coll_loom_gather_bytes(m, &c, MPI_IN_PLACE == sbuf ? NULL : &snd, &rcv, me);
     return true;
 }
@@ -149,7 +150,10 @@ static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, voi
 {
     loom_gpu_call_t c;
     mca_coll_loom_exchange_call(&c, LOOM_COLL_alltoall, comm, req, sbuf, local_gpu, rbuf, local_gpu);
-    if (NULL == c.why_not && rcount <= 0) c.why_not = "nothing to exchange"; /* then on every rank */
+    size_t rsize = 0;
+    ompi_datatype_type_size(rdt, &rsize);
+    /* rcount x its type's size, alike on every rank (a zero-size type may come with any count) */
+    if (NULL == c.why_not && (rcount <= 0 || 0 == rsize)) c.why_not = "nothing to exchange";
     if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
     if (MPI_SUCCESS != *rc) return true;
     const int n = ompi_comm_size(comm);
@@ -159,16 +163,11 @@ static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, voi
         *rc = MPI_ERR_NO_MEM;
         return true;
     }
-    for (int q = 0; q < n; ++q) {
-        ints[q] = in_place ? rcount : scount;
-        ints[n + q] = q * ints[q];
-        ints[2 * n + q] = rcount;
-        ints[3 * n + q] = q * rcount;
-    }
-    const loom_typed_blocks_t snd = {in_place ? rbuf : (void *)sbuf, in_place ? rdt : sdt, n, ints, ints + n};
-    const loom_typed_blocks_t rcv = {rbuf, rdt, n, ints + 2 * n, ints + 3 * n};
-    size_t rsize = 0;
-    ompi_datatype_type_size(rdt, &rsize);
+    for (int q = 0; q < n; ++q) ints[q] = in_place ? rcount : scount, ints[n + q] = rcount;
+    /* block q at q x count extents, in size_t: (n - 1) x count may pass INT_MAX */
+    const loom_typed_blocks_t snd = {.user = in_place ? rbuf : (void *)sbuf, .dt = in_place ? rdt : sdt, .n = n,
+                                     .counts = ints, .stride = (size_t)ints[0]};
+    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = n, .counts = ints + n, .stride = (size_t)rcount};
     c.agreed_block = (size_t)rcount * rsize; /* every rank's block, by MPI's matching rule */
     *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
     return true;
@@ -184,9 +183,9 @@ static bool alltoallv_gpu(const void *sbuf, const int *scounts, const int *sdisp
     if (MPI_SUCCESS != *rc) return true;
     const int n = ompi_comm_size(comm);
     const bool in_place = MPI_IN_PLACE == sbuf;
-    const loom_typed_blocks_t snd = {in_place ? rbuf : (void *)sbuf, in_place ? rdt : sdt, n,
-                                     in_place ? rcounts : scounts, in_place ? rdispls : sdispls};
-    const loom_typed_blocks_t rcv = {rbuf, rdt, n, rcounts, rdispls};
+    const loom_typed_blocks_t snd = {.user = in_place ? rbuf : (void *)sbuf, .dt = in_place ? rdt : sdt, .n = n,
+                                     .counts = in_place ? rcounts : scounts, .displs = in_place ? rdispls : sdispls};
+    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = n, .counts = rcounts, .displs = rdispls};
     *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
     return true;
 }

@@ -22,14 +22,15 @@ size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, si
             next += bytes[q];
             continue;
         }
-        const ptrdiff_t first = (ptrdiff_t)b->displs[q] * (ptrdiff_t)size; /* contiguous: extent == size */
+        const ptrdiff_t first = mca_coll_loom_block_displ(b, q) * (ptrdiff_t)size; /* contiguous: extent == size */
         if (!bytes[q]) continue;
         if (!any || first < lo) lo = first;
         if (!any || first + (ptrdiff_t)bytes[q] > hi) hi = first + (ptrdiff_t)bytes[q];
         any = true;
     }
     if (*packed) return next;
-    for (int q = 0; q < b->n; ++q) at[q] = bytes[q] ? (size_t)((ptrdiff_t)b->displs[q] * (ptrdiff_t)size - lo) : 0;
+    for (int q = 0; q < b->n; ++q)
+        at[q] = bytes[q] ? (size_t)(mca_coll_loom_block_displ(b, q) * (ptrdiff_t)size - lo) : 0;
     if (any && NULL != b->user) *base = (char *)b->user + lo;
     return any ? (size_t)(hi - lo) : 0;
 }
@@ -38,6 +39,8 @@ size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, si
 static loom_span_t blocks_span(const loom_typed_blocks_t *b)
 {
     loom_type_shape_t sh = mca_coll_loom_shape(b->dt);
+    if (NULL == b->displs) /* equal blocks at q x stride (stride >= count) */
+        return loom_span_of(&sh, b->n > 0 ? (size_t)(b->n - 1) * b->stride + (size_t)b->counts[b->n - 1] : 0);
     return loom_span_of_v(&sh, b->counts, b->displs, b->n);
 }
 
@@ -72,7 +75,7 @@ static int each_block(const loom_typed_blocks_t *b, const size_t *at, char *pack
     ompi_datatype_get_extent(b->dt, &lb, &extent);
     for (int q = 0; q < b->n && MPI_SUCCESS == rc; ++q)
         if (b->counts[q] > 0)
-            rc = convert((char *)view + (ptrdiff_t)b->displs[q] * extent, b->dt, (size_t)b->counts[q], packed + at[q],
+            rc = convert((char *)view + mca_coll_loom_block_displ(b, q) * extent, b->dt, (size_t)b->counts[q], packed + at[q],
                          to_bytes);
     return mca_coll_loom_unstage(&st, rc, NULL);
 }

@@ -14,14 +14,23 @@
 #include "coll_loom.h"
 
 /* n blocks of one datatype in a user buffer: block q is counts[q] elements
- * at displs[q] extents from user (counts[q] == 0: no block). */
+ * at displs[q] extents from user (counts[q] == 0: no block); displs NULL:
+ * at q x stride extents (an allgather's blocks, whose offsets may pass
+ * INT_MAX). */
 typedef struct {
     void *user;
     ompi_datatype_t *dt;
     int n;
     const int *counts;
     const int *displs;
+    size_t stride;
 } loom_typed_blocks_t;
+
+/* Block q's displacement in extents. */
+static inline ptrdiff_t mca_coll_loom_block_displ(const loom_typed_blocks_t *b, int q)
+{
+    return NULL != b->displs ? (ptrdiff_t)b->displs[q] : (ptrdiff_t)((size_t)q * b->stride);
+}
 
 /* The blocks as bytes for the kernels, relative to *base: bytes[q] and at[q]
  * (n entries each). Contiguous types: *base is the user's buffer moved to

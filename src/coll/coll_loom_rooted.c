@@ -49,8 +49,8 @@ static void rank_blocks(const rooted_args_t *a, int n, int me, int *ints, loom_t
     const bool is_root = me == a->root;
     const bool in_place = is_root && (a->gather ? MPI_IN_PLACE == a->sbuf : MPI_IN_PLACE == a->rbuf);
     memset(ints, 0, 4 * sizeof(int) * (size_t)n);
-    *snd = (loom_typed_blocks_t){NULL, NULL, n, ints, ints + n};
-    *rcv = (loom_typed_blocks_t){NULL, NULL, n, ints + 2 * n, ints + 3 * n};
+    *snd = (loom_typed_blocks_t){.n = n, .counts = ints, .displs = ints + n};
+    *rcv = (loom_typed_blocks_t){.n = n, .counts = ints + 2 * n, .displs = ints + 3 * n};
     loom_typed_blocks_t *many = a->gather ? rcv : snd, *one = a->gather ? snd : rcv;
     if (is_root) {
         many->user = a->gather ? a->rbuf : (void *)a->sbuf;
