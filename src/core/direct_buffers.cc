@@ -126,8 +126,9 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
         LOOM_TRACE(kColl, "direct: mapping pid %d's allocation 0x%llx: resource already mapped; %d of its old "
                    "mappings closed here, %zu waited for; mapping again", d.pid, (unsigned long long)d.base,
                    closedHere, running.size());
-        if ((e = cudaIpcOpenMemHandle(&at, d.handle, cudaIpcMemLazyEnablePeerAccess)) != cudaSuccess) return e;
+        e = cudaIpcOpenMemHandle(&at, d.handle, cudaIpcMemLazyEnablePeerAccess);
     }
+    if (e != cudaSuccess) return e;
     g_mappings.push_back(std::unique_ptr<SharedMapping>(new SharedMapping{
         d.pidNamespace, d.pid, device, d.bufferId, d.base, d.size, static_cast<char *>(at), 1, false, false, true}));
     *out = g_mappings.back().get();
@@ -254,7 +255,7 @@ loomResult_t DirectBuffers::map(int me, int q, const BufferDesc &d, int cudaDev,
     }
     Mapped m{q, nullptr, nullptr, clock_};
     cudaError_t e = acquireMapping(d, cudaDev, &m.shared);
-    if (e == cudaErrorAlreadyMapped) {
+    if (e != cudaSuccess) {
         cudaGetLastError();
         return fail(loomUnhandledCudaError, "direct: cannot map rank %d's buffer (allocation at 0x%llx): %s", q,
                     (unsigned long long)d.base, cudaGetErrorString(e));
