@@ -39,8 +39,13 @@ size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, si
 static loom_span_t blocks_span(const loom_typed_blocks_t *b)
 {
     loom_type_shape_t sh = mca_coll_loom_shape(b->dt);
-    if (NULL == b->displs) /* equal blocks at q x stride (stride >= count) */
-        return loom_span_of(&sh, b->n > 0 ? (size_t)(b->n - 1) * b->stride + (size_t)b->counts[b->n - 1] : 0);
+    if (NULL == b->displs) { /* blocks at q x stride: up to the end of the last one that has elements */
+        size_t end = 0;
+        for (int q = 0; q < b->n; ++q)
+            if (b->counts[q] > 0 && (size_t)q * b->stride + (size_t)b->counts[q] > end)
+                end = (size_t)q * b->stride + (size_t)b->counts[q];
+        return loom_span_of(&sh, end);
+    }
     return loom_span_of_v(&sh, b->counts, b->displs, b->n);
 }
 

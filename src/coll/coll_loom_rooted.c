@@ -29,16 +29,19 @@ typedef struct {
 } rooted_args_t;
 
 /* The root's n blocks of one side (its receive side for a gather, its send
- * side for a scatter) into counts/displs; in place the root's own block is
- * not moved. */
-static void root_blocks(const rooted_args_t *a, int n, bool in_place, int *counts, int *displs)
+ * side for a scatter) into b's counts (and displs, v-forms; the others at q x
+ * count extents, in size_t: (n - 1) x count may pass INT_MAX); in place the
+ * root's own block is not moved. */
+static void root_blocks(const rooted_args_t *a, int n, bool in_place, loom_typed_blocks_t *b)
 {
     const int count = a->gather ? a->rcount : a->scount;
     const int *vc = a->gather ? a->rcounts : a->scounts, *vd = a->gather ? a->rdispls : a->sdispls;
+    int *counts = (int *)b->counts, *displs = (int *)b->displs;
     for (int q = 0; q < n; ++q) {
         counts[q] = NULL != vc ? vc[q] : count;
-        displs[q] = NULL != vc ? vd[q] : q * count;
+        if (NULL != vc) displs[q] = vd[q];
     }
+    if (NULL == vc) b->displs = NULL, b->stride = (size_t)count;
     if (in_place) counts[a->root] = 0;
 }
 
@@ -55,7 +58,7 @@ static void rank_blocks(const rooted_args_t *a, int n, int me, int *ints, loom_t
     if (is_root) {
         many->user = a->gather ? a->rbuf : (void *)a->sbuf;
         many->dt = a->gather ? a->rdt : a->sdt;
-        root_blocks(a, n, in_place, (int *)many->counts, (int *)many->displs);
+        root_blocks(a, n, in_place, many);
     }
     if (!in_place) { /* this rank's own block, to or from the root */
         one->user = a->gather ? (void *)a->sbuf : a->rbuf;
