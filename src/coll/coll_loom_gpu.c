@@ -85,17 +85,6 @@ const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct omp
     return NULL;
 }
 
-const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, size_t count, size_t *bytes)
-{
-    size_t size;
-    ompi_datatype_type_size(dt, &size);
-    /* Two elements contiguous (no gap, extent == size) means any number is:
-     * the check never sees a count past INT_MAX. */
-    if (!mca_coll_loom_contiguous(dt, count > 1 ? 2 : (int)count)) return "the datatype is not contiguous";
-    *bytes = size * count;
-    return NULL;
-}
-
 const char mca_coll_loom_why_intercomm[] = "an intercommunicator (loom's kernels run within one group)";
 
 static int mpi_error(loomResult_t r)

@@ -72,9 +72,6 @@ const char *mca_coll_loom_map_type(ompi_datatype_t *dt, int count, loomDataType_
 /* The same plus the op (reductions). */
 const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct ompi_op_t *op, loomDataType_t *ldt,
                                       loomRedOp_t *lop);
-/* Data movement: any datatype whose `count` elements are contiguous bytes
- * (count may pass INT_MAX: an allgather's rcount x ranks). */
-const char *mca_coll_loom_map_bytes(ompi_datatype_t *dt, size_t count, size_t *bytes);
 
 /* Why a call on an intercommunicator stays off loom's kernels (a mapper that
  * would read per-rank arrays of the wrong length sets it as its why_not). */

@@ -28,21 +28,18 @@ int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_
     return barrier_any(comm, LOOM(module), req);
 }
 
-/* A root, or a receiver, whose type is not contiguous: its bytes through a
- * packed host copy, so that it takes the same path as the others (MPI lets
- * each rank's datatype differ, the type signature alike). It finishes in
- * the call: the packed buffer is gone when it returns. */
+/* A root, or a receiver, whose type is not contiguous: its c->count bytes
+ * through a packed host copy, so that it takes the same path as the others
+ * (MPI lets each rank's datatype differ, the type signature alike). It
+ * finishes in the call: the packed buffer is gone when it returns. */
 static int bcast_packed(loom_t *m, loom_gpu_call_t *c, void *buf, int count, ompi_datatype_t *dt, bool is_root)
 {
     const int zero = 0;
     const loom_typed_blocks_t b = {.user = buf, .dt = dt, .n = 1, .counts = &count, .displs = &zero};
-    size_t bytes, at;
-    void *base;
-    bool packed;
-    const size_t total = mca_coll_loom_byte_blocks(&b, &bytes, &at, &base, &packed);
+    const size_t at = 0; /* one block, packed from byte 0 */
     char *p = NULL;
-    int rc = is_root ? mca_coll_loom_pack(&b, &at, total, &p)
-                     : NULL == (p = malloc(total ? total : 1)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    int rc = is_root ? mca_coll_loom_pack(&b, &at, c->count, &p)
+                     : NULL == (p = malloc(c->count)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
     c->in = c->out = p;
     c->finish_here = true;
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c); /* else the others end in loom's time-out error */
@@ -68,15 +65,15 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     ompi_datatype_type_size(dt, &size);
     c.count = count > 0 ? size * (size_t)count : 0;
     c.why_not = 0 == c.count ? "nothing to send" : NULL;
-    const bool contiguous = c.count && NULL == mca_coll_loom_map_bytes(dt, (size_t)count, &c.count);
     c.in = c.out = buf;
     c.out_bytes = c.count;
     c.in_bytes = is_root ? c.count : 0;
     int rc;
-    if (contiguous || NULL != c.why_not) {
-        if (mca_coll_loom_gpu_run(m, &c, on_gpu, &rc)) return rc;
-    } else if (mca_coll_loom_gpu_takes(m, &c, on_gpu, &rc)) {
-        return MPI_SUCCESS == rc ? bcast_packed(m, &c, buf, count, dt, is_root) : rc;
+    if (mca_coll_loom_gpu_takes(m, &c, on_gpu, &rc)) {
+        if (MPI_SUCCESS != rc) return rc;
+        /* two elements contiguous (no gap, extent == size): any number is */
+        return mca_coll_loom_contiguous(dt, count > 1 ? 2 : count) ? mca_coll_loom_gpu_exec(m, &c)
+                                                                    : bcast_packed(m, &c, buf, count, dt, is_root);
     }
     if (!on_gpu) LOOM_DELEGATE(m, req, bcast, buf, count, dt, root, comm);
     mca_coll_loom_probe_call(m, req);

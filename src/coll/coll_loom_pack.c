@@ -80,8 +80,8 @@ static int each_block(const loom_typed_blocks_t *b, const size_t *at, char *pack
     ompi_datatype_get_extent(b->dt, &lb, &extent);
     for (int q = 0; q < b->n && MPI_SUCCESS == rc; ++q)
         if (b->counts[q] > 0)
-            rc = convert((char *)view + mca_coll_loom_block_displ(b, q) * extent, b->dt, (size_t)b->counts[q], packed + at[q],
-                         to_bytes);
+            rc = convert((char *)view + mca_coll_loom_block_displ(b, q) * extent, b->dt, (size_t)b->counts[q],
+                         packed + at[q], to_bytes);
     return mca_coll_loom_unstage(&st, rc, NULL);
 }
 

@@ -15,8 +15,8 @@
 
 /* n blocks of one datatype in a user buffer: block q is counts[q] elements
  * at displs[q] extents from user (counts[q] == 0: no block); displs NULL:
- * at q x stride extents (an allgather's blocks, whose offsets may pass
- * INT_MAX). */
+ * at q x stride extents (equal blocks: allgather, alltoall, gather and
+ * scatter, whose offsets may pass INT_MAX). */
 typedef struct {
     void *user;
     ompi_datatype_t *dt;

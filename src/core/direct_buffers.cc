@@ -51,28 +51,38 @@ void eraseMapping(const SharedMapping *s) { // g_mappingsLock held
     if (i != g_mappings.end()) g_mappings.erase(i);
 }
 
+// The described allocation's mapping here, handed out again: one more
+// reference (its posted close taken back). Null where there is none, or
+// where its close is running: then *closing is it. g_mappingsLock held.
+SharedMapping *reuseMapping(const BufferDesc &d, int device, SharedMapping **closing) {
+    *closing = nullptr;
+    for (auto &m : g_mappings) {
+        if (!sameOwner(*m, d, device) || m->bufferId != d.bufferId) continue;
+        if (m->closing && !mappingCloser().takeBack(m.get())) {
+            *closing = m.get();
+            return nullptr;
+        }
+        m->closing = false;
+        ++m->refs;
+        return m.get();
+    }
+    return nullptr;
+}
+
 // The process's mapping of the described allocation on `device`, opened on
 // first use; one more reference to it.
 cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out) {
     std::unique_lock<std::mutex> lock(g_mappingsLock);
     for (;;) {
-        auto same = std::find_if(g_mappings.begin(), g_mappings.end(), [&](const std::unique_ptr<SharedMapping> &m) {
-            return sameOwner(*m, d, device) && m->bufferId == d.bufferId;
-        });
-        if (same == g_mappings.end()) break;
-        SharedMapping *m = same->get();
-        if (!m->closing || mappingCloser().takeBack(m)) { // open, or its close taken back
-            m->closing = false;
-            ++m->refs;
-            *out = m;
-            return cudaSuccess;
-        }
+        SharedMapping *closing;
+        if ((*out = reuseMapping(d, device, &closing))) return cudaSuccess;
+        if (!closing) break;
         // Being closed right now (let go, the closes held back passed it,
         // and wanted again): CUDA maps it once per process, so wait (this
         // waits for the process's kernels: header), then map anew. The entry
         // goes with its close.
         lock.unlock();
-        mappingCloser().waitClosed(m);
+        mappingCloser().waitClosed(closing);
         lock.lock();
     }
     // The owner's allocations that this one replaced were freed (after the
@@ -115,14 +125,8 @@ cudaError_t acquireMapping(const BufferDesc &d, int device, SharedMapping **out)
         lock.unlock();
         for (const SharedMapping *r : running) mappingCloser().waitClosed(r);
         lock.lock();
-        for (auto &m : g_mappings) // mapped meanwhile by another thread's communicator
-            if (sameOwner(*m, d, device) && m->bufferId == d.bufferId &&
-                (!m->closing || mappingCloser().takeBack(m.get()))) {
-                m->closing = false;
-                ++m->refs;
-                *out = m.get();
-                return cudaSuccess;
-            }
+        SharedMapping *closing;
+        if ((*out = reuseMapping(d, device, &closing))) return cudaSuccess; // mapped meanwhile by another thread
         LOOM_TRACE(kColl, "direct: mapping pid %d's allocation 0x%llx: resource already mapped; %d of its old "
                    "mappings closed here, %zu waited for; mapping again", d.pid, (unsigned long long)d.base,
                    closedHere, running.size());

@@ -25,34 +25,34 @@ bool MappingCloser::post(const void *key, int device, void *at, std::function<vo
     return true;
 }
 
+std::deque<MappingCloser::Close>::iterator MappingCloser::find(const void *key) { // mu_ held
+    return std::find_if(queue_.begin(), queue_.end(), [key](const Close &c) { return c.key == key; });
+}
+
 bool MappingCloser::takeBack(const void *key) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto i = std::find_if(queue_.begin(), queue_.end(), [key](const Close &c) { return c.key == key; });
+    auto i = find(key);
     if (i == queue_.end()) return false;
     if ((size_t)(i - queue_.begin()) < mustRun_) --mustRun_;
     queue_.erase(i);
     return true;
 }
 
-bool MappingCloser::queued(const void *key) const {
-    return std::any_of(queue_.begin(), queue_.end(), [key](const Close &c) { return c.key == key; });
-}
-
 void MappingCloser::waitClosed(const void *key) {
     std::unique_lock<std::mutex> lock(mu_);
-    auto i = std::find_if(queue_.begin(), queue_.end(), [key](const Close &c) { return c.key == key; });
+    auto i = find(key);
     if (i != queue_.end()) { // maybe held back: it and those before it run now
         mustRun_ = std::max(mustRun_, (size_t)(i - queue_.begin()) + 1);
         wake_.notify_all();
     }
-    done_.wait(lock, [&] { return running_ != key && !queued(key); });
+    done_.wait(lock, [&] { return running_ != key && find(key) == queue_.end(); });
 }
 
 void MappingCloser::drain() {
     std::unique_lock<std::mutex> lock(mu_);
     mustRun_ = queue_.size();
     wake_.notify_all();
-    done_.wait(lock, [&] { return queue_.empty() && !running_; });
+    done_.wait(lock, [&] { return queue_.empty() && !running_.load(); });
 }
 
 void MappingCloser::forgetThread() {
@@ -70,8 +70,8 @@ MappingCloser::~MappingCloser() {
     stop_ = true;
     wake_.notify_all();
     const bool finished =
-        done_.wait_for(lock, std::chrono::seconds(30), [&] { return queue_.empty() && !running_; });
-    const size_t left = queue_.size() + (running_ ? 1 : 0);
+        done_.wait_for(lock, std::chrono::seconds(30), [&] { return queue_.empty() && !running_.load(); });
+    const size_t left = queue_.size() + (running_.load() ? 1 : 0);
     lock.unlock();
     if (!thread_) return;
     if (finished) {
@@ -106,13 +106,11 @@ void MappingCloser::run() {
         queue_.pop_front();
         if (mustRun_) --mustRun_;
         running_ = c.key;
-        runningNow_.store(true, std::memory_order_relaxed);
         lock.unlock();
         close_(c.device, c.at);
         if (c.closed) c.closed();
         lock.lock();
         running_ = nullptr;
-        runningNow_.store(false, std::memory_order_relaxed);
         done_.notify_all();
     }
 }

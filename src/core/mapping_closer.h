@@ -54,7 +54,7 @@ class MappingCloser {
     // Returns once every close posted so far is done, held ones included.
     void drain();
     // A close is running now (it waits for every kernel of the process).
-    bool running() const { return runningNow_.load(std::memory_order_relaxed); }
+    bool running() const { return running_.load(std::memory_order_relaxed) != nullptr; }
     // In a forked child: no thread there; posts are refused.
     void forgetThread();
 
@@ -67,15 +67,14 @@ class MappingCloser {
     };
     bool start();
     void run();
-    bool queued(const void *key) const;
+    std::deque<Close>::iterator find(const void *key);
 
     CloseFn close_;
     const size_t keep_;
     std::mutex mu_;
     std::condition_variable wake_, done_;
     std::deque<Close> queue_;
-    const void *running_ = nullptr; // the key being closed
-    std::atomic<bool> runningNow_{false};
+    std::atomic<const void *> running_{nullptr}; // the key being closed (written under mu_)
     size_t mustRun_ = 0;            // the queue's first closes that run although held back (waitClosed, drain)
     bool stop_ = false, refused_ = false, forked_ = false;
     std::thread *thread_ = nullptr; // left, not joined, in a forked child
