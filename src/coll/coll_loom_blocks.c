@@ -62,17 +62,16 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
         c->out = out;
         if (s_packed) rc = mca_coll_loom_pack(snd, table + n, c->in_bytes, &spacked);
         if (s_packed) c->in = spacked;
-        if (r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
-        if (r_packed) c->out = rpacked;
-        c->finish_here = r_packed; /* unpacked and freed below: no copy back at completion */
+        if (MPI_SUCCESS == rc && r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1)))
+            rc = MPI_ERR_NO_MEM;
+        if (MPI_SUCCESS == rc && r_packed) rc = mca_coll_loom_unpack_after(c, rcv, table + 3 * n, rpacked);
+        if (r_packed) c->out = rpacked; /* unpacked (and freed) by c->after once the output is in place */
     }
     /* A rank that failed here still leaves the others waiting for its
-     * blocks: their calls end in loom's time-out error, not a hang. */
+     * blocks: their calls end in loom's time-out error, not a hang. The
+     * packed input is copied in by the time the call returns. */
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
-    if (MPI_SUCCESS == rc && r_packed)
-        rc = mca_coll_loom_unpack(rcv, table + 3 * n, rpacked);
     free(spacked);
-    free(rpacked);
     return rc;
 }
 
@@ -122,10 +121,10 @@ int mca_coll_loom_gather_bytes(mca_coll_loom_module_t *m, loom_gpu_call_t *c, co
     c->count = bytes[me];
     c->counts = bytes;
     c->displs = at;
-    c->finish_here = r_packed; /* unpacked and freed below: no copy back at completion */
+    /* rpacked: unpacked (and freed) by c->after once the output is in place */
+    if (r_packed && MPI_SUCCESS == rc) rc = mca_coll_loom_unpack_after(c, rcv, at, rpacked);
+    else free(rpacked);
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
-    if (MPI_SUCCESS == rc && r_packed) rc = mca_coll_loom_unpack(rcv, at, rpacked);
-    free(spacked);
-    free(rpacked);
+    free(spacked); /* copied in by the time the call returns */
     return rc;
 }

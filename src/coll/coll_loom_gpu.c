@@ -185,7 +185,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     void *scratch = NULL;
     loomResult_t r = loomSuccess;
     *staged = NULL;
-    if (stages && NULL != c->req && !c->finish_here) r = loomStagedCreate(m->lcomm, scratch_bytes, &scratch, staged);
+    if (stages && NULL != c->req) r = loomStagedCreate(m->lcomm, scratch_bytes, &scratch, staged);
     if (stages && loomSuccess == r && NULL == *staged) r = loomCommScratch(m->lcomm, scratch_bytes, &scratch);
     const char *kin = in;
     char *kout = out;
@@ -312,9 +312,16 @@ static bool forbidden_buffer(const mca_coll_loom_module_t *m, const loom_gpu_cal
     return true;
 }
 
+int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc)
+{
+    if (NULL == after) return rc;
+    const int arc = after->run(after, MPI_SUCCESS == rc);
+    return MPI_SUCCESS == rc ? arc : rc;
+}
+
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
 {
-    if (forbidden_buffer(m, c)) return MPI_ERR_BUFFER;
+    if (forbidden_buffer(m, c)) return mca_coll_loom_after_run(c->after, MPI_ERR_BUFFER);
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
     mca_coll_loom_timer_t timer;
     mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
@@ -332,7 +339,7 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
                     "collective on the same communicator (Open MPI progressed a pending operation, such as "
                     "MPI_Comm_idup, while loom was setting up); not supported: finish such operations first",
                     ompi_comm_rank(m->comm), m->comm->c_name, mca_coll_loom_coll_names[c->coll]);
-        return MPI_ERR_OTHER;
+        return mca_coll_loom_after_run(c->after, MPI_ERR_OTHER);
     }
     OPAL_THREAD_LOCK(&m->call_lock); /* another thread's progress leaves this loom communicator alone */
     m->call_owner = pthread_self();
@@ -342,9 +349,12 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
     int rc = mpi_error(r);
-    if (NULL != c->req) /* the request's mark goes on the loom communicator too */
-        rc = deferred ? mca_coll_loom_request_pending(m, c->coll, staged, c->req)
-                      : mca_coll_loom_request_done(m, rc, c->req);
+    if (NULL != c->req && deferred) /* the request's mark goes on the loom communicator too */
+        rc = mca_coll_loom_request_pending(m, c->coll, staged, c->after, c->req);
+    else if (NULL != c->req)
+        rc = mca_coll_loom_request_done(m, mca_coll_loom_after_run(c->after, rc), c->req);
+    else
+        rc = mca_coll_loom_after_run(c->after, rc);
     OPAL_THREAD_UNLOCK(&m->call_lock);
     if (NULL == c->req) mca_coll_loom_requests_settle(m);
     return rc;

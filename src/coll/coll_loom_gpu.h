@@ -39,6 +39,18 @@ typedef enum {
     LOOM_GPU_EXSCAN,
 } loom_gpu_kind_t;
 
+/* Work that follows a call's output (a packed receive unpacked into the
+ * user's blocks, the packed copy freed): run exactly once, ok false when the
+ * call failed (then it only frees). mca_coll_loom_gpu_exec owns it from the
+ * call on: it runs it before returning where the call finishes there, else
+ * the call's request runs it when the operation completes (in progress,
+ * before the request completes, whose error it may set). Returns the MPI
+ * error code of its own work. */
+typedef struct mca_coll_loom_after_s mca_coll_loom_after_t;
+struct mca_coll_loom_after_s {
+    int (*run)(mca_coll_loom_after_t *self, bool ok);
+};
+
 /* One call as the GPU path sees it, filled by a collective's mapper. */
 typedef struct {
     int coll;            /* LOOM_COLL_*, for reports */
@@ -58,8 +70,7 @@ typedef struct {
     size_t agreed_block; /* alltoall, gather, scatter: their block's bytes, alike on every rank (0: v-forms) */
     int fan_in;          /* gather(v): one rank receives from all (alike on every rank) */
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
-    bool finish_here;    /* a non-blocking call whose output is the component's own buffer (a packed
-                          * receive, unpacked and freed when the call returns): it finishes in the call */
+    mca_coll_loom_after_t *after; /* NULL, or what follows the output (above): exec takes it */
     ompi_request_t **req; /* non-blocking: the request to return (coll_loom_request.h); NULL: blocking */
     bool located;         /* in_info / out_info hold where in and out are (queried by the caller in this
                            * call: flag_latency measured 0.12-0.18 us per driver query) */
@@ -87,9 +98,13 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
  * caller must stage or delegate; true when the call is loom's, *rc then is
  * MPI_SUCCESS (run it: exec) or the error to return. takes reads c's buffers
  * only to choose the GPU of a communicator it creates; exec runs c as it is
- * then and returns the MPI error code. */
+ * then and returns the MPI error code (and takes c->after, run or handed to
+ * the request, also when it fails). */
 bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc);
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c);
+/* Runs after (NULL: nothing) for a call that ended with rc; the call's error
+ * stays the one returned, else after's. */
+int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc);
 
 /* Host-side steps (coll_loom_setup.c), through the previous module. This
  * call's steps are bounded by LOOM_TIMEOUT when device_buffers (a time-out

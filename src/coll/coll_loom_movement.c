@@ -30,8 +30,9 @@ int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_
 
 /* A root, or a receiver, whose type is not contiguous: its c->count bytes
  * through a packed host copy, so that it takes the same path as the others
- * (MPI lets each rank's datatype differ, the type signature alike). It
- * finishes in the call: the packed buffer is gone when it returns. */
+ * (MPI lets each rank's datatype differ, the type signature alike). The copy
+ * lives until the output is in place (a non-blocking call's completion): a
+ * receiver's is unpacked then. */
 static int bcast_packed(loom_t *m, loom_gpu_call_t *c, void *buf, int count, ompi_datatype_t *dt, bool is_root)
 {
     const int zero = 0;
@@ -41,10 +42,9 @@ static int bcast_packed(loom_t *m, loom_gpu_call_t *c, void *buf, int count, omp
     int rc = is_root ? mca_coll_loom_pack(&b, &at, c->count, &p)
                      : NULL == (p = malloc(c->count)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
     c->in = c->out = p;
-    c->finish_here = true;
+    /* the root's copy is its input, and the kernels write it back: freed only */
+    if (MPI_SUCCESS == rc) rc = mca_coll_loom_unpack_after(c, is_root ? NULL : &b, &at, p);
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c); /* else the others end in loom's time-out error */
-    if (MPI_SUCCESS == rc && !is_root) rc = mca_coll_loom_unpack(&b, &at, p);
-    free(p);
     return rc;
 }
 

@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll_loom_stage.h"
 #include "ompi/datatype/ompi_datatype.h"
@@ -100,4 +101,50 @@ int mca_coll_loom_pack(const loom_typed_blocks_t *b, const size_t *at, size_t to
 int mca_coll_loom_unpack(const loom_typed_blocks_t *b, const size_t *at, const char *packed)
 {
     return each_block(b, at, (char *)packed, false);
+}
+
+/* The after-work of a packed receive: one allocation, the tables behind it. */
+typedef struct {
+    mca_coll_loom_after_t super;
+    loom_typed_blocks_t b; /* counts and displs point behind the struct; dt retained (NULL: free only) */
+    size_t *at;
+    char *packed;
+} unpack_after_t;
+
+static int unpack_after_run(mca_coll_loom_after_t *self, bool ok)
+{
+    unpack_after_t *u = (unpack_after_t *)self;
+    int rc = MPI_SUCCESS;
+    if (ok && NULL != u->b.dt) rc = mca_coll_loom_unpack(&u->b, u->at, u->packed);
+    free(u->packed);
+    if (NULL != u->b.dt) OBJ_RELEASE(u->b.dt);
+    free(u);
+    return rc;
+}
+
+int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b, const size_t *at, char *packed)
+{
+    const size_t n = NULL != b ? (size_t)b->n : 0;
+    const bool displs = NULL != b && NULL != b->displs;
+    unpack_after_t *u = malloc(sizeof(*u) + n * sizeof(size_t) + (displs ? 2 : 1) * n * sizeof(int));
+    if (NULL == u) {
+        free(packed);
+        return MPI_ERR_NO_MEM;
+    }
+    u->super.run = unpack_after_run;
+    u->packed = packed;
+    u->at = (size_t *)(u + 1);
+    memset(&u->b, 0, sizeof(u->b));
+    if (NULL != b) {
+        int *counts = (int *)(u->at + n), *ds = counts + n;
+        memcpy(u->at, at, n * sizeof(size_t));
+        memcpy(counts, b->counts, n * sizeof(int));
+        if (displs) memcpy(ds, b->displs, n * sizeof(int));
+        u->b = *b;
+        u->b.counts = counts;
+        u->b.displs = displs ? ds : NULL;
+        OBJ_RETAIN(u->b.dt);
+    }
+    c->after = &u->super;
+    return MPI_SUCCESS;
 }

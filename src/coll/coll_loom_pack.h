@@ -12,6 +12,7 @@
 #define COLL_LOOM_PACK_H
 
 #include "coll_loom.h"
+#include "coll_loom_gpu.h"
 
 /* n blocks of one datatype in a user buffer: block q is counts[q] elements
  * at displs[q] extents from user (counts[q] == 0: no block); displs NULL:
@@ -46,5 +47,14 @@ int mca_coll_loom_pack(const loom_typed_blocks_t *b, const size_t *at, size_t to
 /* Writes the packed blocks back into the user's buffer; bytes between the
  * blocks and inside the type's holes stay as they were. */
 int mca_coll_loom_unpack(const loom_typed_blocks_t *b, const size_t *at, const char *packed);
+
+/* c->after for a call whose output is the packed host buffer `packed`
+ * (malloc'ed; taken): once the output is in place (in the call, or at a
+ * non-blocking call's completion) its blocks are unpacked into b's (NULL: a
+ * broadcast root's packed input, only freed) and it is freed. Keeps copies
+ * of b's tables and at, and a reference on b's datatype (the caller may
+ * free it before completion, the module's tables serve the next call).
+ * MPI_ERR_NO_MEM (packed freed) when there is no memory for that. */
+int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b, const size_t *at, char *packed);
 
 #endif

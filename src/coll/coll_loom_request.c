@@ -24,6 +24,7 @@ typedef struct mca_coll_loom_request_t {
     int coll;                             /* LOOM_COLL_*, for its error report */
     uint64_t ticket;                      /* loomCommMark's, on m's loom communicator */
     loomStaged_t staged;                  /* a staged call's buffer: its output is copied back at completion */
+    mca_coll_loom_after_t *after;         /* the call's after-work: run at completion, after the copies back */
     int rc;                               /* its MPI error, once finished */
     bool freed;                           /* MPI_Request_free came first: release on completion */
     bool done;                            /* completed (set after ompi_request_complete) */
@@ -47,6 +48,7 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
     r->rc = MPI_SUCCESS;
     r->ticket = 0;
     r->staged = NULL;
+    r->after = NULL;
     r->freed = false;
     r->done = false;
     r->next = NULL;
@@ -238,13 +240,17 @@ static int loom_progress(void)
         r->next = NULL;
         if (NULL != r->inner) ompi_request_free(&r->inner); /* r->inner = MPI_REQUEST_NULL */
         r->inner = NULL;
+        /* Outside every lock: it may copy to the device and call into the datatype engine. */
+        r->rc = mca_coll_loom_after_run(r->after, r->rc);
+        r->after = NULL;
         complete(r, r->rc);
         ++completed;
     }
     return completed;
 }
 
-int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStaged_t staged, ompi_request_t **req)
+int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStaged_t staged,
+                                  mca_coll_loom_after_t *after, ompi_request_t **req)
 {
     uint64_t ticket = 0;
     mca_coll_loom_request_t *own = take_starting(m);
@@ -254,12 +260,14 @@ int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStage
         if (NULL != r && r != own) OBJ_RELEASE(r);
         if (NULL != own) t_starting = own; /* for request_done below */
         const bool ok = loomSuccess == loomCommWait(m->lcomm);
-        const int rc = ok && loomSuccess == loomStagedFinish(staged, 1) ? MPI_SUCCESS : MPI_ERR_OTHER;
+        int rc = ok && loomSuccess == loomStagedFinish(staged, 1) ? MPI_SUCCESS : MPI_ERR_OTHER;
         if (!ok) loomStagedFinish(staged, 0);
+        rc = mca_coll_loom_after_run(after, rc);
         return MPI_SUCCESS == rc ? mca_coll_loom_request_done(m, rc, req) : rc;
     }
     r->ticket = ticket;
     r->staged = staged;
+    r->after = after;
     if (NULL != staged) __atomic_add_fetch(&m->staged_pending, 1, __ATOMIC_RELEASE);
     r->coll = coll;
     append(r);

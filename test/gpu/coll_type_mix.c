@@ -11,7 +11,8 @@
  *   2: MPI_Type_contiguous, and for allgatherv the blocks in reverse order.
  * Every element is checked against a host reference, and every hole must
  * keep its sentinel. Blocking and non-blocking, small (one-shot) and large
- * (ring) counts, roots everywhere, in place.
+ * (ring) counts, roots everywhere, in place. Non-blocking calls must return
+ * before the other ranks post theirs, packed ones included (posted_before_peers).
  *
  *   coll_type_mix [-c INTS]   (default: 1000 and 300000 per block)
  */
@@ -173,6 +174,63 @@ static void allgathervs(int c, int ragged, int *call)
     ++*call;
 }
 
+/* Non-blocking calls return at once on every rank, packed ones too (form
+ * 1's strided vector): every rank but 0 posts the call, frees its datatype
+ * and sends rank 0 a token; rank 0 posts only once it holds every token. A
+ * rank that waited inside its call for rank 0's part (a packed receive that
+ * finished in the call, as loom did before) never sends its token: rank 0
+ * waits and the others end in loom's time-out error. Then the same for a
+ * request freed before completion (MPI_Request_free), whose result must be
+ * in place after a later blocking call on the communicator. Collectives:
+ * ibcast from rank 0, iallgather, ialltoall (after a blocking alltoall,
+ * which connects the pairs a non-blocking exchange needs). */
+static void posted_before_peers(int c, int *call)
+{
+    for (int coll = 0; coll < 3; ++coll)
+        for (int freed = 0; freed < 2; ++freed, ++*call) {
+            view_t v = view_of(form, c);
+            const int blocks = coll == 0 ? 1 : np;
+            const size_t len = (size_t)v.block_ints * blocks;
+            int *h = malloc(len * sizeof(int)), *want = malloc(len * sizeof(int));
+            int *hs = malloc(len * sizeof(int));
+            for (size_t k = 0; k < len; ++k) h[k] = want[k] = hs[k] = kHole;
+            for (int q = 0; q < blocks; ++q)
+                for (int i = 0; i < c; ++i) {
+                    const size_t at = (size_t)q * v.block_ints + (size_t)i * v.stride;
+                    /* ibcast: rank 0's data; iallgather: rank q's; ialltoall: from q to this rank */
+                    want[at] = coll == 0 ? val(0, i, *call) : coll == 1 ? val(q, i, *call) : val(q * np + me, i, *call);
+                    hs[at] = coll == 2 ? val(me * np + q, i, *call) : coll == 1 && q == 0 ? val(me, i, *call)
+                                                                                          : want[at];
+                }
+            if (coll == 0 && me == 0) memcpy(h, want, len * sizeof(int));
+            int *d = upload(h, len), *send = upload(hs, len);
+            if (coll == 2) { /* blocking first: the pairs connected, the path checked too */
+                if (MPI_Alltoall(send, v.per_block, v.type, d, v.per_block, v.type, MPI_COMM_WORLD) != MPI_SUCCESS)
+                    ++bad;
+                check("alltoall", d, want, len, c);
+                cudaMemcpy(d, h, len * sizeof(int), cudaMemcpyHostToDevice);
+            }
+            if (me == 0)
+                for (int q = 1; q < np; ++q) MPI_Recv(NULL, 0, MPI_BYTE, q, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Request r;
+            int rc = coll == 0 ? MPI_Ibcast(d, v.per_block, v.type, 0, MPI_COMM_WORLD, &r)
+                   : coll == 1 ? MPI_Iallgather(send, v.per_block, v.type, d, v.per_block, v.type, MPI_COMM_WORLD, &r)
+                               : MPI_Ialltoall(send, v.per_block, v.type, d, v.per_block, v.type, MPI_COMM_WORLD, &r);
+            if (rc != MPI_SUCCESS) ++bad;
+            view_free(&v); /* MPI lets the datatype go while the call is pending */
+            if (me != 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 77, MPI_COMM_WORLD);
+            if (rc == MPI_SUCCESS && freed) MPI_Request_free(&r);
+            else if (rc == MPI_SUCCESS && MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS) ++bad;
+            if (freed) bad += still_usable(MPI_COMM_WORLD); /* a blocking call on loom's kernels: done by then */
+            char what[48];
+            snprintf(what, sizeof(what), "%s posted first%s", coll == 0 ? "ibcast" : coll == 1 ? "iallgather" : "ialltoall",
+                     freed ? ", request freed" : "");
+            check(what, d, want, len, c);
+            cudaFree(d), cudaFree(send);
+            free(h), free(want), free(hs);
+        }
+}
+
 int main(int argc, char **argv)
 {
     int sizes[2] = {1000, 300000}, nsizes = 2;
@@ -194,6 +252,7 @@ int main(int argc, char **argv)
         allgathers(c, 0, 1, &call);
         allgathervs(c, 1, &call);
         allgathervs(c, 0, &call);
+        posted_before_peers(c, &call);
     }
     bad += still_usable(MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
