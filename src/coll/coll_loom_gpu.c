@@ -1,6 +1,7 @@
 #include "coll_loom_gpu.h"
 #include "coll_loom_defer.h"
 #include "coll_loom_request.h"
+#include "coll_loom_inflight.h"
 #include "coll_loom_stage.h"
 
 #include <stdio.h>
@@ -322,6 +323,8 @@ int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc)
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
 {
     if (forbidden_buffer(m, c)) return mca_coll_loom_after_run(c->after, MPI_ERR_BUFFER);
+    /* the user's output (a packed one's after-work settled the user's blocks) */
+    if (NULL == c->after) mca_coll_loom_inflight_settle(c->out, c->out_bytes, false);
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
     mca_coll_loom_timer_t timer;
     mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
@@ -350,7 +353,7 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
     int rc = mpi_error(r);
     if (NULL != c->req && deferred) /* the request's mark goes on the loom communicator too */
-        rc = mca_coll_loom_request_pending(m, c->coll, staged, c->after, c->req);
+        rc = mca_coll_loom_request_pending(m, c, staged);
     else if (NULL != c->req)
         rc = mca_coll_loom_request_done(m, mca_coll_loom_after_run(c->after, rc), c->req);
     else

@@ -82,9 +82,11 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     loom_stage_t st = {.n = 0};
     void *hb;
     /* The root only sends: nothing to copy back there. */
-    rc = mca_coll_loom_stage(&st, true, buf, loom_span_of(&sh, (size_t)count), !is_root, &hb);
+    const loom_span_t span = loom_span_of(&sh, (size_t)count);
+    if (!is_root) mca_coll_loom_inflight_settle((char *)buf + span.lo, span.bytes, true);
+    rc = mca_coll_loom_stage(&st, true, buf, span, !is_root, &hb);
     if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, bcast, hb, count, dt, root, comm);
-    return mca_coll_loom_unstage(&st, rc, req);
+    return mca_coll_loom_request_unstage(m, &st, rc, req);
 }
 
 int mca_coll_loom_bcast(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coll_loom_stage.h"
+#include "coll_loom_inflight.h"
 #include "ompi/datatype/ompi_datatype.h"
 
 size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, size_t *at, void **base, bool *packed)
@@ -71,9 +72,9 @@ static int convert(char *typed, ompi_datatype_t *dt, size_t count, char *bytes, 
 }
 
 /* Runs every block through convert, on a host view of the user's buffer. */
-static int each_block(const loom_typed_blocks_t *b, const size_t *at, char *packed, bool to_bytes)
+static int each_block(const loom_typed_blocks_t *b, const size_t *at, char *packed, bool to_bytes, bool aside)
 {
-    loom_stage_t st = {.n = 0};
+    loom_stage_t st = {.n = 0, .aside = aside};
     void *view;
     const loom_span_t span = blocks_span(b);
     int rc = mca_coll_loom_stage(&st, mca_coll_loom_span_on_gpu(b->user, span), b->user, span, !to_bytes, &view);
@@ -90,7 +91,7 @@ int mca_coll_loom_pack(const loom_typed_blocks_t *b, const size_t *at, size_t to
 {
     *packed = malloc(total ? total : 1);
     if (NULL == *packed) return MPI_ERR_NO_MEM;
-    int rc = each_block(b, at, *packed, true);
+    int rc = each_block(b, at, *packed, true, false);
     if (MPI_SUCCESS != rc) {
         free(*packed);
         *packed = NULL;
@@ -100,7 +101,7 @@ int mca_coll_loom_pack(const loom_typed_blocks_t *b, const size_t *at, size_t to
 
 int mca_coll_loom_unpack(const loom_typed_blocks_t *b, const size_t *at, const char *packed)
 {
-    return each_block(b, at, (char *)packed, false);
+    return each_block(b, at, (char *)packed, false, false);
 }
 
 /* The after-work of a packed receive: one allocation, the tables behind it. */
@@ -109,14 +110,17 @@ typedef struct {
     loom_typed_blocks_t b; /* counts and displs point behind the struct; dt retained (NULL: free only) */
     size_t *at;
     char *packed;
+    mca_coll_loom_inflight_t writes; /* the span the unpack rewrites */
 } unpack_after_t;
 
 static int unpack_after_run(mca_coll_loom_after_t *self, bool ok)
 {
     unpack_after_t *u = (unpack_after_t *)self;
     int rc = MPI_SUCCESS;
-    if (ok && NULL != u->b.dt) rc = mca_coll_loom_unpack(&u->b, u->at, u->packed);
+    /* at completion, maybe in another call's progress: copies that wait for nothing else */
+    if (ok && NULL != u->b.dt) rc = each_block(&u->b, u->at, u->packed, false, true);
     free(u->packed);
+    mca_coll_loom_inflight_done(&u->writes);
     if (NULL != u->b.dt) OBJ_RELEASE(u->b.dt);
     free(u);
     return rc;
@@ -135,7 +139,12 @@ int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b,
     u->packed = packed;
     u->at = (size_t *)(u + 1);
     memset(&u->b, 0, sizeof(u->b));
+    u->writes.listed = false;
     if (NULL != b) {
+        /* each_block rewrites the blocks' whole span (holes and gaps too) */
+        const loom_span_t span = blocks_span(b);
+        mca_coll_loom_inflight_settle((char *)b->user + span.lo, span.bytes, true);
+        mca_coll_loom_inflight_add(&u->writes, (char *)b->user + span.lo, span.bytes, true);
         int *counts = (int *)(u->at + n), *ds = counts + n;
         memcpy(u->at, at, n * sizeof(size_t));
         memcpy(counts, b->counts, n * sizeof(int));

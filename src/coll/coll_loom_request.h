@@ -21,13 +21,13 @@
 #include "coll_loom_gpu.h"
 #include "loom.h"
 
-/* After a launch on m's loom communicator: *req becomes a pending request
- * completed by progress, which first copies a staged call's output back
- * (staged: loomStagedCreate's, or NULL; taken either way), then runs the
- * call's after-work (coll_loom_gpu.h: NULL or taken). MPI_SUCCESS or the
- * error of the mark. */
-int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, int coll, loomStaged_t staged,
-                                  mca_coll_loom_after_t *after, ompi_request_t **req);
+/* After c's launch on m's loom communicator: *c->req becomes a pending
+ * request completed by progress, which first copies a staged call's output
+ * back (staged: loomStagedCreate's, or NULL; taken either way), then runs
+ * c->after (coll_loom_gpu.h: NULL or taken); until then c's output is
+ * listed as pending writes (coll_loom_inflight.h). MPI_SUCCESS or the error
+ * of the mark. */
+int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomStaged_t staged);
 /* A call that already finished inside the call (staged buffers): *req
  * becomes a completed request carrying rc. */
 int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t **req);

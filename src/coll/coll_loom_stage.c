@@ -86,6 +86,11 @@ static void *untouchable_page(void)
     return page;
 }
 
+static loomResult_t copy(const loom_stage_t *st, void *dst, const void *src, size_t bytes)
+{
+    return st->aside ? loomMemcpyAside(dst, src, bytes) : loomMemcpySync(dst, src, bytes);
+}
+
 int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t span, bool is_recv, void **view)
 {
     *view = user;
@@ -100,7 +105,7 @@ int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t s
     b->host = host;
     b->span = span;
     b->copy_out = is_recv;
-    if (loomSuccess != loomMemcpySync(host, (char *)user + span.lo, span.bytes)) return copy_error("in", span.bytes);
+    if (loomSuccess != copy(st, host, (char *)user + span.lo, span.bytes)) return copy_error("in", span.bytes);
     *view = (char *)host - span.lo;
     return MPI_SUCCESS;
 }
@@ -114,7 +119,7 @@ int mca_coll_loom_unstage(loom_stage_t *st, int rc, ompi_request_t **req)
     for (int i = 0; i < st->n; ++i) {
         loom_staged_buf_t *b = &st->buf[i];
         if (MPI_SUCCESS == rc && b->copy_out &&
-            loomSuccess != loomMemcpySync((char *)b->user + b->span.lo, b->host, b->span.bytes))
+            loomSuccess != copy(st, (char *)b->user + b->span.lo, b->host, b->span.bytes))
             rc = copy_error("out", b->span.bytes);
         free(b->host);
     }

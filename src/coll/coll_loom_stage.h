@@ -9,6 +9,7 @@
 
 #include "coll_loom.h"
 #include "coll_loom_defer.h"
+#include "coll_loom_inflight.h"
 #include "coll_loom_span.h"
 #include "loom.h"
 
@@ -24,6 +25,7 @@ typedef struct {
 typedef struct {
     loom_staged_buf_t buf[LOOM_STAGE_MAX];
     int n;
+    bool aside; /* copies ordered after nothing (loomMemcpyAside: at a non-blocking call's completion) */
 } loom_stage_t;
 
 /* True if the call must not hand ptr to a host-only module: device or managed
@@ -60,6 +62,12 @@ int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t s
  * complete for the caller's MPI_Wait), then copies receive buffers back and
  * frees the host copies. Returns rc or the first error after it. */
 int mca_coll_loom_unstage(loom_stage_t *st, int rc, ompi_request_t **req);
+/* What the overrides call instead (defined with the requests,
+ * coll_loom_request.c): a non-blocking call returns at once, *req then a
+ * request of m that follows the previous module's and, in progress, copies
+ * the receive buffers back before it completes. Blocking calls, and
+ * non-blocking ones where no such request can be had, end as above. */
+int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, int rc, ompi_request_t **req);
 
 /* The usual shape of a call: one send and one receive buffer (either may be
  * absent: on_gpu false), staged in that order. */
@@ -88,9 +96,11 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
         loom_stage_t st = {.n = 0};                                                            \
         const void *hs;                                                                        \
         void *hr;                                                                              \
+        /* its copy back rewrites the receive span whole (coll_loom_inflight.h) */              \
+        if (r_gpu) mca_coll_loom_inflight_settle((char *)rbuf + (r_span).lo, (r_span).bytes, true); \
         int rc = mca_coll_loom_stage_pair(&st, sbuf, s_gpu, s_span, rbuf, r_gpu, r_span, &hs, &hr); \
         if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                 \
-        return mca_coll_loom_unstage(&st, rc, req);                                            \
+        return mca_coll_loom_request_unstage(m, &st, rc, req);                                 \
     } while (0)
 
 #define LOOM_DELEGATE(m, req, name, ...)                                       \

@@ -4,6 +4,7 @@
  * host memory when nothing better exists.
  */
 #include <cstring>
+#include <mutex>
 
 #include <cuda_runtime.h>
 
@@ -56,9 +57,29 @@ extern "C" loomResult_t loomPointerQuery(const void *ptr, loomPointerInfo_t *inf
     return loomSuccess;
 }
 
-extern "C" loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes) {
+namespace {
+
+// One non-blocking stream per device for loomMemcpyAside, made at first use
+// and kept for the process (streams are cheap; a copy's stream must outlive
+// it, and the component's copies come from any thread).
+constexpr int kAsideDevices = 64;
+std::mutex asideLock;
+cudaStream_t asideStreams[kAsideDevices];
+
+// The current device's aside stream (nullptr: none could be made).
+cudaStream_t asideStream(int device) {
+    if (device < 0 || device >= kAsideDevices) return nullptr;
+    std::lock_guard<std::mutex> hold(asideLock);
+    if (!asideStreams[device] && cudaStreamCreateWithFlags(&asideStreams[device], cudaStreamNonBlocking) != cudaSuccess)
+        asideStreams[device] = nullptr;
+    return asideStreams[device];
+}
+
+// A synchronous copy on the owning device's per-thread default stream
+// (aside: on its non-blocking aside stream instead).
+loomResult_t copyNow(void *dst, const void *src, size_t bytes, bool aside, const char *what) {
     if (bytes == 0) return loomSuccess;
-    if (!dst || !src) return fail(loomInvalidArgument, "loomMemcpySync: NULL %s pointer", dst ? "source" : "destination");
+    if (!dst || !src) return fail(loomInvalidArgument, "%s: NULL %s pointer", what, dst ? "source" : "destination");
     loomPointerInfo_t d, s;
     loomPointerQuery(dst, &d);
     loomPointerQuery(src, &s);
@@ -72,19 +93,38 @@ extern "C" loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes)
     int current = -1;
     cudaError_t err = cudaGetDevice(&current);
     if (err == cudaSuccess && owner >= 0 && owner != current) err = cudaSetDevice(owner);
-    // On this thread's default stream, not the legacy one: both order after
-    // the application's legacy-stream work, but a legacy-stream copy also
-    // waits for every blocking stream's work, loom's kernels of the other
-    // communicators included, and those may wait for peers that reach this
-    // call's own collective only after theirs (a staged call crossed with
-    // another communicator's non-blocking call: test/gpu/coll_cross_order).
-    if (err == cudaSuccess) err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
+    // Not on the legacy stream: both streams below order after nothing of
+    // loom's, but a legacy-stream copy also waits for every blocking
+    // stream's work, loom's kernels of the other communicators included, and
+    // those may wait for peers that reach this call's own collective only
+    // after theirs (a staged call crossed with another communicator's
+    // non-blocking call: test/gpu/coll_cross_order). The per-thread stream
+    // still waits for the application's legacy-stream work, and that work
+    // may itself wait for loom's kernels: the aside stream waits for nothing.
+    cudaStream_t stream = cudaStreamPerThread;
+    if (err == cudaSuccess && aside) {
+        int dev = -1;
+        cudaGetDevice(&dev);
+        stream = asideStream(dev);
+        if (!stream) err = cudaErrorNotReady;
+    }
+    if (err == cudaSuccess) err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
     if (current >= 0 && owner >= 0 && owner != current) cudaSetDevice(current);
     if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "copy of %zu bytes (device %d) failed: %s", bytes, owner,
+        return fail(loomUnhandledCudaError, "%s: copy of %zu bytes (device %d) failed: %s", what, bytes, owner,
                     cudaGetErrorString(err));
     return loomSuccess;
+}
+
+} // namespace
+
+extern "C" loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes) {
+    return copyNow(dst, src, bytes, false, "loomMemcpySync");
+}
+
+extern "C" loomResult_t loomMemcpyAside(void *dst, const void *src, size_t bytes) {
+    return copyNow(dst, src, bytes, true, "loomMemcpyAside");
 }
 
 cudaError_t loom::setupWrite(void *dst, const void *src, size_t bytes) {

@@ -70,6 +70,12 @@ loomResult_t loomPointerQuery(const void *ptr, loomPointerInfo_t *info);
  * ordered after the application's work on the legacy default stream and on
  * the calling thread's default stream, and after nothing else. */
 loomResult_t loomMemcpySync(void *dst, const void *src, size_t bytes);
+/* The same copy ordered after nothing at all (a non-blocking stream of
+ * loom's): for copies at a non-blocking call's completion, which must not
+ * wait for the application's legacy-stream work (that work may wait for
+ * loom's kernels, and those for other ranks), and whose buffers the
+ * application may not touch until then anyway. */
+loomResult_t loomMemcpyAside(void *dst, const void *src, size_t bytes);
 
 /* ------------------------------------------------------------ communicators */
 

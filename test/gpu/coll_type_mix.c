@@ -231,6 +231,54 @@ static void posted_before_peers(int c, int *call)
         }
 }
 
+/* A packed receive is unpacked when its request completes, in progress,
+ * maybe inside a wait on another call: its copies must not wait for the
+ * application's legacy-stream work, which may wait for loom's later
+ * kernels (loom's stream is a blocking stream). Every rank posts ibcast A
+ * (packed on form 1); ranks but 0 then post iallreduce B, queue a memset
+ * on the legacy stream (it waits for B), wait for A and only then send
+ * rank 0 the token it waits for before posting B. An unpack whose copies
+ * waited for the memset waited for B, which waits for rank 0: loom's
+ * time-out. */
+static void behind_legacy_work(int c, int *call)
+{
+    view_t v = view_of(form, c);
+    const size_t len = (size_t)v.block_ints;
+    int *h = malloc(len * sizeof(int)), *want = malloc(len * sizeof(int));
+    for (size_t k = 0; k < len; ++k) h[k] = want[k] = kHole;
+    for (int i = 0; i < c; ++i) {
+        want[(size_t)i * v.stride] = val(0, i, *call);
+        if (me == 0) h[(size_t)i * v.stride] = want[(size_t)i * v.stride];
+    }
+    int *d = upload(h, len), *sum = dalloc(sizeof(int)), *scratch = dalloc(64);
+    const int one = 1;
+    cudaMemcpy(sum, &one, sizeof(int), cudaMemcpyHostToDevice);
+    MPI_Request a, b = MPI_REQUEST_NULL;
+    if (MPI_Ibcast(d, v.per_block, v.type, 0, MPI_COMM_WORLD, &a) != MPI_SUCCESS) ++bad;
+    if (me == 0) {
+        for (int q = 1; q < np; ++q) MPI_Recv(NULL, 0, MPI_BYTE, q, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (MPI_Iallreduce(MPI_IN_PLACE, sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &b) != MPI_SUCCESS) ++bad;
+        if (MPI_Wait(&a, MPI_STATUS_IGNORE) != MPI_SUCCESS) ++bad;
+    } else {
+        if (MPI_Iallreduce(MPI_IN_PLACE, sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &b) != MPI_SUCCESS) ++bad;
+        cudaMemsetAsync(scratch, 0, 64, 0); /* the legacy stream: behind B */
+        if (MPI_Wait(&a, MPI_STATUS_IGNORE) != MPI_SUCCESS) ++bad;
+        MPI_Send(NULL, 0, MPI_BYTE, 0, 78, MPI_COMM_WORLD);
+    }
+    if (MPI_Wait(&b, MPI_STATUS_IGNORE) != MPI_SUCCESS) ++bad;
+    check("ibcast unpacked behind legacy-stream work", d, want, len, c);
+    int got = 0;
+    cudaMemcpy(&got, sum, sizeof(int), cudaMemcpyDeviceToHost);
+    if (got != np) {
+        fprintf(stderr, "FAIL rank %d: iallreduce behind the ibcast gave %d, want %d\n", me, got, np);
+        ++bad;
+    }
+    cudaFree(d), cudaFree(sum), cudaFree(scratch);
+    free(h), free(want);
+    view_free(&v);
+    ++*call;
+}
+
 int main(int argc, char **argv)
 {
     int sizes[2] = {1000, 300000}, nsizes = 2;
@@ -253,6 +301,7 @@ int main(int argc, char **argv)
         allgathervs(c, 1, &call);
         allgathervs(c, 0, &call);
         posted_before_peers(c, &call);
+        behind_legacy_work(c, &call);
     }
     bad += still_usable(MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
