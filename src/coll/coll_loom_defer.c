@@ -5,7 +5,6 @@
  * itself is made on a helper thread (coll_loom_setup.c).
  */
 #include "coll_loom_defer.h"
-#include "coll_loom_inflight.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -282,11 +281,8 @@ static int pump(mca_coll_loom_module_t *m, bool force)
          * meanwhile is kept behind it. */
         ompi_request_t *inner = MPI_REQUEST_NULL;
         const mca_coll_loom_module_t *outer = mca_coll_loom_replaying;
-        const bool no_wait = mca_coll_loom_inflight_no_wait;
         mca_coll_loom_replaying = m;
-        mca_coll_loom_inflight_no_wait = true;
         int rc = mca_coll_loom_call_start(&k->args, &inner);
-        mca_coll_loom_inflight_no_wait = no_wait;
         mca_coll_loom_replaying = outer;
         pop_head(m);
         mca_coll_loom_request_follow(k->req, rc, inner);

@@ -1,7 +1,6 @@
 #include "coll_loom_gpu.h"
 #include "coll_loom_defer.h"
 #include "coll_loom_request.h"
-#include "coll_loom_inflight.h"
 #include "coll_loom_stage.h"
 
 #include <stdio.h>
@@ -323,8 +322,6 @@ int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc)
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
 {
     if (forbidden_buffer(m, c)) return mca_coll_loom_after_run(c->after, MPI_ERR_BUFFER);
-    /* the user's output (a packed one's after-work settled the user's blocks) */
-    if (NULL == c->after) mca_coll_loom_inflight_settle(c->out, c->out_bytes, false);
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
     mca_coll_loom_timer_t timer;
     mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);

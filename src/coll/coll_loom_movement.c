@@ -79,11 +79,10 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     mca_coll_loom_probe_call(m, req);
     mca_coll_loom_note(m, LOOM_COLL_ID(req, bcast), LOOM_PATH_STAGED);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
-    loom_stage_t st = {.n = 0};
+    loom_stage_t st = {.n = 0, .changed_only = NULL != req}; /* copied back at completion */
     void *hb;
     /* The root only sends: nothing to copy back there. */
     const loom_span_t span = loom_span_of(&sh, (size_t)count);
-    if (!is_root) mca_coll_loom_inflight_settle((char *)buf + span.lo, span.bytes, true);
     rc = mca_coll_loom_stage(&st, true, buf, span, !is_root, &hb);
     if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, bcast, hb, count, dt, root, comm);
     return mca_coll_loom_request_unstage(m, &st, rc, req);

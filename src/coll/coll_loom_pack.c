@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "coll_loom_stage.h"
-#include "coll_loom_inflight.h"
 #include "ompi/datatype/ompi_datatype.h"
 
 size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, size_t *at, void **base, bool *packed)
@@ -74,7 +73,7 @@ static int convert(char *typed, ompi_datatype_t *dt, size_t count, char *bytes, 
 /* Runs every block through convert, on a host view of the user's buffer. */
 static int each_block(const loom_typed_blocks_t *b, const size_t *at, char *packed, bool to_bytes, bool aside)
 {
-    loom_stage_t st = {.n = 0, .aside = aside};
+    loom_stage_t st = {.n = 0, .aside = aside, .changed_only = aside}; /* aside: at completion */
     void *view;
     const loom_span_t span = blocks_span(b);
     int rc = mca_coll_loom_stage(&st, mca_coll_loom_span_on_gpu(b->user, span), b->user, span, !to_bytes, &view);
@@ -110,7 +109,6 @@ typedef struct {
     loom_typed_blocks_t b; /* counts and displs point behind the struct; dt retained (NULL: free only) */
     size_t *at;
     char *packed;
-    mca_coll_loom_inflight_t writes; /* the span the unpack rewrites */
 } unpack_after_t;
 
 static int unpack_after_run(mca_coll_loom_after_t *self, bool ok)
@@ -120,7 +118,6 @@ static int unpack_after_run(mca_coll_loom_after_t *self, bool ok)
     /* at completion, maybe in another call's progress: copies that wait for nothing else */
     if (ok && NULL != u->b.dt) rc = each_block(&u->b, u->at, u->packed, false, true);
     free(u->packed);
-    mca_coll_loom_inflight_done(&u->writes);
     if (NULL != u->b.dt) OBJ_RELEASE(u->b.dt);
     free(u);
     return rc;
@@ -139,12 +136,7 @@ int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b,
     u->packed = packed;
     u->at = (size_t *)(u + 1);
     memset(&u->b, 0, sizeof(u->b));
-    u->writes.listed = false;
     if (NULL != b) {
-        /* each_block rewrites the blocks' whole span (holes and gaps too) */
-        const loom_span_t span = blocks_span(b);
-        mca_coll_loom_inflight_settle((char *)b->user + span.lo, span.bytes, true);
-        mca_coll_loom_inflight_add(&u->writes, (char *)b->user + span.lo, span.bytes, true);
         int *counts = (int *)(u->at + n), *ds = counts + n;
         memcpy(u->at, at, n * sizeof(size_t));
         memcpy(counts, b->counts, n * sizeof(int));

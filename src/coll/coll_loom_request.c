@@ -1,7 +1,6 @@
 #include "coll_loom_request.h"
 
 #include "coll_loom_gpu.h"
-#include "coll_loom_inflight.h"
 #include "coll_loom_stage.h"
 
 #include "loom.h"
@@ -29,7 +28,6 @@ typedef struct mca_coll_loom_request_t {
     uint64_t ticket;                      /* loomCommMark's, on m's loom communicator */
     loomStaged_t staged;                  /* a staged call's buffer: its output is copied back at completion */
     mca_coll_loom_after_t *after;         /* the call's after-work: run at completion, after the copies back */
-    mca_coll_loom_inflight_t writes;      /* the call's output until completion (coll_loom_inflight.h) */
     int rc;                               /* its MPI error, once finished */
     bool freed;                           /* MPI_Request_free came first: release on completion */
     bool done;                            /* completed (set after ompi_request_complete) */
@@ -54,7 +52,6 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
     r->ticket = 0;
     r->staged = NULL;
     r->after = NULL;
-    r->writes.listed = false;
     r->freed = false;
     r->done = false;
     r->next = NULL;
@@ -249,7 +246,6 @@ static int loom_progress(void)
         /* Outside every lock: it may copy to the device and call into the datatype engine. */
         r->rc = mca_coll_loom_after_run(r->after, r->rc);
         r->after = NULL;
-        mca_coll_loom_inflight_done(&r->writes);
         complete(r, r->rc);
         ++completed;
     }
@@ -277,8 +273,6 @@ int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call
     r->ticket = ticket;
     r->staged = staged;
     r->after = after;
-    /* the user's output; a packed one's after-work lists the user's blocks itself */
-    if (NULL == after) mca_coll_loom_inflight_add(&r->writes, c->out, c->out_bytes, false);
     if (NULL != staged) __atomic_add_fetch(&m->staged_pending, 1, __ATOMIC_RELEASE);
     r->coll = coll;
     append(r);
@@ -322,15 +316,12 @@ void mca_coll_loom_request_follow(ompi_request_t *req, int rc, ompi_request_t *i
 typedef struct {
     mca_coll_loom_after_t super;
     loom_stage_t st;
-    mca_coll_loom_inflight_t writes[LOOM_STAGE_MAX];
 } unstage_after_t;
 
 static int unstage_after_run(mca_coll_loom_after_t *self, bool ok)
 {
     unstage_after_t *u = (unstage_after_t *)self;
-    const int n = u->st.n;
     const int rc = mca_coll_loom_unstage(&u->st, ok ? MPI_SUCCESS : MPI_ERR_OTHER, NULL);
-    for (int i = 0; i < n; ++i) mca_coll_loom_inflight_done(&u->writes[i]);
     free(u);
     return rc;
 }
@@ -346,13 +337,9 @@ int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, i
         return mca_coll_loom_unstage(st, rc, req);
     }
     u->super.run = unstage_after_run;
-    u->st = *st; /* the host copies are the request's now */
+    u->st = *st; /* the host copies are the request's now (st->changed_only: only what the call wrote goes back) */
     u->st.aside = true; /* copied back in progress, maybe inside another call: waiting for nothing else */
     st->n = 0;
-    for (int i = 0; i < u->st.n; ++i) { /* spans copied back whole (the caller settled them) */
-        const loom_staged_buf_t *b = &u->st.buf[i];
-        mca_coll_loom_inflight_add(&u->writes[i], (char *)b->user + b->span.lo, b->copy_out ? b->span.bytes : 0, true);
-    }
     r->after = &u->super;
     r->inner = *req;
     append(r);

@@ -24,9 +24,8 @@
 /* After c's launch on m's loom communicator: *c->req becomes a pending
  * request completed by progress, which first copies a staged call's output
  * back (staged: loomStagedCreate's, or NULL; taken either way), then runs
- * c->after (coll_loom_gpu.h: NULL or taken); until then c's output is
- * listed as pending writes (coll_loom_inflight.h). MPI_SUCCESS or the error
- * of the mark. */
+ * c->after (coll_loom_gpu.h: NULL or taken). MPI_SUCCESS or the error of
+ * the mark. */
 int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomStaged_t staged);
 /* A call that already finished inside the call (staged buffers): *req
  * becomes a completed request carrying rc. */

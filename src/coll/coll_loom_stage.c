@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "loom.h"
@@ -103,11 +104,50 @@ int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t s
     loom_staged_buf_t *b = &st->buf[st->n++];
     b->user = user;
     b->host = host;
+    b->orig = NULL;
     b->span = span;
     b->copy_out = is_recv;
     if (loomSuccess != copy(st, host, (char *)user + span.lo, span.bytes)) return copy_error("in", span.bytes);
+    if (is_recv && st->changed_only) {
+        if (NULL == (b->orig = malloc(span.bytes))) return MPI_ERR_NO_MEM;
+        memcpy(b->orig, host, span.bytes);
+    }
     *view = (char *)host - span.lo;
     return MPI_SUCCESS;
+}
+
+/* Runs of changed bytes copied one by one up to this many; beyond, laid over a fresh copy. */
+#define LOOM_CHANGED_RUNS_MAX 16
+
+/* b's bytes that differ from b->orig back to the user's buffer (loom_stage_t). */
+static loomResult_t copy_changed(const loom_stage_t *st, const loom_staged_buf_t *b)
+{
+    const unsigned char *now = b->host, *was = b->orig;
+    char *user = (char *)b->user + b->span.lo;
+    const size_t n = b->span.bytes;
+    size_t lo[LOOM_CHANGED_RUNS_MAX], hi[LOOM_CHANGED_RUNS_MAX];
+    int runs = 0;
+    for (size_t i = 0; i < n && runs <= LOOM_CHANGED_RUNS_MAX;) {
+        while (i < n && now[i] == was[i]) ++i;
+        if (i == n) break;
+        const size_t first = i;
+        while (i < n && now[i] != was[i]) ++i;
+        if (runs < LOOM_CHANGED_RUNS_MAX) lo[runs] = first, hi[runs] = i;
+        ++runs;
+    }
+    loomResult_t r = loomSuccess;
+    if (runs <= LOOM_CHANGED_RUNS_MAX) {
+        for (int k = 0; k < runs && loomSuccess == r; ++k) r = copy(st, user + lo[k], now + lo[k], hi[k] - lo[k]);
+        return r;
+    }
+    unsigned char *fresh = malloc(n);
+    if (NULL == fresh) return loomSystemError;
+    r = copy(st, fresh, user, n);
+    for (size_t i = 0; i < n && loomSuccess == r; ++i)
+        if (now[i] != was[i]) fresh[i] = now[i];
+    if (loomSuccess == r) r = copy(st, user, fresh, n);
+    free(fresh);
+    return r;
 }
 
 int mca_coll_loom_unstage(loom_stage_t *st, int rc, ompi_request_t **req)
@@ -119,9 +159,11 @@ int mca_coll_loom_unstage(loom_stage_t *st, int rc, ompi_request_t **req)
     for (int i = 0; i < st->n; ++i) {
         loom_staged_buf_t *b = &st->buf[i];
         if (MPI_SUCCESS == rc && b->copy_out &&
-            loomSuccess != copy(st, (char *)b->user + b->span.lo, b->host, b->span.bytes))
+            loomSuccess != (NULL != b->orig ? copy_changed(st, b)
+                                            : copy(st, (char *)b->user + b->span.lo, b->host, b->span.bytes)))
             rc = copy_error("out", b->span.bytes);
         free(b->host);
+        free(b->orig);
     }
     st->n = 0;
     return rc;

@@ -9,7 +9,6 @@
 
 #include "coll_loom.h"
 #include "coll_loom_defer.h"
-#include "coll_loom_inflight.h"
 #include "coll_loom_span.h"
 #include "loom.h"
 
@@ -18,14 +17,24 @@
 typedef struct {
     void *user;
     void *host;
+    void *orig; /* changed_only: the bytes as copied in (NULL: copied back whole) */
     loom_span_t span;
     bool copy_out;
 } loom_staged_buf_t;
 
+/* Staged buffers. A copy back at a non-blocking call's completion must not
+ * write the span whole: between the copy in and then, the datatype's holes
+ * and the gaps between blocks may have been written by someone else (another
+ * pending call whose elements sit there, the application), and MPI lets
+ * them. With changed_only a receive copy keeps its bytes as copied in, and
+ * only the bytes the call changed go back: a few runs one by one, many runs
+ * (a strided type) laid over a fresh copy of the span read back just then
+ * (a window of one copy each way, as a blocking call's own). */
 typedef struct {
     loom_staged_buf_t buf[LOOM_STAGE_MAX];
     int n;
-    bool aside; /* copies ordered after nothing (loomMemcpyAside: at a non-blocking call's completion) */
+    bool aside;        /* copies ordered after nothing (loomMemcpyAside: at a non-blocking call's completion) */
+    bool changed_only; /* set before staging: receive copies go back as above */
 } loom_stage_t;
 
 /* True if the call must not hand ptr to a host-only module: device or managed
@@ -93,11 +102,9 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
         mca_coll_loom_probe_call(m, req);                                                      \
         if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;                           \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_STAGED);                      \
-        loom_stage_t st = {.n = 0};                                                            \
+        loom_stage_t st = {.n = 0, .changed_only = NULL != (req)}; /* copied back at completion */ \
         const void *hs;                                                                        \
         void *hr;                                                                              \
-        /* its copy back rewrites the receive span whole (coll_loom_inflight.h) */              \
-        if (r_gpu) mca_coll_loom_inflight_settle((char *)rbuf + (r_span).lo, (r_span).bytes, true); \
         int rc = mca_coll_loom_stage_pair(&st, sbuf, s_gpu, s_span, rbuf, r_gpu, r_span, &hs, &hr); \
         if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                 \
         return mca_coll_loom_request_unstage(m, &st, rc, req);                                 \

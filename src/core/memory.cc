@@ -101,15 +101,17 @@ loomResult_t copyNow(void *dst, const void *src, size_t bytes, bool aside, const
     // non-blocking call: test/gpu/coll_cross_order). The per-thread stream
     // still waits for the application's legacy-stream work, and that work
     // may itself wait for loom's kernels: the aside stream waits for nothing.
-    cudaStream_t stream = cudaStreamPerThread;
+    cudaStream_t stream = cudaStreamPerThread, own = nullptr;
     if (err == cudaSuccess && aside) {
         int dev = -1;
         cudaGetDevice(&dev);
         stream = asideStream(dev);
-        if (!stream) err = cudaErrorNotReady;
+        // past the kept streams' devices (or none could be kept): one for this copy
+        if (!stream && (err = cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking)) == cudaSuccess) stream = own;
     }
     if (err == cudaSuccess) err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    if (own) cudaStreamDestroy(own);
     if (current >= 0 && owner >= 0 && owner != current) cudaSetDevice(current);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "%s: copy of %zu bytes (device %d) failed: %s", what, bytes, owner,

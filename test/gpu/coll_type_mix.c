@@ -181,7 +181,10 @@ static void allgathervs(int c, int ragged, int *call)
  * finished in the call, as loom did before) never sends its token: rank 0
  * waits and the others end in loom's time-out error. Then the same for a
  * request freed before completion (MPI_Request_free), whose result must be
- * in place after a later blocking call on the communicator. Collectives:
+ * in place after a later blocking call on loom's kernels on the
+ * communicator. Both are loom's promises, not MPI's (MPI calls freeing a
+ * non-blocking collective's request erroneous; Open MPI's libnbc refuses
+ * it), kept because the non-blocking issue asks for them. Collectives:
  * ibcast from rank 0, iallgather, ialltoall (after a blocking alltoall,
  * which connects the pairs a non-blocking exchange needs). */
 static void posted_before_peers(int c, int *call)

@@ -149,13 +149,16 @@ static void posted_first(int coll, int c, int freed, int call)
 
 /* Two pending iallgathervs into one buffer, interleaved: rank q's block of
  * the first at 2q x c ints, of the second at (2q + 1) x c. Each call's span
- * holds the other's blocks in its gaps; a staged call copies its span back
- * whole, so unless the second waits for the first (coll_loom_inflight.h)
- * one of them puts older bytes over the other's blocks. Waited in reverse
- * order. */
-static void interleaved(int c, int call)
+ * holds the other's blocks in its gaps; a staged call copies back at
+ * completion, and a copy back of the whole span would put older bytes over
+ * the other's blocks (each copies back only the bytes it changed). Posted
+ * first by the ranks but 0, as above, and waited in reverse order. On a
+ * GPU both run on loom's kernels, which write blocks only. strided: the
+ * same with every other int (c one-int runs per block: staged, or packed on
+ * a GPU, each laid over a fresh copy of the span at completion). */
+static void interleaved(int c, int call, int strided)
 {
-    phase = "interleaved iallgathervs";
+    phase = strided ? "interleaved strided iallgathers" : "interleaved iallgathervs";
     const size_t len = (size_t)2 * c * np;
     int *send = malloc(2 * (size_t)c * sizeof(int)), *recv = malloc(len * sizeof(int)), *want = malloc(len * sizeof(int));
     int *counts = malloc(np * sizeof(int)), *even = malloc(np * sizeof(int)), *odd = malloc(np * sizeof(int));
@@ -168,8 +171,30 @@ static void interleaved(int c, int call)
     buf_put(dsend, send, 2 * (size_t)c * sizeof(int));
     buf_put(drecv, recv, len * sizeof(int));
     MPI_Request r[2];
-    if (MPI_Iallgatherv(dsend, c, MPI_INT, drecv, counts, even, MPI_INT, MPI_COMM_WORLD, &r[0]) != MPI_SUCCESS ||
-        MPI_Iallgatherv(dsend + c, c, MPI_INT, drecv, counts, odd, MPI_INT, MPI_COMM_WORLD, &r[1]) != MPI_SUCCESS) {
+    MPI_Datatype every_other = MPI_DATATYPE_NULL; /* strided: c ints, every other one, a block's extent 2c */
+    if (strided) {
+        MPI_Datatype v;
+        MPI_Type_vector(c, 1, 2, MPI_INT, &v);
+        MPI_Type_create_resized(v, 0, (MPI_Aint)(2 * (size_t)c * sizeof(int)), &every_other);
+        MPI_Type_free(&v);
+        MPI_Type_commit(&every_other);
+        for (int q = 0; q < np; ++q)
+            for (int i = 0; i < c; ++i) {
+                want[(size_t)2 * q * c + 2 * i] = val(q, i, call);
+                want[(size_t)2 * q * c + 2 * i + 1] = val(q, c + i, call);
+            }
+    }
+    if (me == 0)
+        for (int q = 1; q < np; ++q) MPI_Recv(NULL, 0, MPI_BYTE, q, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    const int rc0 =
+        strided ? MPI_Iallgather(dsend, c, MPI_INT, drecv, 1, every_other, MPI_COMM_WORLD, &r[0])
+                : MPI_Iallgatherv(dsend, c, MPI_INT, drecv, counts, even, MPI_INT, MPI_COMM_WORLD, &r[0]);
+    const int rc1 =
+        strided ? MPI_Iallgather(dsend + c, c, MPI_INT, drecv + 1, 1, every_other, MPI_COMM_WORLD, &r[1])
+                : MPI_Iallgatherv(dsend + c, c, MPI_INT, drecv, counts, odd, MPI_INT, MPI_COMM_WORLD, &r[1]);
+    if (strided) MPI_Type_free(&every_other);
+    if (me != 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
+    if (rc0 != MPI_SUCCESS || rc1 != MPI_SUCCESS) {
         ++bad;
     } else {
         if (MPI_Wait(&r[1], MPI_STATUS_IGNORE) != MPI_SUCCESS || MPI_Wait(&r[0], MPI_STATUS_IGNORE) != MPI_SUCCESS)
@@ -204,7 +229,8 @@ int main(int argc, char **argv)
     int call = 0;
     for (int freed = 0; freed < rounds; ++freed)
         for (int coll = 0; coll < NCOLLS; ++coll) posted_first(coll, c, freed, call++);
-    interleaved(c, call++);
+    interleaved(c, call++, 0);
+    interleaved(c, call++, 1);
     phase = "the final check";
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     alarm(0);
