@@ -79,7 +79,7 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     mca_coll_loom_probe_call(m, req);
     mca_coll_loom_note(m, LOOM_COLL_ID(req, bcast), LOOM_PATH_STAGED);
     loom_type_shape_t sh = mca_coll_loom_shape(dt);
-    loom_stage_t st = {.n = 0, .changed_only = NULL != req}; /* copied back at completion */
+    loom_stage_t st = {.n = 0, .changed_only = true}; /* coll_loom_stage.h */
     void *hb;
     /* The root only sends: nothing to copy back there. */
     const loom_span_t span = loom_span_of(&sh, (size_t)count);

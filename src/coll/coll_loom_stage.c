@@ -119,30 +119,51 @@ int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t s
 /* Runs of changed bytes copied one by one up to this many; beyond, laid over a fresh copy. */
 #define LOOM_CHANGED_RUNS_MAX 16
 
-/* b's bytes that differ from b->orig back to the user's buffer (loom_stage_t). */
-static loomResult_t copy_changed(const loom_stage_t *st, const loom_staged_buf_t *b)
+/* The first index >= i where now and was differ (n: none): 4 KiB blocks,
+ * then words, then bytes. */
+static size_t next_changed(const unsigned char *now, const unsigned char *was, size_t i, size_t n)
+{
+    while (i + 4096 <= n && 0 == memcmp(now + i, was + i, 4096)) i += 4096;
+    while (i + 8 <= n && 0 == memcmp(now + i, was + i, 8)) i += 8;
+    while (i < n && now[i] == was[i]) ++i;
+    return i;
+}
+
+/* The end of the run of changed bytes that starts at i. */
+static size_t run_end(const unsigned char *now, const unsigned char *was, size_t i, size_t n)
+{
+    while (i < n && now[i] != was[i]) ++i;
+    return i;
+}
+
+/* Each run of changed bytes of b to the user's buffer, one copy each. */
+static loomResult_t copy_runs(const loom_stage_t *st, const loom_staged_buf_t *b)
 {
     const unsigned char *now = b->host, *was = b->orig;
     char *user = (char *)b->user + b->span.lo;
-    const size_t n = b->span.bytes;
-    size_t lo[LOOM_CHANGED_RUNS_MAX], hi[LOOM_CHANGED_RUNS_MAX];
-    int runs = 0;
-    for (size_t i = 0; i < n && runs <= LOOM_CHANGED_RUNS_MAX;) {
-        while (i < n && now[i] == was[i]) ++i;
-        if (i == n) break;
-        const size_t first = i;
-        while (i < n && now[i] != was[i]) ++i;
-        if (runs < LOOM_CHANGED_RUNS_MAX) lo[runs] = first, hi[runs] = i;
-        ++runs;
-    }
     loomResult_t r = loomSuccess;
-    if (runs <= LOOM_CHANGED_RUNS_MAX) {
-        for (int k = 0; k < runs && loomSuccess == r; ++k) r = copy(st, user + lo[k], now + lo[k], hi[k] - lo[k]);
-        return r;
+    for (size_t i = next_changed(now, was, 0, b->span.bytes); i < b->span.bytes && loomSuccess == r;) {
+        const size_t end = run_end(now, was, i, b->span.bytes);
+        r = copy(st, user + i, now + i, end - i);
+        i = next_changed(now, was, end, b->span.bytes);
     }
-    unsigned char *fresh = malloc(n);
-    if (NULL == fresh) return loomSystemError;
-    r = copy(st, fresh, user, n);
+    return r;
+}
+
+/* b's bytes that differ from b->orig back to the user's buffer
+ * (loom_stage_t): a few runs one by one; many laid over a fresh copy of the
+ * span (one by one still where no memory for that copy can be had). */
+static loomResult_t copy_changed(const loom_stage_t *st, const loom_staged_buf_t *b)
+{
+    const unsigned char *now = b->host, *was = b->orig;
+    const size_t n = b->span.bytes;
+    int runs = 0;
+    for (size_t i = next_changed(now, was, 0, n); i < n && runs <= LOOM_CHANGED_RUNS_MAX; ++runs)
+        i = next_changed(now, was, run_end(now, was, i, n), n);
+    unsigned char *fresh = runs > LOOM_CHANGED_RUNS_MAX ? malloc(n) : NULL;
+    if (NULL == fresh) return copy_runs(st, b);
+    char *user = (char *)b->user + b->span.lo;
+    loomResult_t r = copy(st, fresh, user, n);
     for (size_t i = 0; i < n && loomSuccess == r; ++i)
         if (now[i] != was[i]) fresh[i] = now[i];
     if (loomSuccess == r) r = copy(st, user, fresh, n);

@@ -22,14 +22,15 @@ typedef struct {
     bool copy_out;
 } loom_staged_buf_t;
 
-/* Staged buffers. A copy back at a non-blocking call's completion must not
- * write the span whole: between the copy in and then, the datatype's holes
- * and the gaps between blocks may have been written by someone else (another
- * pending call whose elements sit there, the application), and MPI lets
- * them. With changed_only a receive copy keeps its bytes as copied in, and
- * only the bytes the call changed go back: a few runs one by one, many runs
- * (a strided type) laid over a fresh copy of the span read back just then
- * (a window of one copy each way, as a blocking call's own). */
+/* Staged buffers. A copy back must not write the span whole: between the
+ * copy in and then (until a non-blocking call completes; during a blocking
+ * call, whose wait progresses earlier pending calls), the datatype's holes
+ * and the gaps between blocks may have been written by someone else
+ * (another pending call whose elements sit there, the application), and MPI
+ * lets them. With changed_only a receive copy keeps its bytes as copied in,
+ * and only the bytes the call changed go back: a few runs one by one, many
+ * (a strided type, or values that often equal the old ones) laid over a
+ * fresh copy of the span read back just then, a window of two copies. */
 typedef struct {
     loom_staged_buf_t buf[LOOM_STAGE_MAX];
     int n;
@@ -102,7 +103,7 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
         mca_coll_loom_probe_call(m, req);                                                      \
         if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;                           \
         mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_STAGED);                      \
-        loom_stage_t st = {.n = 0, .changed_only = NULL != (req)}; /* copied back at completion */ \
+        loom_stage_t st = {.n = 0, .changed_only = true};                                     \
         const void *hs;                                                                        \
         void *hr;                                                                              \
         int rc = mca_coll_loom_stage_pair(&st, sbuf, s_gpu, s_span, rbuf, r_gpu, r_span, &hs, &hr); \

@@ -14,7 +14,8 @@
  * it completes (MPI_Request_free, which MPI calls erroneous for
  * non-blocking collectives and Open MPI's libnbc refuses; loom's requests
  * allow it, as the non-blocking issue asks); a blocking call on the
- * communicator must still work after it.
+ * communicator must still work after it, and their results are checked
+ * after MPI_Finalize.
  *
  * Last, two pending calls whose receive spans interleave (interleaved()).
  *
@@ -45,7 +46,13 @@ static void buf_put(void *dst, const void *src, size_t bytes) { memcpy(dst, src,
 static int me, np;
 static long bad;
 static const char *volatile phase = "start";
-static void *later[2 * 8];
+/* A freed request's buffers: checked and freed after MPI_Finalize, which is
+ * the only point where MPI says the operation is done. */
+static struct {
+    int *dsend, *drecv, *want;
+    size_t len;
+    const char *what;
+} later[8];
 static int nlater;
 
 static void stuck(int sig)
@@ -139,12 +146,14 @@ static void posted_first(int coll, int c, int freed, int call)
         buf_put(recv, drecv, len * sizeof(int));
         expect(names[coll], recv, want, len);
     }
-    /* A freed request's buffers stay the operation's until it completes,
-     * which only MPI_Finalize guarantees: they are freed after it. */
-    if (freed) later[nlater++] = dsend, later[nlater++] = drecv;
-    else buf_free(dsend), buf_free(drecv);
+    if (rc == MPI_SUCCESS && freed) {
+        later[nlater].dsend = dsend, later[nlater].drecv = drecv, later[nlater].want = want;
+        later[nlater].len = len, later[nlater++].what = names[coll];
+    } else {
+        buf_free(dsend), buf_free(drecv), free(want);
+    }
     free(send), free(recv);
-    free(want), free(counts), free(displs), free(bdispls), free(types);
+    free(counts), free(displs), free(bdispls), free(types);
 }
 
 /* Two pending iallgathervs into one buffer, interleaved: rank q's block of
@@ -155,10 +164,14 @@ static void posted_first(int coll, int c, int freed, int call)
  * first by the ranks but 0, as above, and waited in reverse order. On a
  * GPU both run on loom's kernels, which write blocks only. strided: the
  * same with every other int (c one-int runs per block: staged, or packed on
- * a GPU, each laid over a fresh copy of the span at completion). */
-static void interleaved(int c, int call, int strided)
+ * a GPU, each laid over a fresh copy of the span at completion). blocking:
+ * the second is a blocking allgatherv, whose wait progresses the first: a
+ * staged copy back of its whole span after that put older bytes over the
+ * first one's blocks (a helper's review). */
+static void interleaved(int c, int call, int strided, int blocking)
 {
-    phase = strided ? "interleaved strided iallgathers" : "interleaved iallgathervs";
+    phase = strided ? "interleaved strided iallgathers"
+          : blocking ? "iallgatherv, then allgatherv into its gaps" : "interleaved iallgathervs";
     const size_t len = (size_t)2 * c * np;
     int *send = malloc(2 * (size_t)c * sizeof(int)), *recv = malloc(len * sizeof(int)), *want = malloc(len * sizeof(int));
     int *counts = malloc(np * sizeof(int)), *even = malloc(np * sizeof(int)), *odd = malloc(np * sizeof(int));
@@ -189,11 +202,15 @@ static void interleaved(int c, int call, int strided)
     const int rc0 =
         strided ? MPI_Iallgather(dsend, c, MPI_INT, drecv, 1, every_other, MPI_COMM_WORLD, &r[0])
                 : MPI_Iallgatherv(dsend, c, MPI_INT, drecv, counts, even, MPI_INT, MPI_COMM_WORLD, &r[0]);
+    /* blocking: the second call waits for rank 0, so the token goes first */
+    if (me != 0 && blocking) MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
+    r[1] = MPI_REQUEST_NULL;
     const int rc1 =
-        strided ? MPI_Iallgather(dsend + c, c, MPI_INT, drecv + 1, 1, every_other, MPI_COMM_WORLD, &r[1])
-                : MPI_Iallgatherv(dsend + c, c, MPI_INT, drecv, counts, odd, MPI_INT, MPI_COMM_WORLD, &r[1]);
+        strided    ? MPI_Iallgather(dsend + c, c, MPI_INT, drecv + 1, 1, every_other, MPI_COMM_WORLD, &r[1])
+        : blocking ? MPI_Allgatherv(dsend + c, c, MPI_INT, drecv, counts, odd, MPI_INT, MPI_COMM_WORLD)
+                   : MPI_Iallgatherv(dsend + c, c, MPI_INT, drecv, counts, odd, MPI_INT, MPI_COMM_WORLD, &r[1]);
     if (strided) MPI_Type_free(&every_other);
-    if (me != 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
+    if (me != 0 && !blocking) MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
     if (rc0 != MPI_SUCCESS || rc1 != MPI_SUCCESS) {
         ++bad;
     } else {
@@ -229,13 +246,22 @@ int main(int argc, char **argv)
     int call = 0;
     for (int freed = 0; freed < rounds; ++freed)
         for (int coll = 0; coll < NCOLLS; ++coll) posted_first(coll, c, freed, call++);
-    interleaved(c, call++, 0);
-    interleaved(c, call++, 1);
+    interleaved(c, call++, 0, 0);
+    interleaved(c, call++, 1, 0);
+    interleaved(c, call++, 0, 1);
     phase = "the final check";
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     alarm(0);
     if (me == 0) printf("nb_posted_first: %d ranks, %d calls: %ld wrong elements or errors\n", np, call, bad);
     MPI_Finalize();
-    for (int i = 0; i < nlater; ++i) buf_free(later[i]);
+    for (int i = 0; i < nlater; ++i) {
+        int *got = malloc(later[i].len * sizeof(int) + 1);
+        buf_put(got, later[i].drecv, later[i].len * sizeof(int));
+        char what[48];
+        snprintf(what, sizeof(what), "%s, request freed", later[i].what);
+        expect(what, got, later[i].want, later[i].len);
+        free(got), free(later[i].want);
+        buf_free(later[i].dsend), buf_free(later[i].drecv);
+    }
     return bad ? 1 : 0;
 }
