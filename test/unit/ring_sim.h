@@ -108,28 +108,32 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
             ringCallSteps(k.coll, posOfRing[ringOf(ch)][q], posOfRing[ringOf(ch)][k.root], n, geom[ch], &s, &r);
             if (s != run.sent[q][ch] || r != run.recvd[q][ch]) return "the host's step count differs from the walk";
         }
-    for (int q = 0; q < n; ++q)
+    // The reference, computed once: sums (or the gathered blocks) over the
+    // whole span, each rank's output a window of it.
+    std::vector<Value> ref;
+    switch (k.coll) {
+    case kRingAllReduce: case kRingReduce: case kRingReduceScatter:
+        ref.assign(k.coll == kRingReduceScatter ? whole : k.count, 0);
+        for (int r = 0; r < n; ++r)
+            for (size_t i = 0; i < ref.size(); ++i) ref[i] += input(r, i);
+        break;
+    case kRingAllGather: // later blocks win where blocks overlap
+        ref.assign(whole, kUntouched);
+        for (int b = 0; b < n; ++b)
+            for (size_t i = 0; i < ringBlockCount(blocks, b); ++i) ref[ringBlockDispl(blocks, b) + i] = input(b, i);
+        break;
+    default:
+        for (size_t i = 0; i < k.count; ++i) ref.push_back(input(k.root, i));
+        break;
+    }
+    for (int q = 0; q < n; ++q) {
+        const bool none = k.coll == kRingReduce && q != k.root;
+        const size_t from = k.coll == kRingReduceScatter ? ringBlockDispl(blocks, q) : 0;
         for (size_t i = 0; i < ranks[q].out.size(); ++i) {
-            Value want = kUntouched;
-            switch (k.coll) {
-            case kRingAllReduce: case kRingReduce:
-                if (k.coll == kRingReduce && q != k.root) break;
-                want = 0;
-                for (int r = 0; r < n; ++r) want += input(r, i);
-                break;
-            case kRingReduceScatter:
-                want = 0;
-                for (int r = 0; r < n; ++r) want += input(r, ringBlockDispl(blocks, q) + i);
-                break;
-            case kRingAllGather:
-                for (int b = 0; b < n; ++b) // the block holding element i, if any
-                    if (i >= ringBlockDispl(blocks, b) && i < ringBlockDispl(blocks, b) + ringBlockCount(blocks, b))
-                        want = input(b, i - ringBlockDispl(blocks, b));
-                break;
-            default: want = input(k.root, i); break;
-            }
+            const Value want = none ? kUntouched : ref[from + i];
             if (ranks[q].out[i] != want) return "rank " + std::to_string(q) + " element " + std::to_string(i) + " wrong";
         }
+    }
     return "";
 }
 

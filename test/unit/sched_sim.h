@@ -60,19 +60,33 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
     Run run;
     run.sent.resize(n);
     run.recvd.resize(n);
-    std::vector<std::deque<Slot>> fifo((size_t)n * kMaxPorts); // [rank * kMaxPorts + receive port]
+    // FIFOs exist only for receive ports someone sends to (a deque per
+    // possible port made setup most of a small run's time); a receive port
+    // with no sender reads the empty `never` forever, which ends as a deadlock.
+    std::vector<int> fifoOf((size_t)n * kMaxPorts, -1); // [rank * kMaxPorts + receive port] -> fifo
+    std::vector<int> dest((size_t)n * kMaxPorts, -1);   // [rank * kMaxPorts + send port] -> fifo
+    std::vector<size_t> fifoPort;                       // fifo -> rank * kMaxPorts + receive port
     std::vector<std::vector<Lane>> lanes(n);
-    std::vector<std::vector<int>> dest(n, std::vector<int>(kMaxPorts, -1)); // send port -> fifo index
     for (int r = 0; r < n; ++r) {
         for (const auto &t : ranks[r].sendTo)
-            if (t.first >= 0 && t.first < kMaxPorts && t.second.second >= 0 && t.second.second < kMaxPorts)
-                dest[r][t.first] = t.second.first * kMaxPorts + t.second.second;
+            if (t.first >= 0 && t.first < kMaxPorts && t.second.first >= 0 && t.second.first < n &&
+                t.second.second >= 0 && t.second.second < kMaxPorts) {
+                const size_t at = (size_t)t.second.first * kMaxPorts + t.second.second;
+                if (fifoOf[at] < 0) {
+                    fifoOf[at] = (int)fifoPort.size();
+                    fifoPort.push_back(at);
+                }
+                dest[(size_t)r * kMaxPorts + t.first] = fifoOf[at];
+            }
         lanes[r].resize(ranks[r].lanes);
         for (int l = 0; l < ranks[r].lanes; ++l) {
             lanes[r][l].count = ranks[r].count(l);
             if (lanes[r][l].count) lanes[r][l].op = ranks[r].op(l, 0);
         }
     }
+    std::vector<std::deque<Slot>> fifo(fifoPort.size());
+    std::deque<Slot> never;
+    std::vector<std::vector<Value>> spare; // slot buffers to reuse (an allocation per op was a third of the time)
     auto fail = [&](int r, int lane, size_t i, const std::string &what) {
         run.error = "rank " + std::to_string(r) + " lane " + std::to_string(lane) + " op " + std::to_string(i) + ": " +
                     what;
@@ -88,9 +102,10 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
                 const size_t i = ln.next;
                 const EdgeOp &o = ln.op;
                 if (o.recv >= kMaxPorts || o.send >= kMaxPorts) return fail(r, lane, i, "port out of range");
-                const int to = o.send >= 0 ? dest[r][o.send] : -1;
+                const int to = o.send >= 0 ? dest[(size_t)r * kMaxPorts + o.send] : -1;
                 if (o.send >= 0 && to < 0) return fail(r, lane, i, "sends on a port with no peer");
-                std::deque<Slot> *from = o.recv >= 0 ? &fifo[(size_t)r * kMaxPorts + o.recv] : nullptr;
+                const int fromId = o.recv >= 0 ? fifoOf[(size_t)r * kMaxPorts + o.recv] : -1;
+                std::deque<Slot> *from = o.recv < 0 ? nullptr : fromId < 0 ? &never : &fifo[fromId];
                 if ((from && from->empty()) || (to >= 0 && (int)fifo[to].size() >= depth)) continue;
                 auto buf = [&](int b) -> std::vector<Value> * {
                     return b == kBufIn ? (k.inPlace ? &k.out : &k.in) : b == kBufOut ? &k.out : b == kBufAcc ? &k.acc : nullptr;
@@ -104,6 +119,10 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
                 if (o.len && o.dst != kBufNone && (!dst || o.dstAt + o.len > dst->size()))
                     return fail(r, lane, i, "writes outside its buffers");
                 std::vector<Value> v, raw;
+                if (!from && !spare.empty()) {
+                    v.swap(spare.back());
+                    spare.pop_back();
+                }
                 if (o.rawDst && (!from || o.send < 0 || !o.reduce))
                     return fail(r, lane, i, "a raw destination without a receive, a send and a reduction");
                 if (from) {
@@ -120,7 +139,8 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
                             v[e] = o.inFirst ? op(x, v[e]) : op(v[e], x);
                         }
                 } else {
-                    v.assign(src ? src->begin() + srcAt : v.begin(), src ? src->begin() + srcAt + o.len : v.begin());
+                    if (src) v.assign(src->begin() + srcAt, src->begin() + srcAt + o.len);
+                    else v.clear();
                 }
                 if (dst) {
                     const std::vector<Value> &w = o.rawDst ? raw : v;
@@ -129,6 +149,8 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
                 if (to >= 0) {
                     fifo[to].push_back(Slot{o.key, std::move(v)});
                     ++run.sent[r][o.send];
+                } else {
+                    spare.push_back(std::move(v));
                 }
                 if (++ln.next < ln.count) ln.op = k.op(lane, ln.next);
                 moved = true;
@@ -140,8 +162,8 @@ inline Run execute(std::vector<Rank> &ranks, int depth, size_t maxLen, const Com
             if (lanes[r][lane].next < lanes[r][lane].count) return fail(r, lane, lanes[r][lane].next, "deadlock");
     for (size_t f = 0; f < fifo.size(); ++f)
         if (!fifo[f].empty()) {
-            run.error = "rank " + std::to_string(f / kMaxPorts) + " left slots unreceived on port " +
-                        std::to_string(f % kMaxPorts);
+            run.error = "rank " + std::to_string(fifoPort[f] / kMaxPorts) + " left slots unreceived on port " +
+                        std::to_string(fifoPort[f] % kMaxPorts);
             return run;
         }
     return run;
