@@ -352,7 +352,7 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     if (NULL != c->req && deferred) /* the request's mark goes on the loom communicator too */
         rc = mca_coll_loom_request_pending(m, c, staged);
     else if (NULL != c->req)
-        rc = mca_coll_loom_request_done(m, mca_coll_loom_after_run(c->after, rc), c->req);
+        rc = mca_coll_loom_request_done(m, c->coll, mca_coll_loom_after_run(c->after, rc), c->req);
     else
         rc = mca_coll_loom_after_run(c->after, rc);
     OPAL_THREAD_UNLOCK(&m->call_lock);

@@ -72,6 +72,14 @@ static mca_coll_loom_request_t *pending_head = NULL, *pending_tail = NULL;
 static bool progress_registered = false;
 static opal_mutex_t pending_lock = OPAL_MUTEX_STATIC_INIT;
 static int loom_progress(void);
+/* A thread completing the requests its pass took out (their copies back
+ * and after-work, then complete()): other threads' passes take nothing
+ * meanwhile, so that no request completes before an earlier one of its
+ * communicator whichever thread progresses (issue order). That thread may
+ * pass again inside (a completion that frees a communicator drains its
+ * module). `completing` is under pending_lock. */
+static bool completing = false;
+static __thread bool t_completing = false;
 
 /* A persistent request being started on this thread (loom_persistent_start):
  * where its call takes loom's kernels, the call's mark goes on the
@@ -186,7 +194,7 @@ static int loom_progress(void)
     static bool walking = false;
     if (NULL == pending_head) return 0; /* a racy peek: a request appended meanwhile waits for the next pass */
     if (OPAL_THREAD_TRYLOCK(&pending_lock)) return 0; /* another thread walks */
-    if (walking) {
+    if (walking || (completing && !t_completing)) {
         OPAL_THREAD_UNLOCK(&pending_lock);
         return 0;
     }
@@ -235,6 +243,8 @@ static int loom_progress(void)
         r = next;
     }
     walking = false;
+    const bool outer = NULL != done_head && !t_completing;
+    if (outer) completing = t_completing = true;
     OPAL_THREAD_UNLOCK(&pending_lock);
     int completed = 0;
     while (NULL != done_head) {
@@ -248,6 +258,11 @@ static int loom_progress(void)
         r->after = NULL;
         complete(r, r->rc);
         ++completed;
+    }
+    if (outer) {
+        OPAL_THREAD_LOCK(&pending_lock);
+        completing = t_completing = false;
+        OPAL_THREAD_UNLOCK(&pending_lock);
     }
     return completed;
 }
@@ -268,7 +283,7 @@ int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call
         int rc = ok && loomSuccess == loomStagedFinish(staged, 1) ? MPI_SUCCESS : MPI_ERR_OTHER;
         if (!ok) loomStagedFinish(staged, 0);
         rc = mca_coll_loom_after_run(after, rc);
-        return MPI_SUCCESS == rc ? mca_coll_loom_request_done(m, rc, req) : rc;
+        return MPI_SUCCESS == rc ? mca_coll_loom_request_done(m, coll, rc, req) : rc;
     }
     r->ticket = ticket;
     r->staged = staged;
@@ -280,13 +295,23 @@ int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call
     return MPI_SUCCESS;
 }
 
-int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t **req)
+int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int coll, int rc, ompi_request_t **req)
 {
     if (MPI_SUCCESS != rc) return rc; /* the error is the call's: no request */
     mca_coll_loom_request_t *r = take_starting(m);
     if (NULL == r) r = new_request(m);
     if (NULL == r) return MPI_ERR_NO_MEM;
-    complete(r, MPI_SUCCESS);
+    /* Earlier requests of m still pending (their stream work is done, since
+     * this call waited for the stream, but their completions are progress's):
+     * this one completes after them, through a mark already reached. */
+    uint64_t ticket = 0;
+    if (NULL != m->lcomm && mca_coll_loom_requests_pending(m) && loomSuccess == loomCommMark(m->lcomm, &ticket)) {
+        r->ticket = ticket;
+        r->coll = coll;
+        append(r);
+    } else {
+        complete(r, MPI_SUCCESS);
+    }
     *req = &r->super.super;
     return MPI_SUCCESS;
 }

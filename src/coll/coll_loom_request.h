@@ -28,8 +28,9 @@
  * the mark. */
 int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomStaged_t staged);
 /* A call that already finished inside the call (staged buffers): *req
- * becomes a completed request carrying rc. */
-int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int rc, ompi_request_t **req);
+ * becomes a request carrying rc, completed now, or by progress right after
+ * m's earlier pending requests (issue order). */
+int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int coll, int rc, ompi_request_t **req);
 /* After a blocking call on m (its wait drained loom's stream): the staged
  * requests before it copy their output back now, so that a request freed
  * before completion (MPI_Request_free) has its result in place once a later
