@@ -31,6 +31,7 @@ typedef struct mca_coll_loom_request_t {
     int rc;                               /* its MPI error, once finished */
     bool freed;                           /* MPI_Request_free came first: release on completion */
     bool done;                            /* completed (set after ompi_request_complete) */
+    bool foreign;                         /* follows the previous module's request (a staged call) */
     struct mca_coll_loom_request_t *next; /* the pending list, oldest first */
     /* Persistent requests: what MPI_Start runs, its arguments (released with
      * the request), and the non-blocking call a start issued (the request
@@ -54,6 +55,7 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
     r->after = NULL;
     r->freed = false;
     r->done = false;
+    r->foreign = false;
     r->next = NULL;
     r->start = NULL;
     r->args = NULL;
@@ -63,21 +65,24 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
 OBJ_CLASS_INSTANCE(mca_coll_loom_request_t, ompi_request_t, loom_request_construct, NULL);
 
 /* Every pending request of the process, oldest first; a module's requests
- * are in its issue order. pending_lock (MPI_THREAD_MULTIPLE) guards the
- * list, progress_registered and each request's freed/done pair, and spans a
- * request's completion (complete()); it is never held while a loom
+ * are in its issue order. Finished ones move, in that order, to the done
+ * list, whose head is completed next (its copies back and after-work, then
+ * complete()). pending_lock (MPI_THREAD_MULTIPLE) guards both lists,
+ * progress_registered, `completing` and each request's freed/done pair, and
+ * spans a request's completion (complete()); it is never held while a loom
  * communicator is waited on, and is taken after a module's call_lock, never
  * before one (progress only tries call_lock). */
 static mca_coll_loom_request_t *pending_head = NULL, *pending_tail = NULL;
+static mca_coll_loom_request_t *done_head = NULL, *done_tail = NULL;
 static bool progress_registered = false;
 static opal_mutex_t pending_lock = OPAL_MUTEX_STATIC_INIT;
 static int loom_progress(void);
-/* A thread completing the requests its pass took out (their copies back
- * and after-work, then complete()): other threads' passes take nothing
- * meanwhile, so that no request completes before an earlier one of its
- * communicator whichever thread progresses (issue order). That thread may
- * pass again inside (a completion that frees a communicator drains its
- * module). `completing` is under pending_lock. */
+/* One thread at a time completes the done list (`completing`, and
+ * t_completing on that thread), head first, so that no request completes
+ * before an earlier one of its communicator whichever thread progresses
+ * (issue order); other threads' passes take nothing meanwhile. That thread
+ * may pass again from inside a completion (one that frees a communicator
+ * drains its module): the inner pass completes from the same list's head. */
 static bool completing = false;
 static __thread bool t_completing = false;
 
@@ -140,15 +145,33 @@ static void complete(mca_coll_loom_request_t *r, int rc)
     if (freed) release(r);
 }
 
-static void append(mca_coll_loom_request_t *r)
+/* Under pending_lock. */
+static void append_locked(mca_coll_loom_request_t *r)
 {
-    OPAL_THREAD_LOCK(&pending_lock);
     r->done = false; /* a persistent request started again */
     if (NULL == pending_tail) pending_head = r;
     else pending_tail->next = r;
     pending_tail = r;
     if (!progress_registered) progress_registered = OPAL_SUCCESS == opal_progress_register(loom_progress);
+}
+
+static void append(mca_coll_loom_request_t *r)
+{
+    OPAL_THREAD_LOCK(&pending_lock);
+    append_locked(r);
     OPAL_THREAD_UNLOCK(&pending_lock);
+}
+
+/* Whether m has requests not yet completed, under pending_lock: in the
+ * pending list (in_order: only those kept in issue order, not those that
+ * follow a request of loom's own) or in the done list. */
+static bool listed_locked(const mca_coll_loom_module_t *m, bool in_order)
+{
+    for (mca_coll_loom_request_t *r = pending_head; NULL != r; r = r->next)
+        if (r->m == m && (!in_order || NULL == r->inner || r->foreign)) return true;
+    for (mca_coll_loom_request_t *r = done_head; NULL != r; r = r->next)
+        if (r->m == m) return true;
+    return false;
 }
 
 static int loom_request_free(ompi_request_t **request)
@@ -184,40 +207,43 @@ static loomResult_t finish_staged(mca_coll_loom_request_t *r, bool ok)
     return sr;
 }
 
-/* Two passes: the first (never re-entered, skipping modules inside a loom
- * call, whose loom communicator must not be touched from under it) takes
- * every finished request out of the list; the second completes them, which
- * may run Open MPI's callbacks or free a communicator (and so drain its
- * module, running progress again). */
-static int loom_progress(void)
+/* A pass (never re-entered, skipping modules inside a loom call, whose
+ * loom communicator must not be touched from under it) moves every finished
+ * request to the done list; then, unless another thread is at it, the done
+ * list is completed from its head, outside the lock: that may copy to the
+ * device, run Open MPI's callbacks or free a communicator (and so drain its
+ * module, running progress again on this thread). A module's requests stop
+ * at its first unfinished one, except those that follow a request of loom's
+ * own (persistent, kept calls: the one they follow may come later in the
+ * list). */
+static int progress_pass(bool *walked)
 {
     static bool walking = false;
-    if (NULL == pending_head) return 0; /* a racy peek: a request appended meanwhile waits for the next pass */
+    *walked = false;
+    if (NULL == pending_head && NULL == done_head) return 0; /* a racy peek: the next pass sees what came meanwhile */
     if (OPAL_THREAD_TRYLOCK(&pending_lock)) return 0; /* another thread walks */
     if (walking || (completing && !t_completing)) {
         OPAL_THREAD_UNLOCK(&pending_lock);
         return 0;
     }
-    walking = true;
+    walking = *walked = true;
     static unsigned pass = 0;
     ++pass;
-    mca_coll_loom_request_t *done_head = NULL, **done_tail = &done_head;
     mca_coll_loom_request_t *prev = NULL, *r = pending_head;
     while (NULL != r) {
         mca_coll_loom_request_t *next = r->next;
         bool finished = false;
         bool locked = false;
-        /* Requests that follow another (persistent, kept) neither wait for
-         * nor hold up the module's stream requests: the one they follow may
-         * be later in this list (a kept call appends its request when it
-         * starts). */
-        const bool follows = NULL != r->inner;
-        if (__atomic_load_n(&r->m->busy, __ATOMIC_ACQUIRE) || (!follows && r->m->stalled_pass == pass)) {
+        /* In order: stream requests and those following the previous
+         * module's (which never wait for loom); not those following one of
+         * loom's own, which may come after them. */
+        const bool ordered = NULL == r->inner || r->foreign;
+        if (__atomic_load_n(&r->m->busy, __ATOMIC_ACQUIRE) || (ordered && r->m->stalled_pass == pass)) {
             /* its loom communicator is in use by the call that got here, or an
              * earlier request of its module is unfinished (issue order) */
         } else if (OPAL_THREAD_TRYLOCK(&r->m->call_lock)) {
             /* another thread is inside a call on it */
-        } else if (NULL != r->inner) { /* a started persistent request: done when its call is */
+        } else if (NULL != r->inner) { /* done when the request it follows is */
             locked = true;
             finished = REQUEST_COMPLETE(r->inner);
             if (finished) r->rc = r->inner->req_status.MPI_ERROR;
@@ -232,39 +258,43 @@ static int loom_progress(void)
             r->rc = loomSuccess == lr && loomSuccess == sr ? MPI_SUCCESS : MPI_ERR_OTHER;
         }
         if (locked) OPAL_THREAD_UNLOCK(&r->m->call_lock);
-        if (!finished && !follows) r->m->stalled_pass = pass;
+        if (!finished && ordered) r->m->stalled_pass = pass;
         if (finished) {
             unlink_request(prev, r);
-            *done_tail = r;
-            done_tail = &r->next;
+            if (NULL == done_tail) done_head = r;
+            else done_tail->next = r;
+            done_tail = r;
         } else {
             prev = r;
         }
         r = next;
     }
     walking = false;
-    const bool outer = NULL != done_head && !t_completing;
+    const bool outer = !t_completing && NULL != done_head;
     if (outer) completing = t_completing = true;
-    OPAL_THREAD_UNLOCK(&pending_lock);
     int completed = 0;
-    while (NULL != done_head) {
-        r = done_head;
+    while (t_completing && NULL != (r = done_head)) {
         done_head = r->next;
+        if (NULL == done_head) done_tail = NULL;
         r->next = NULL;
+        OPAL_THREAD_UNLOCK(&pending_lock);
         if (NULL != r->inner) ompi_request_free(&r->inner); /* r->inner = MPI_REQUEST_NULL */
         r->inner = NULL;
-        /* Outside every lock: it may copy to the device and call into the datatype engine. */
         r->rc = mca_coll_loom_after_run(r->after, r->rc);
         r->after = NULL;
         complete(r, r->rc);
         ++completed;
-    }
-    if (outer) {
         OPAL_THREAD_LOCK(&pending_lock);
-        completing = t_completing = false;
-        OPAL_THREAD_UNLOCK(&pending_lock);
     }
+    if (outer) completing = t_completing = false;
+    OPAL_THREAD_UNLOCK(&pending_lock);
     return completed;
+}
+
+static int loom_progress(void)
+{
+    bool walked;
+    return progress_pass(&walked);
 }
 
 int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomStaged_t staged)
@@ -301,17 +331,20 @@ int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int coll, int rc, ompi
     mca_coll_loom_request_t *r = take_starting(m);
     if (NULL == r) r = new_request(m);
     if (NULL == r) return MPI_ERR_NO_MEM;
-    /* Earlier requests of m still pending (their stream work is done, since
-     * this call waited for the stream, but their completions are progress's):
-     * this one completes after them, through a mark already reached. */
+    /* Earlier requests of m still to complete (listed, or being completed by
+     * another thread): this one completes after them, through a mark that
+     * its stream already passed. */
     uint64_t ticket = 0;
-    if (NULL != m->lcomm && mca_coll_loom_requests_pending(m) && loomSuccess == loomCommMark(m->lcomm, &ticket)) {
+    const bool marked = NULL != m->lcomm && loomSuccess == loomCommMark(m->lcomm, &ticket);
+    OPAL_THREAD_LOCK(&pending_lock);
+    const bool behind = marked && (completing || listed_locked(m, true));
+    if (behind) {
         r->ticket = ticket;
         r->coll = coll;
-        append(r);
-    } else {
-        complete(r, MPI_SUCCESS);
+        append_locked(r);
     }
+    OPAL_THREAD_UNLOCK(&pending_lock);
+    if (!behind) complete(r, MPI_SUCCESS);
     *req = &r->super.super;
     return MPI_SUCCESS;
 }
@@ -367,6 +400,7 @@ int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, i
     st->n = 0;
     r->after = &u->super;
     r->inner = *req;
+    r->foreign = true;
     append(r);
     *req = &r->super.super;
     return MPI_SUCCESS;
@@ -374,17 +408,26 @@ int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, i
 
 void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m)
 {
-    if (__atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) > 0) opal_progress();
+    /* The wait before drained m's stream: a pass of this thread finishes
+     * them, unless an earlier request of m that follows the previous
+     * module's is unfinished (issue order); another thread walking or
+     * completing meanwhile only delays that pass. */
+    if (t_completing || __atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) <= 0) return;
+    opal_progress();
+    bool walked = false;
+    while (!walked && __atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) > 0) progress_pass(&walked);
 }
 
-/* Whether m has requests in the list; stream_only: only those on loom's
- * stream (not persistent or kept ones, which follow another request). */
+/* Whether m has requests in the pending list; stream_only: only those on
+ * loom's stream (not those that follow another request); else in the done
+ * list too. */
 static bool any_pending(const mca_coll_loom_module_t *m, bool stream_only)
 {
     bool any = false;
     OPAL_THREAD_LOCK(&pending_lock);
-    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next)
-        any = r->m == m && (!stream_only || NULL == r->inner);
+    if (!stream_only) any = listed_locked(m, false);
+    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any && stream_only; r = r->next)
+        any = r->m == m && NULL == r->inner;
     OPAL_THREAD_UNLOCK(&pending_lock);
     return any;
 }

@@ -4,8 +4,13 @@
  * returns a pending request; Open MPI's progress engine completes it when a
  * progress callback sees the stream get past the mark (loomCommTest, which
  * never blocks); a rank whose buffers were staged (host memory) gets its
- * output copied back then (core/stage_async.cc). One communicator's requests complete in issue order (one
- * stream); communicators progress independently. A request freed before it
+ * output copied back then (core/stage_async.cc). One communicator's requests
+ * complete in issue order, whatever thread progresses: those on its stream,
+ * those of staged calls (which follow the previous module's request) and
+ * those of calls that finished inside. A started persistent request or a
+ * kept call completes once the call it started has (maybe after a later
+ * call of the communicator: it is not held to the order).
+ * Communicators progress independently. A request freed before it
  * completes (MPI_Request_free) still completes: the callback releases it
  * then. A module whose loom communicator goes away first waits for its
  * pending requests (mca_coll_loom_requests_drain). Persistent requests

@@ -17,9 +17,11 @@
  * communicator must still work after it, and their results are checked
  * after MPI_Finalize.
  *
- * Last, two pending calls whose receive spans interleave (interleaved()).
+ * Then two pending calls whose receive spans interleave (interleaved()).
+ * With -o, last, a large MPI_Ialltoallw then a small MPI_Iallreduce must
+ * complete in that order (in_issue_order()).
  *
- *   nb_posted_first [-c COUNT] [-f]   (default 1000 ints per rank)
+ *   nb_posted_first [-c COUNT] [-f] [-o]   (default 1000 ints per rank)
  */
 #include <mpi.h>
 #include <signal.h>
@@ -223,15 +225,63 @@ static void interleaved(int c, int call, int strided, int blocking)
     free(send), free(recv), free(want), free(counts), free(even), free(odd);
 }
 
+/* A communicator's requests complete in issue order (loom's promise, not
+ * MPI's): a large ialltoallw (staged: its request follows the previous
+ * module's), then a one-int iallreduce (staged too on the CPU, loom's
+ * kernels on a GPU), which the previous module alone finishes long before.
+ * Once the second request is complete, the first must be too. */
+static void in_issue_order(int call)
+{
+    phase = "ialltoallw, then iallreduce: completion order";
+    const int c = 1 << 18; /* ints per peer */
+    const size_t n = (size_t)c * np;
+    int *send = malloc(n * sizeof(int)), *want = malloc(n * sizeof(int)), *got = malloc(n * sizeof(int));
+    int *counts = malloc(np * sizeof(int)), *bdispls = malloc(np * sizeof(int));
+    MPI_Datatype *types = malloc(np * sizeof(MPI_Datatype));
+    for (int q = 0; q < np; ++q) counts[q] = c, bdispls[q] = (int)((size_t)q * c * sizeof(int)), types[q] = MPI_INT;
+    for (int q = 0; q < np; ++q)
+        for (int i = 0; i < c; ++i) {
+            send[(size_t)q * c + i] = val(me * np + q, i, call);
+            want[(size_t)q * c + i] = val(q * np + me, i, call);
+        }
+    int *dsend = buf_new(n * sizeof(int)), *drecv = buf_new(n * sizeof(int)), *done = buf_new(2 * sizeof(int));
+    buf_put(dsend, send, n * sizeof(int));
+    const int one[2] = {1, 0};
+    buf_put(done, one, sizeof(one));
+    MPI_Request r[2];
+    if (MPI_Ialltoallw(dsend, counts, bdispls, types, drecv, counts, bdispls, types, MPI_COMM_WORLD, &r[0]) !=
+            MPI_SUCCESS ||
+        MPI_Iallreduce(done, done + 1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[1]) != MPI_SUCCESS) {
+        ++bad;
+    } else {
+        int second = 0, first = 0;
+        while (!second) MPI_Test(&r[1], &second, MPI_STATUS_IGNORE);
+        MPI_Test(&r[0], &first, MPI_STATUS_IGNORE);
+        if (!first) {
+            fprintf(stderr, "FAIL rank %d: the iallreduce completed before the ialltoallw posted first\n", me);
+            ++bad;
+        }
+        MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+        int sum[2];
+        buf_put(got, drecv, n * sizeof(int));
+        expect(phase, got, want, n);
+        buf_put(sum, done, sizeof(sum));
+        if (sum[1] != np) ++bad;
+    }
+    buf_free(dsend), buf_free(drecv), buf_free(done);
+    free(send), free(want), free(got), free(counts), free(bdispls), free(types);
+}
+
 int main(int argc, char **argv)
 {
-    int c = 1000, rounds = 1;
+    int c = 1000, rounds = 1, order = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     for (int i = 1; i < argc; ++i)
         if (!strcmp(argv[i], "-c") && i + 1 < argc) c = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-f")) rounds = 2;
+        else if (!strcmp(argv[i], "-o")) order = 1;
 #ifdef NB_ON_GPU
     if (!use_gpu_or_finalize(me)) return 77;
     bad += still_usable(MPI_COMM_WORLD); /* loom's communicator and its pairs, by blocking calls */
@@ -249,6 +299,7 @@ int main(int argc, char **argv)
     interleaved(c, call++, 0, 0);
     interleaved(c, call++, 1, 0);
     interleaved(c, call++, 0, 1);
+    if (order) in_issue_order(call++);
     phase = "the final check";
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     alarm(0);
