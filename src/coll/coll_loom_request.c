@@ -31,7 +31,9 @@ typedef struct mca_coll_loom_request_t {
     int rc;                               /* its MPI error, once finished */
     bool freed;                           /* MPI_Request_free came first: release on completion */
     bool done;                            /* completed (set after ompi_request_complete) */
-    bool foreign;                         /* follows the previous module's request (a staged call) */
+    bool ordered;                         /* held to its module's issue order (decided when appended) */
+    bool reached;                         /* on loom's stream: the stream got past it (copies back done) */
+    bool unstarted;                       /* a kept call's request, until its call starts */
     struct mca_coll_loom_request_t *next; /* the pending list, oldest first */
     /* Persistent requests: what MPI_Start runs, its arguments (released with
      * the request), and the non-blocking call a start issued (the request
@@ -55,7 +57,7 @@ static void loom_request_construct(mca_coll_loom_request_t *r)
     r->after = NULL;
     r->freed = false;
     r->done = false;
-    r->foreign = false;
+    r->ordered = r->reached = r->unstarted = false;
     r->next = NULL;
     r->start = NULL;
     r->args = NULL;
@@ -85,6 +87,20 @@ static int loom_progress(void);
  * drains its module): the inner pass completes from the same list's head. */
 static bool completing = false;
 static __thread bool t_completing = false;
+/* The modules of the requests being completed (taken off the done list,
+ * lock released), innermost first: still pending for a draining module. */
+typedef struct in_flight_t {
+    const mca_coll_loom_module_t *m;
+    struct in_flight_t *up;
+} in_flight_t;
+static in_flight_t *in_flight = NULL;
+
+/* The list heads are peeked at without the lock (loom_progress's first
+ * test), so they are written atomically. */
+static void set_head(mca_coll_loom_request_t **head, mca_coll_loom_request_t *r)
+{
+    __atomic_store_n(head, r, __ATOMIC_RELAXED);
+}
 
 /* A persistent request being started on this thread (loom_persistent_start):
  * where its call takes loom's kernels, the call's mark goes on the
@@ -145,11 +161,21 @@ static void complete(mca_coll_loom_request_t *r, int rc)
     if (freed) release(r);
 }
 
-/* Under pending_lock. */
+static bool is_loom_request(const ompi_request_t *req)
+{
+    return NULL != req && MPI_REQUEST_NULL != req && loom_request_free == req->req_free;
+}
+
+/* Under pending_lock. r is held to issue order unless it follows a kept
+ * call not started yet: that call's request is appended after r once it
+ * starts, and would wait behind r for ever. Any other request r follows is
+ * earlier in the list, done, or the previous module's, which never waits
+ * for loom. */
 static void append_locked(mca_coll_loom_request_t *r)
 {
-    r->done = false; /* a persistent request started again */
-    if (NULL == pending_tail) pending_head = r;
+    r->done = r->reached = false; /* a persistent request started again */
+    r->ordered = !is_loom_request(r->inner) || !((const mca_coll_loom_request_t *)r->inner)->unstarted;
+    if (NULL == pending_tail) set_head(&pending_head, r);
     else pending_tail->next = r;
     pending_tail = r;
     if (!progress_registered) progress_registered = OPAL_SUCCESS == opal_progress_register(loom_progress);
@@ -168,9 +194,11 @@ static void append(mca_coll_loom_request_t *r)
 static bool listed_locked(const mca_coll_loom_module_t *m, bool in_order)
 {
     for (mca_coll_loom_request_t *r = pending_head; NULL != r; r = r->next)
-        if (r->m == m && (!in_order || NULL == r->inner || r->foreign)) return true;
+        if (r->m == m && (!in_order || r->ordered)) return true;
     for (mca_coll_loom_request_t *r = done_head; NULL != r; r = r->next)
         if (r->m == m) return true;
+    for (const in_flight_t *f = in_flight; NULL != f; f = f->up)
+        if (f->m == m) return true;
     return false;
 }
 
@@ -191,7 +219,7 @@ static int loom_request_free(ompi_request_t **request)
 static void unlink_request(mca_coll_loom_request_t *prev, mca_coll_loom_request_t *r)
 {
     if (NULL != prev) prev->next = r->next;
-    else pending_head = r->next;
+    else set_head(&pending_head, r->next);
     if (pending_tail == r) pending_tail = prev;
     r->next = NULL;
 }
@@ -209,20 +237,22 @@ static loomResult_t finish_staged(mca_coll_loom_request_t *r, bool ok)
 
 /* A pass (never re-entered, skipping modules inside a loom call, whose
  * loom communicator must not be touched from under it) moves every finished
- * request to the done list; then, unless another thread is at it, the done
- * list is completed from its head, outside the lock: that may copy to the
- * device, run Open MPI's callbacks or free a communicator (and so drain its
- * module, running progress again on this thread). A module's requests stop
- * at its first unfinished one, except those that follow a request of loom's
- * own (persistent, kept calls: the one they follow may come later in the
- * list). */
+ * request to the done list, in list order; then, unless another thread is
+ * at it, the done list is completed from its head, outside the lock: that
+ * may copy to the device, run Open MPI's callbacks or free a communicator
+ * (and so drain its module, running progress again on this thread). An
+ * ordered request waits for its module's earlier unfinished ones; a
+ * request on loom's stream copies back as soon as the stream got past it
+ * all the same (a blocking call's settle counts on that). */
 static int progress_pass(bool *walked)
 {
     static bool walking = false;
     *walked = false;
-    if (NULL == pending_head && NULL == done_head) return 0; /* a racy peek: the next pass sees what came meanwhile */
+    if (NULL == __atomic_load_n(&pending_head, __ATOMIC_RELAXED) &&
+        NULL == __atomic_load_n(&done_head, __ATOMIC_RELAXED))
+        return 0; /* the next pass sees what came meanwhile */
     if (OPAL_THREAD_TRYLOCK(&pending_lock)) return 0; /* another thread walks */
-    if (walking || (completing && !t_completing)) {
+    if (walking) {
         OPAL_THREAD_UNLOCK(&pending_lock);
         return 0;
     }
@@ -234,13 +264,11 @@ static int progress_pass(bool *walked)
         mca_coll_loom_request_t *next = r->next;
         bool finished = false;
         bool locked = false;
-        /* In order: stream requests and those following the previous
-         * module's (which never wait for loom); not those following one of
-         * loom's own, which may come after them. */
-        const bool ordered = NULL == r->inner || r->foreign;
-        if (__atomic_load_n(&r->m->busy, __ATOMIC_ACQUIRE) || (ordered && r->m->stalled_pass == pass)) {
-            /* its loom communicator is in use by the call that got here, or an
-             * earlier request of its module is unfinished (issue order) */
+        const bool held = r->ordered && r->m->stalled_pass == pass; /* an earlier one of its module is unfinished */
+        if (r->reached) {
+            finished = !held;
+        } else if (__atomic_load_n(&r->m->busy, __ATOMIC_ACQUIRE) || (held && NULL != r->inner)) {
+            /* its loom communicator is in use by the call that got here; or it waits its turn */
         } else if (OPAL_THREAD_TRYLOCK(&r->m->call_lock)) {
             /* another thread is inside a call on it */
         } else if (NULL != r->inner) { /* done when the request it follows is */
@@ -251,17 +279,20 @@ static int progress_pass(bool *walked)
             locked = true;
             int done = 0;
             const loomResult_t lr = loomCommTest(r->m->lcomm, r->ticket, &done);
-            finished = done || loomSuccess != lr;
-            const loomResult_t sr = finished ? finish_staged(r, loomSuccess == lr) : loomSuccess;
-            if (loomSuccess != lr || loomSuccess != sr)
-                mca_coll_loom_report_error(r->m, mca_coll_loom_coll_names[r->coll], loomSuccess != lr ? lr : sr);
-            r->rc = loomSuccess == lr && loomSuccess == sr ? MPI_SUCCESS : MPI_ERR_OTHER;
+            if (done || loomSuccess != lr) {
+                const loomResult_t sr = finish_staged(r, loomSuccess == lr);
+                if (loomSuccess != lr || loomSuccess != sr)
+                    mca_coll_loom_report_error(r->m, mca_coll_loom_coll_names[r->coll], loomSuccess != lr ? lr : sr);
+                r->rc = loomSuccess == lr && loomSuccess == sr ? MPI_SUCCESS : MPI_ERR_OTHER;
+                r->reached = true;
+                finished = !held;
+            }
         }
         if (locked) OPAL_THREAD_UNLOCK(&r->m->call_lock);
-        if (!finished && ordered) r->m->stalled_pass = pass;
+        if (!finished && r->ordered) r->m->stalled_pass = pass;
         if (finished) {
             unlink_request(prev, r);
-            if (NULL == done_tail) done_head = r;
+            if (NULL == done_tail) set_head(&done_head, r);
             else done_tail->next = r;
             done_tail = r;
         } else {
@@ -270,13 +301,15 @@ static int progress_pass(bool *walked)
         r = next;
     }
     walking = false;
-    const bool outer = !t_completing && NULL != done_head;
+    const bool outer = !completing && NULL != done_head;
     if (outer) completing = t_completing = true;
     int completed = 0;
     while (t_completing && NULL != (r = done_head)) {
-        done_head = r->next;
+        set_head(&done_head, r->next);
         if (NULL == done_head) done_tail = NULL;
         r->next = NULL;
+        in_flight_t mine = {r->m, in_flight};
+        in_flight = &mine;
         OPAL_THREAD_UNLOCK(&pending_lock);
         if (NULL != r->inner) ompi_request_free(&r->inner); /* r->inner = MPI_REQUEST_NULL */
         r->inner = NULL;
@@ -285,6 +318,7 @@ static int progress_pass(bool *walked)
         complete(r, r->rc);
         ++completed;
         OPAL_THREAD_LOCK(&pending_lock);
+        in_flight = mine.up;
     }
     if (outer) completing = t_completing = false;
     OPAL_THREAD_UNLOCK(&pending_lock);
@@ -354,6 +388,7 @@ int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req)
     mca_coll_loom_request_t *r = new_request(m);
     if (NULL == r) return MPI_ERR_NO_MEM;
     r->coll = 0;
+    r->unstarted = true; /* a persistent start that follows it is not held to the order */
     *req = &r->super.super;
     return MPI_SUCCESS;
 }
@@ -361,6 +396,9 @@ int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req)
 void mca_coll_loom_request_follow(ompi_request_t *req, int rc, ompi_request_t *inner)
 {
     mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)req;
+    OPAL_THREAD_LOCK(&pending_lock);
+    r->unstarted = false;
+    OPAL_THREAD_UNLOCK(&pending_lock);
     if (MPI_SUCCESS != rc || NULL == inner || MPI_REQUEST_NULL == inner) {
         if (NULL != inner && MPI_REQUEST_NULL != inner) ompi_request_free(&inner);
         complete(r, rc);
@@ -400,7 +438,6 @@ int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, i
     st->n = 0;
     r->after = &u->super;
     r->inner = *req;
-    r->foreign = true;
     append(r);
     *req = &r->super.super;
     return MPI_SUCCESS;
@@ -408,10 +445,9 @@ int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, i
 
 void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m)
 {
-    /* The wait before drained m's stream: a pass of this thread finishes
-     * them, unless an earlier request of m that follows the previous
-     * module's is unfinished (issue order); another thread walking or
-     * completing meanwhile only delays that pass. */
+    /* The wait before drained m's stream: the next pass that walks copies
+     * them back (even those whose completion waits for an earlier request);
+     * another thread's walk only delays it. */
     if (t_completing || __atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) <= 0) return;
     opal_progress();
     bool walked = false;

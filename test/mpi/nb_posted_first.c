@@ -24,6 +24,7 @@
  *   nb_posted_first [-c COUNT] [-f] [-o]   (default 1000 ints per rank)
  */
 #include <mpi.h>
+#include <mpi-ext.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,12 @@ static void buf_put(void *dst, const void *src, size_t bytes) { cudaMemcpy(dst, 
 static void *buf_new(size_t bytes) { return malloc(bytes ? bytes : 1); }
 static void buf_free(void *p) { free(p); }
 static void buf_put(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+#endif
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define HAVE_PCOLLREQ 1 /* Open MPI's persistent collectives (MPIX_*_init) */
+#else
+#define HAVE_PCOLLREQ 0
 #endif
 
 static int me, np;
@@ -227,12 +234,15 @@ static void interleaved(int c, int call, int strided, int blocking)
 
 /* A communicator's requests complete in issue order (loom's promise, not
  * MPI's): a large ialltoallw (staged: its request follows the previous
- * module's), then a one-int iallreduce (staged too on the CPU, loom's
- * kernels on a GPU), which the previous module alone finishes long before.
- * Once the second request is complete, the first must be too. */
-static void in_issue_order(int call)
+ * module's; persistent: MPIX_Alltoallw_init and MPI_Start), then a one-int
+ * iallreduce (staged too on the CPU, loom's kernels on a GPU), which the
+ * previous module alone finishes long before. MPI_Testsome judges both
+ * after the same progress: the second may not be complete while the first
+ * is not. */
+static void in_issue_order(int call, int persistent)
 {
-    phase = "ialltoallw, then iallreduce: completion order";
+    phase = persistent ? "started alltoallw_init, then iallreduce: completion order"
+                       : "ialltoallw, then iallreduce: completion order";
     const int c = 1 << 18; /* ints per peer */
     const size_t n = (size_t)c * np;
     int *send = malloc(n * sizeof(int)), *want = malloc(n * sizeof(int)), *got = malloc(n * sizeof(int));
@@ -248,26 +258,43 @@ static void in_issue_order(int call)
     buf_put(dsend, send, n * sizeof(int));
     const int one[2] = {1, 0};
     buf_put(done, one, sizeof(one));
-    MPI_Request r[2];
-    if (MPI_Ialltoallw(dsend, counts, bdispls, types, drecv, counts, bdispls, types, MPI_COMM_WORLD, &r[0]) !=
-            MPI_SUCCESS ||
-        MPI_Iallreduce(done, done + 1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[1]) != MPI_SUCCESS) {
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int rc;
+#if HAVE_PCOLLREQ
+    if (persistent) {
+        rc = MPIX_Alltoallw_init(dsend, counts, bdispls, types, drecv, counts, bdispls, types, MPI_COMM_WORLD,
+                                 MPI_INFO_NULL, &r[0]);
+        if (rc == MPI_SUCCESS) rc = MPI_Start(&r[0]);
+    } else
+#endif
+        rc = MPI_Ialltoallw(dsend, counts, bdispls, types, drecv, counts, bdispls, types, MPI_COMM_WORLD, &r[0]);
+    if (rc == MPI_SUCCESS) rc = MPI_Iallreduce(done, done + 1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[1]);
+    if (rc != MPI_SUCCESS) {
         ++bad;
     } else {
-        int second = 0, first = 0;
-        while (!second) MPI_Test(&r[1], &second, MPI_STATUS_IGNORE);
-        MPI_Test(&r[0], &first, MPI_STATUS_IGNORE);
-        if (!first) {
-            fprintf(stderr, "FAIL rank %d: the iallreduce completed before the ialltoallw posted first\n", me);
-            ++bad;
+        int first = 0, second = 0, k, idx[2];
+        while (!first || !second) {
+            if (MPI_Testsome(2, r, &k, idx, MPI_STATUSES_IGNORE) != MPI_SUCCESS || k == MPI_UNDEFINED) {
+                ++bad;
+                break;
+            }
+            int now_first = first;
+            for (int j = 0; j < k; ++j) now_first |= idx[j] == 0;
+            for (int j = 0; j < k; ++j)
+                if (idx[j] == 1 && !now_first) {
+                    fprintf(stderr, "FAIL rank %d: %s: the iallreduce completed before the alltoallw posted first\n",
+                            me, phase);
+                    ++bad;
+                }
+            for (int j = 0; j < k; ++j) *(idx[j] == 0 ? &first : &second) = 1;
         }
-        MPI_Wait(&r[0], MPI_STATUS_IGNORE);
         int sum[2];
         buf_put(got, drecv, n * sizeof(int));
         expect(phase, got, want, n);
         buf_put(sum, done, sizeof(sum));
         if (sum[1] != np) ++bad;
     }
+    if (r[0] != MPI_REQUEST_NULL) MPI_Request_free(&r[0]); /* the persistent one, inactive */
     buf_free(dsend), buf_free(drecv), buf_free(done);
     free(send), free(want), free(got), free(counts), free(bdispls), free(types);
 }
@@ -299,7 +326,10 @@ int main(int argc, char **argv)
     interleaved(c, call++, 0, 0);
     interleaved(c, call++, 1, 0);
     interleaved(c, call++, 0, 1);
-    if (order) in_issue_order(call++);
+    if (order) in_issue_order(call++, 0);
+#if HAVE_PCOLLREQ
+    if (order) in_issue_order(call++, 1);
+#endif
     phase = "the final check";
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     alarm(0);
