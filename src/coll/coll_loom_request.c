@@ -88,7 +88,8 @@ static int loom_progress(void);
 static bool completing = false;
 static __thread bool t_completing = false;
 /* The modules of the requests being completed (taken off the done list,
- * lock released), innermost first: still pending for a draining module. */
+ * lock released) by the completing thread, innermost first: still pending
+ * for another thread's drain. */
 typedef struct in_flight_t {
     const mca_coll_loom_module_t *m;
     struct in_flight_t *up;
@@ -197,7 +198,9 @@ static bool listed_locked(const mca_coll_loom_module_t *m, bool in_order)
         if (r->m == m && (!in_order || r->ordered)) return true;
     for (mca_coll_loom_request_t *r = done_head; NULL != r; r = r->next)
         if (r->m == m) return true;
-    for (const in_flight_t *f = in_flight; NULL != f; f = f->up)
+    /* Those being completed by another thread; never this thread's own: a
+     * completion that frees a communicator drains its module from inside. */
+    for (const in_flight_t *f = t_completing ? NULL : in_flight; NULL != f; f = f->up)
         if (f->m == m) return true;
     return false;
 }

@@ -111,6 +111,29 @@ static void run(MPI_Comm c)
     free(rs), free(want), free(counts), free(displs), free(bdispls), free(types);
 }
 
+/* A started persistent request freed at once, then its communicator: the
+ * request holds the communicator's last reference, so its completion (in
+ * progress, inside the barrier or MPI_Finalize) destroys the communicator,
+ * whose module drains its requests from inside that completion. The result
+ * is checked after MPI_Finalize. */
+static int freed_in[B], freed_out[B];
+
+static void freed_with_its_communicator(void)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    for (int i = 0; i < B; ++i) freed_in[i] = v(rank, i, 7), freed_out[i] = -1;
+    MPI_Request r;
+    if (MPIX_Allreduce_init(freed_in, freed_out, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r) != MPI_SUCCESS ||
+        MPI_Start(&r) != MPI_SUCCESS) {
+        ++bad;
+        return;
+    }
+    MPI_Request_free(&r);
+    MPI_Comm_free(&c);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -121,11 +144,19 @@ int main(int argc, char **argv)
     run(c); /* fresh: the first starts wait behind the vote */
     run(c); /* settled */
     MPI_Comm_free(&c);
+    freed_with_its_communicator();
     long total = 0;
     MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (0 == rank) printf("persistent_host: %d ranks: %ld wrong elements or errors\n", size, total);
     MPI_Finalize();
-    return total ? 1 : 0;
+    int want[B];
+    for (int i = 0; i < B; ++i) {
+        want[i] = 0;
+        for (int q = 0; q < size; ++q) want[i] += v(q, i, 7);
+    }
+    bad = 0;
+    check("allreduce_init, freed with its communicator", 7, freed_out, want, B);
+    return total || bad ? 1 : 0;
 }
 #else
 int main(int argc, char **argv)
