@@ -399,16 +399,30 @@ int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req)
 void mca_coll_loom_request_follow(ompi_request_t *req, int rc, ompi_request_t *inner)
 {
     mca_coll_loom_request_t *r = (mca_coll_loom_request_t *)req;
+    const bool failed = MPI_SUCCESS != rc || NULL == inner || MPI_REQUEST_NULL == inner;
     OPAL_THREAD_LOCK(&pending_lock);
     r->unstarted = false;
+    if (!failed) {
+        r->inner = inner;
+        append_locked(r);
+        /* Persistent requests started while the call was kept follow r from
+         * before it in the list, out of the order: behind it now, in it. */
+        for (mca_coll_loom_request_t *prev = NULL, *f = pending_head; f != r;) {
+            mca_coll_loom_request_t *next = f->next;
+            if (f->inner == req) {
+                unlink_request(prev, f);
+                append_locked(f);
+            } else {
+                prev = f;
+            }
+            f = next;
+        }
+    }
     OPAL_THREAD_UNLOCK(&pending_lock);
-    if (MPI_SUCCESS != rc || NULL == inner || MPI_REQUEST_NULL == inner) {
+    if (failed) {
         if (NULL != inner && MPI_REQUEST_NULL != inner) ompi_request_free(&inner);
         complete(r, rc);
-        return;
     }
-    r->inner = inner;
-    append(r);
 }
 
 /* A staged non-blocking call's copies back, as the after-work of its request. */

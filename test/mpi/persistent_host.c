@@ -35,7 +35,35 @@ static void check(const char *what, int round, const int *got, const int *want, 
     bad += wrong;
 }
 
-static void run(MPI_Comm c)
+/* Issue order: x, posted after the persistent requests r were started,
+ * may not be complete while one of them is not (MPI_Testsome judges them
+ * all after the same progress). On a fresh communicator every one of these
+ * calls is kept behind the vote, so all are loom's requests; a start kept
+ * so used to complete after the calls made after it. */
+static void check_order(MPI_Request *r, MPI_Request x)
+{
+    MPI_Request all[K + 1];
+    int finished[K + 1] = {0}, idx[K + 1], k, left = K + 1;
+    for (int i = 0; i < K; ++i) all[i] = r[i];
+    all[K] = x;
+    while (left > 0) {
+        if (MPI_SUCCESS != MPI_Testsome(K + 1, all, &k, idx, MPI_STATUSES_IGNORE) || MPI_UNDEFINED == k) {
+            ++bad;
+            return;
+        }
+        for (int j = 0; j < k; ++j) finished[idx[j]] = 1, --left;
+        int pending = 0;
+        for (int i = 0; i < K; ++i) pending += !finished[i];
+        for (int j = 0; j < k; ++j)
+            if (K == idx[j] && pending) {
+                fprintf(stderr, "FAIL rank %d: an iallreduce completed before %d persistent requests started "
+                        "before it\n", rank, pending);
+                ++bad;
+            }
+    }
+}
+
+static void run(MPI_Comm c, int fresh)
 {
     const int n = size * B;
     int *in = malloc(sizeof(int) * (size_t)n), *gat = malloc(sizeof(int) * (size_t)n);
@@ -70,6 +98,13 @@ static void run(MPI_Comm c)
             if (MPI_SUCCESS != MPI_Startall(K, r)) ++bad;
         } else {
             for (int k = 0; k < K; ++k) bad += MPI_SUCCESS != MPI_Start(&r[k]);
+        }
+        if (fresh && 0 == round) {
+            int one = 1, sum = 0;
+            MPI_Request x;
+            if (MPI_SUCCESS != MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c, &x)) ++bad;
+            else check_order(r, x);
+            if (sum != size) ++bad;
         }
         if (MPI_SUCCESS != MPI_Waitall(K, r, MPI_STATUSES_IGNORE)) ++bad;
         if (0 == rank) {
@@ -141,8 +176,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm c;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
-    run(c); /* fresh: the first starts wait behind the vote */
-    run(c); /* settled */
+    run(c, 1); /* fresh: the first starts wait behind the vote */
+    run(c, 0); /* settled */
     MPI_Comm_free(&c);
     freed_with_its_communicator();
     long total = 0;
