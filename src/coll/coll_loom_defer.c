@@ -284,8 +284,11 @@ static int pump(mca_coll_loom_module_t *m, bool force)
         mca_coll_loom_replaying = m;
         int rc = mca_coll_loom_call_start(&k->args, &inner);
         mca_coll_loom_replaying = outer;
-        pop_head(m);
+        /* Its request takes its place in the pending list before the head
+         * goes: until then another thread's call on m is still kept behind
+         * it, and cannot take a place before it. */
         mca_coll_loom_request_follow(k->req, rc, inner);
+        pop_head(m);
         free(k);
         ++started;
     }
