@@ -7,9 +7,10 @@
  * output copied back then (core/stage_async.cc). One communicator's requests
  * complete in issue order, whatever thread progresses: those on its stream,
  * those of staged calls (which follow the previous module's request) and
- * those of calls that finished inside. A started persistent request or a
- * kept call completes once the call it started has (maybe after a later
- * call of the communicator: it is not held to the order).
+ * those of calls that finished inside, of kept calls, and started
+ * persistent requests (one started while its call was kept takes its place
+ * once that call starts). Calls delegated to the previous module (host
+ * buffers) return its own requests, which loom does not order.
  * Communicators progress independently. A request freed before it
  * completes (MPI_Request_free) still completes: the callback releases it
  * then. A module whose loom communicator goes away first waits for its
