@@ -471,37 +471,37 @@ void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m)
     while (!walked && __atomic_load_n(&m->staged_pending, __ATOMIC_ACQUIRE) > 0) progress_pass(&walked);
 }
 
-/* Whether m has requests in the pending list; stream_only: only those on
- * loom's stream (not those that follow another request); else in the done
- * list too. */
-static bool any_pending(const mca_coll_loom_module_t *m, bool stream_only)
-{
-    bool any = false;
-    OPAL_THREAD_LOCK(&pending_lock);
-    if (!stream_only) any = listed_locked(m, false);
-    for (mca_coll_loom_request_t *r = pending_head; NULL != r && !any && stream_only; r = r->next)
-        any = r->m == m && NULL == r->inner;
-    OPAL_THREAD_UNLOCK(&pending_lock);
-    return any;
-}
-
 bool mca_coll_loom_requests_pending(const mca_coll_loom_module_t *m)
 {
     /* Persistent ones and started kept calls follow another request, on this
      * list too, the previous module's, or still kept: counting them could
      * wait forever. */
-    return any_pending(m, true);
+    bool any = false;
+    OPAL_THREAD_LOCK(&pending_lock);
+    for (const mca_coll_loom_request_t *r = pending_head; NULL != r && !any; r = r->next)
+        any = r->m == m && NULL == r->inner;
+    OPAL_THREAD_UNLOCK(&pending_lock);
+    return any;
+}
+
+/* Whether m has requests not yet completed, of any kind. */
+static bool listed(const mca_coll_loom_module_t *m)
+{
+    OPAL_THREAD_LOCK(&pending_lock);
+    const bool any = listed_locked(m, false);
+    OPAL_THREAD_UNLOCK(&pending_lock);
+    return any;
 }
 
 void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m)
 {
-    if (!any_pending(m, false)) return;
+    if (!listed(m)) return;
     if (NULL != m->lcomm) { /* then every plain request of m completes at once */
         OPAL_THREAD_LOCK(&m->call_lock);
         loomCommWait(m->lcomm);
         OPAL_THREAD_UNLOCK(&m->call_lock);
     }
-    while (any_pending(m, false)) opal_progress(); /* started persistent ones: their calls' requests too */
+    while (listed(m)) opal_progress(); /* started persistent ones: their calls' requests too */
 }
 
 static int loom_persistent_start(size_t count, ompi_request_t **requests)

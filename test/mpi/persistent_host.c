@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "issue_order.h"
+
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
 enum { B = 5, K = 10 }; /* ints per block; persistent requests */
 
@@ -35,9 +37,8 @@ static void check(const char *what, int round, const int *got, const int *want, 
     bad += wrong;
 }
 
-/* Issue order: x, posted after the persistent requests r were started,
- * may not be complete while one of them is not (MPI_Testsome judges them
- * all after the same progress). On a fresh communicator every one of these
+/* Issue order (issue_order.h): x, posted after the persistent requests r
+ * were started, may not be complete while one of them is not. On a fresh communicator every one of these
  * calls is kept behind the vote (the non-blocking set-up, on by default:
  * with LOOM_NONBLOCKING_SETUP=0 they would be the previous module's own
  * requests, which loom does not order), so all are loom's requests; a
@@ -45,24 +46,9 @@ static void check(const char *what, int round, const int *got, const int *want, 
 static void check_order(MPI_Request *r, MPI_Request x)
 {
     MPI_Request all[K + 1];
-    int finished[K + 1] = {0}, idx[K + 1], k, left = K + 1;
     for (int i = 0; i < K; ++i) all[i] = r[i];
     all[K] = x;
-    while (left > 0) {
-        if (MPI_SUCCESS != MPI_Testsome(K + 1, all, &k, idx, MPI_STATUSES_IGNORE) || MPI_UNDEFINED == k) {
-            ++bad;
-            return;
-        }
-        for (int j = 0; j < k; ++j) finished[idx[j]] = 1, --left;
-        int pending = 0;
-        for (int i = 0; i < K; ++i) pending += !finished[i];
-        for (int j = 0; j < k; ++j)
-            if (K == idx[j] && pending) {
-                fprintf(stderr, "FAIL rank %d: an iallreduce completed before %d persistent requests started "
-                        "before it\n", rank, pending);
-                ++bad;
-            }
-    }
+    bad += completes_last(all, K + 1, rank, "an iallreduce after persistent starts kept behind the vote");
 }
 
 static void run(MPI_Comm c, int fresh)
