@@ -86,13 +86,13 @@ const loomParamDef kParams[] = {
      "15.3 launched at 32 KiB, where a launch gets more CTAs)"},
     {"resident_ctas", "LOOM_RESIDENT_CTAS", LOOM_PARAM_INT, 4, 1, 32, "4",
      "CTAs of the resident kernel (of 512 threads; they stay on the GPU while it waits for calls)"},
-    {"resident_nonblocking", "LOOM_RESIDENT_NONBLOCKING", LOOM_PARAM_INT, 0, 0, 2, "0",
-     "1: non-blocking one-shot calls post to the resident kernel and return (8 B MPI_Iallreduce + MPI_Wait, 4x H200: "
-     "10.2 us at 4 ranks, 7.8 at 2, vs 17.7 and 14.3 launched); a call behind a pending one waits for it in loom's "
-     "stream (cuStreamWaitValue32). Only while the process has one resident-kernel communicator: with several "
-     "(coll_threads: three threads, a communicator each) it hung, with threads inside kernels' first launches (lazy "
-     "loading, since removed, is the likely cause: core/resident.cc); 2: with any number of communicators (not yet "
-     "tested on 2 GPUs)"},
+    {"resident_nonblocking", "LOOM_RESIDENT_NONBLOCKING", LOOM_PARAM_INT, 2, 0, 2, "2",
+     "Non-blocking one-shot calls post to the resident kernel and return (8 B MPI_Iallreduce + MPI_Wait, 2x H200, "
+     "2 ranks: 9.0-10.1 us vs 13.2-13.5 launched, the blocking call 9.2-10.0); a call behind a pending one waits for it in "
+     "loom's stream (cuStreamWaitValue32). 2: with any number of communicators per process; 1: only while the "
+     "process has one resident-kernel communicator (the earlier gate: with several it hung under lazy loading, "
+     "since removed; coll_threads with posting on three communicators per rank passed 5 of 5 runs on 2x H200); "
+     "0: non-blocking calls launch"},
     {"oneshot_max_bytes", "LOOM_ONESHOT_MAX_BYTES", LOOM_PARAM_INT, -1, -1, 1L << 40, "measured per collective",
      "One-shot LL broadcast, reduce, allgather and reduce_scatter inside a host while the bytes a rank moves, "
      "(ranks - 1) x piece, stay below this (-1: the measured table in select.cc: bcast 768 KiB, the others 1.5 MiB; "

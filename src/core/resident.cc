@@ -34,6 +34,7 @@ struct ResidentState {
     loomResult_t failedErr = loomSuccess; // own mark when another caller saw it first
     unsigned polls = 0;
     unsigned long launches = 0;
+    unsigned long calls = 0, posted = 0; // run here; of those, posted by callers that may not wait
 };
 
 namespace {
@@ -45,29 +46,21 @@ constexpr int kAnyKey = -1;
 // Set where cuStreamWaitValue32 failed once: non-blocking calls then launch
 // (ordering them after a pending call would need a wait on the host).
 std::atomic<bool> streamWaitBroken{false};
-// Communicators of this process with resident-kernel state. Posting needs
-// this one to be the only one. With three threads on a communicator each
-// (coll_threads_np2) posting hangs in the first iterations (2x H200, 3 of 4
-// runs). cuda-gdb on the hung ranks (2026-11-28): on one rank two threads sat
-// inside cudaLaunchKernel (each an Ibcast behind its communicator's stream
-// wait) and did not return; on the other, a launched Iallreduce stayed
-// queued, not running, while another communicator's bcast kernel ran and
-// waited for the first rank's. So work of one communicator ends up behind
-// another's in the GPU's work queues (streams share hardware queues; a
-// stream wait or a kernel that waits for peers holds the queue), and the
-// ranks wait for each other across communicators. Launched calls meet the
-// same hazard in principle; the stream waits make it happen at once.
-// CUDA_DEVICE_MAX_CONNECTIONS=32 hangs as well.
-// Later evidence points elsewhere: test/perf/queue_sharing (1x H200,
-// 2026-11-29) finds no stream held up by another's kernel waiting, chained
-// kernel, event wait or cuStreamWaitValue32, with 32 or 40 streams on the
-// default 8 connections (only CUDA_DEVICE_MAX_CONNECTIONS=1 holds them); what
-// holds every stream is a kernel's first launch under lazy loading (there
-// the launch itself returned, while the hung threads above sat inside
-// theirs: the program does not reproduce that part). Kernels are now loaded
-// up front (device/kernel_load.h), the likely cause gone; the gate stays
-// (LOOM_RESIDENT_NONBLOCKING=2 lifts it) until coll_threads with posting on
-// every communicator passes on 2 GPUs.
+// Communicators of this process with resident-kernel state (for
+// LOOM_RESIDENT_NONBLOCKING=1, which posts only while this one is the only
+// one). Posting was off by default until 2026-11-29, and on only behind that
+// gate, because with three threads on a
+// communicator each (coll_threads_np2) posting hung in the first iterations
+// (2x H200, 3 of 4 runs; cuda-gdb showed threads inside cudaLaunchKernel, and
+// a launched call queued behind another communicator's waiting kernel).
+// test/perf/queue_sharing then found no stream held up by another's waiting
+// kernel, event wait or cuStreamWaitValue32 on the default 8 connections,
+// only by a kernel's first launch under lazy loading. With kernels loaded up
+// front (device/kernel_load.h) coll_threads with posting on every
+// communicator passed every run on 2x H200 (5 at -t 3 -n 150, 3 at -t 3 -n
+// 2000, 2 at -t 6 -n 500: 4500-14000 calls posted each), so =2 (any number)
+// is the default. CUDA_DEVICE_MAX_CONNECTIONS=1 still makes any waiting
+// kernel or stream wait hold every stream (README).
 std::atomic<int> residentComms{0};
 
 void clearPending(ResidentState *r) {
@@ -335,8 +328,10 @@ loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dt
         return loomSuccess;
     }
     *ran = true;
+    ++r->calls;
     if (!comm->hostWaitAllowed) { // the caller may not wait: done when a mark or loomCommWait sees `done`
         r->pending = r->seq;
+        ++r->posted;
         comm->streamIdle = true; // it was at entry, and the call is not on it
         return loomSuccess;
     }
@@ -412,6 +407,9 @@ std::string residentDescribe(loomComm *comm) {
 void residentRelease(loomComm *comm) {
     ResidentState *r = comm->resident;
     if (!r) return;
+    // What a run with posting on (LOOM_RESIDENT_NONBLOCKING) shows took place.
+    LOOM_INFO(kColl, "rank %d: the resident kernel ran %lu calls, %lu of them posted by non-blocking calls", comm->rank,
+              r->calls, r->posted);
     if (r->alive) {
         if (comm->failed) awaitEnd(r); // its CTAs leave on their own time-outs
         else leave(comm);

@@ -17,8 +17,8 @@
  * Ranks choose alone: the resident kernel runs the launched kernel's body
  * with the same lines and flags (device/oneshot_body.h).
  *
- * With LOOM_RESIDENT_NONBLOCKING=1, and while this process has no other
- * communicator with a resident kernel (=2: whatever it has), a caller that may not wait
+ * With LOOM_RESIDENT_NONBLOCKING=2 (the default; 1: only while this process
+ * has no other communicator with a resident kernel), a caller that may not wait
  * (loomCommSetHostWait(0): MPI's non-blocking collectives) posts the call
  * and returns: the call is pending until a mark
  * (loomCommTest) or loomCommWait sees its `done`. Meanwhile the mailbox is
