@@ -87,12 +87,15 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     if (loomResult_t r = loadDeviceKernels(comm->rank, comm->cudaDev)) return r;
     CUDA_TRY(cudaDeviceGetPCIBusId(me->busId, sizeof(me->busId), comm->cudaDev), "cudaDeviceGetPCIBusId");
     memcpy(comm->busId, me->busId, sizeof(comm->busId));
-    // A blocking stream: loom's kernels are ordered after the application's
-    // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
-    // DMA may still run when the call returns), as CUDA-aware MPI users expect.
+    // A non-blocking stream: the application's later legacy-stream work does
+    // not wait for loom's kernels; each call orders after the earlier
+    // legacy-stream work explicitly (core/app_order.cc). LOOM_STREAM_BLOCKING:
+    // a blocking one, which orders so implicitly.
     int least = 0, greatest = 0;
     if (p.streamPriority) CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
-    CUDA_TRY(cudaStreamCreateWithPriority(&comm->stream, cudaStreamDefault, p.streamPriority ? greatest : 0),
+    comm->streamBlocking = p.streamBlocking != 0;
+    CUDA_TRY(cudaStreamCreateWithPriority(&comm->stream, comm->streamBlocking ? cudaStreamDefault : cudaStreamNonBlocking,
+                                          p.streamPriority ? greatest : 0),
              "cudaStreamCreate");
     CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, kAbortWords * sizeof(int), cudaHostAllocMapped),
              "cudaHostAlloc");
@@ -433,6 +436,7 @@ void releaseComm(loomComm *comm) {
     cudaFree(comm->edgeConnsDev);
     cudaFree(comm->edgeAcc);
     if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
+    if (comm->legacyMark) cudaEventDestroy(comm->legacyMark);
     for (const loom::CallMarks::Mark &m : comm->marks.pending) cudaEventDestroy(m.event);
     for (cudaEvent_t e : comm->marks.spare) cudaEventDestroy(e);
     for (void *p : comm->retiredBuffers) cudaFree(p);

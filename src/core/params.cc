@@ -54,6 +54,7 @@ const Params &params() {
         p.zeroCopyCtaBytes = paramLong("LOOM_ZERO_COPY_CTA_BYTES");
         p.zeroCopyStagedBytes = paramLong("LOOM_ZERO_COPY_STAGED_BYTES");
         p.maxCtas = (int)paramLong("LOOM_MAX_CTAS");
+        p.streamBlocking = (int)paramLong("LOOM_STREAM_BLOCKING");
         p.streamPriority = (int)paramLong("LOOM_STREAM_PRIORITY");
         p.residentIdleUs = paramLong("LOOM_RESIDENT_IDLE_US");
         p.residentMaxBytes = paramLong("LOOM_RESIDENT_MAX_BYTES");

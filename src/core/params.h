@@ -48,6 +48,7 @@ struct Params {
     int netChannels;        // LOOM_NET_NCHANNELS: channels of a communicator that spans hosts (0: auto)
     unsigned algoMask;      // LOOM_ALGO and LOOM_PROTO: the algorithms selection may choose (bit per Algo, select.h)
     int nchannels;          // LOOM_NCHANNELS: CTAs of every ring, one-shot and zero-copy call (0: the tuner decides)
+    int streamBlocking;     // LOOM_STREAM_BLOCKING: 1: loom's stream is a blocking stream (core/app_order.cc)
     int streamPriority;     // LOOM_STREAM_PRIORITY: 1: loom's stream at the device's greatest priority
     int maxCtas;            // LOOM_MAX_CTAS: at most this many CTAs per ring, one-shot and zero-copy call, channels per exchange pair (0: no cap)
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <sched.h>
 
 #include "core/comm.h"
@@ -88,6 +89,24 @@ void destroy(ResidentState *r) {
     delete r;
 }
 
+// Once per process, before any call posts: a driver may have the symbol
+// but refuse stream memory operations, and then the call after a posted one
+// would wait for it on the host (residentOrder), inside a non-blocking call.
+// The probe waits on the fresh mailbox's `done` (0: satisfied at once).
+void probeStreamWait(const loomComm *comm, ResidentState *r) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+        const CudaDriver *d = cudaDriver();
+        if (!d || !d->cuStreamWaitValue32) return;
+        const CUresult e = d->cuStreamWaitValue32((CUstream)r->stream, (CUdeviceptr)(uintptr_t)&r->boxDev->done, 0,
+                                                  CU_STREAM_WAIT_VALUE_EQ);
+        if (e == CUDA_SUCCESS) return;
+        streamWaitBroken.store(true);
+        LOOM_INFO(kColl, "rank %d: no stream memory operations (cuStreamWaitValue32: %d): non-blocking calls launch",
+                  comm->rank, (int)e);
+    });
+}
+
 // The kernel's stream and boxes; null where any of them cannot be had.
 ResidentState *create(loomComm *comm) {
     ResidentState *r = new ResidentState;
@@ -97,7 +116,10 @@ ResidentState *create(loomComm *comm) {
     if (e == cudaSuccess) memset((void *)r->box, 0, sizeof(ResidentHostBox));
     if (e == cudaSuccess) e = cudaHostGetDevicePointer((void **)&r->boxDev, (void *)r->box, 0);
     if (e == cudaSuccess) e = cudaMalloc((void **)&r->dev, sizeof(ResidentDevBox));
-    if (e == cudaSuccess) return r;
+    if (e == cudaSuccess) {
+        probeStreamWait(comm, r);
+        return r;
+    }
     cudaGetLastError(); // not sticky: the launched path goes on
     LOOM_WARN(kColl, "rank %d GPU %d (%s): no resident kernel (%s): every call launches", comm->rank, comm->cudaDev,
               comm->busId, cudaGetErrorString(e));
@@ -233,9 +255,11 @@ bool residentAllowed(const loomComm *comm, size_t bytes) {
 bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     if (stream != comm->stream || !residentAllowed(comm, units * 8)) return false;
     if (comm->resident && stillPending(comm->resident)) return false; // one call in the mailbox at a time
-    // Nothing of loom's, nor of the application's on the legacy stream, may still write the buffers.
-    if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
-    return cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
+    // Nothing of loom's, nor of the application's on the legacy stream, may
+    // still write the buffers (the latter asked at the call's entry where
+    // its size said it might come here: beginCall).
+    if (comm->legacyAsked ? !comm->legacyIdleAtEntry : cudaStreamQuery(cudaStreamLegacy) != cudaSuccess) return false;
+    return comm->streamIdleAtEntry || cudaStreamQuery(comm->stream) == cudaSuccess;
 }
 
 namespace {

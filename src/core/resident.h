@@ -12,8 +12,8 @@
  * loom's stream and the legacy default stream are idle, and no other rank's process shares this GPU as far as this process
  * has seen (its kernels would only run in time slices beside a kernel that
  * stays). Since a blocking call is finished when it returns, work the
- * caller puts on the legacy stream afterwards sees its results, as it would
- * have after a launch on loom's (blocking) stream.
+ * caller puts on the legacy stream afterwards sees its results, as after a
+ * launched call.
  * Ranks choose alone: the resident kernel runs the launched kernel's body
  * with the same lines and flags (device/oneshot_body.h).
  *

@@ -29,8 +29,10 @@
  *
  * Not known to be safe: CUDA maps streams onto a few hardware queues, and a
  * staging copy behind a peer-waiting kernel or stream wait of loom's stream
- * in the same queue would wait for peers (core/resident.cc saw such false
- * dependencies between communicators); not seen in the tests so far.
+ * in the same queue would wait for peers. test/perf/queue_sharing found no
+ * such false dependency on CUDA's default 8 connections (only with
+ * CUDA_DEVICE_MAX_CONNECTIONS=1); the one core/resident.cc once blamed on
+ * them was lazy loading.
  */
 #include <cstring>
 #include <new>
@@ -100,6 +102,7 @@ bool stagingReady(loomComm *comm) {
 loomResult_t copyNow(loomComm *comm, void *dst, const void *src, size_t bytes, bool toDevice) {
     void *b = loom::stageBounceFor(comm, toDevice ? src : dst, bytes);
     if (b && toDevice) memcpy(b, src, bytes);
+    if (!b && toDevice) loom::orderAfterApplication(comm, comm->stageStream, false); // see core/app_order.cc
     cudaError_t e = cudaMemcpyAsync(toDevice || !b ? dst : b, toDevice && b ? b : src, bytes, cudaMemcpyDefault,
                                     comm->stageStream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stageStream);

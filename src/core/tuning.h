@@ -31,8 +31,9 @@
 
 namespace loom {
 
-// What the resident kernel (core/resident.h) saves a blocking one-shot call
-// of one CTA (up to kResidentSavedBytes): its launch and stream synchronize.
+// What the resident kernel (core/resident.h) saves a one-shot call of one
+// CTA (up to kResidentSavedBytes): its launch and stream synchronize
+// (measured on blocking calls; non-blocking ones post there too).
 // Both ways in one device call, 64 B - 4 KiB: 2x H200, 2 ranks, 12.4-12.9 us
 // launched, 8.2-8.3 us resident; 4x H200, 4 ranks, 14.9-15.2 vs 10.7-11.0.
 // Calls of several CTAs (handed over through device memory) save less or

@@ -15,6 +15,12 @@
  *   stream order the input written by cudaMemsetAsync on the legacy default
  *                stream, no synchronize, then MPI_Iallreduce: the call must
  *                see the memset's bytes (README: stream semantics)
+ *   legacy overlap  the application's work on the legacy default stream
+ *                queued after MPI_Iallreduce does not wait for it: rank 0
+ *                waits for a legacy-stream memset before it sends the
+ *                message the other ranks need to make their calls (a
+ *                memset behind loom's kernel, which waits for them, would
+ *                never finish: a failure after 10 s)
  *   comm free    MPI_Comm_free of a dup with an operation in flight, then
  *                its result
  *   derived      an Ibcast of a contiguous derived type, freed right after
@@ -52,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device_checks.h"
 
@@ -476,6 +483,32 @@ static void stream_order(MPI_Comm comm)
     cudaFree(d), cudaFree(o);
 }
 
+static void legacy_overlap(MPI_Comm comm)
+{
+    const size_t n = (1u << 20) + 5; /* floats: past the resident kernel's size, so launched on loom's stream */
+    float *in = dfill(n, rank, 4), *out = dalloc(n * sizeof(float));
+    char *other = dalloc(1u << 20);
+    int token = 5;
+    MPI_Request r;
+    if (0 != rank) MPI_Recv(&token, 1, MPI_INT, 0, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (MPI_SUCCESS != MPI_Iallreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, &r)) ++bad;
+    if (0 == rank) {
+        cudaMemsetAsync(other, 1, 1u << 20, 0); /* the legacy default stream */
+        const double t0 = MPI_Wtime();
+        cudaError_t q;
+        while ((q = cudaStreamQuery(0)) == cudaErrorNotReady && MPI_Wtime() - t0 < 10) usleep(100);
+        if (q != cudaSuccess) {
+            fprintf(stderr, "FAIL rank 0 legacy overlap: a legacy-stream memset after MPI_Iallreduce did not finish "
+                    "in %.1f s (%s): it waits for the collective\n", MPI_Wtime() - t0, cudaGetErrorString(q));
+            ++bad;
+        }
+        for (int q2 = 1; q2 < size; ++q2) MPI_Send(&token, 1, MPI_INT, q2, 98, MPI_COMM_WORLD);
+    }
+    if (MPI_SUCCESS != MPI_Wait(&r, MPI_STATUS_IGNORE)) ++bad;
+    expect("iallreduce beside the application's legacy-stream work", out, n, sum_of, 4);
+    cudaFree(in), cudaFree(out), cudaFree(other);
+}
+
 static void comm_free_in_flight(void)
 {
     MPI_Comm dup;
@@ -575,6 +608,7 @@ int main(int argc, char **argv)
         two_comms();
         freed(MPI_COMM_WORLD);
         stream_order(MPI_COMM_WORLD);
+        legacy_overlap(MPI_COMM_WORLD);
     }
     comm_free_in_flight();
     long total = 0;

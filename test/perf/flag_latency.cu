@@ -94,6 +94,20 @@ int main(int argc, char **argv) {
     printf("flag_latency: cudaStreamQuery of an idle stream (legacy, blocking, non-blocking): %.2f, %.2f, %.2f us; "
            "with a kernel running on another stream: %.2f, %.2f, %.2f us\n",
            query[0][0], query[0][1], query[0][2], query[1][0], query[1][1], query[1][2]);
+    // What ordering a non-blocking stream after the legacy stream's work
+    // costs a call (core/app_order.cc): an event recorded on the legacy
+    // stream and waited for on the non-blocking one, the legacy stream idle.
+    cudaEvent_t mark;
+    cudaEventCreateWithFlags(&mark, cudaEventDisableTiming);
+    for (int i = 0; i < 100; ++i) cudaEventRecord(mark, cudaStreamLegacy), cudaStreamWaitEvent(nonBlocking, mark, 0);
+    cudaStreamSynchronize(nonBlocking);
+    auto r0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10000; ++i) cudaEventRecord(mark, cudaStreamLegacy), cudaStreamWaitEvent(nonBlocking, mark, 0);
+    const double orderUs = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count() / 10000 * 1e6;
+    cudaStreamSynchronize(nonBlocking);
+    cudaEventDestroy(mark);
+    printf("flag_latency: cudaEventRecord on the idle legacy stream + cudaStreamWaitEvent on a non-blocking one: "
+           "%.2f us\n", orderUs);
     // What a collective's host side pays per pointer it locates (the
     // component asks where each buffer lives; zero-copy asks again for the
     // allocation's id): device memory, and a pageable host pointer.

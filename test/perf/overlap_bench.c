@@ -9,7 +9,7 @@
  * ncclSend/ncclRecv per peer, ncclAllGather, ncclBroadcast) on a stream of
  * its own, in the same run. BYTES: the whole buffer (allgather's output).
  *
- *   overlap_bench [-C allreduce|alltoall|allgather|bcast] [-s BYTES] [-m N] [-g GEMMS] [-p] [-b] [-v] [--no-nccl]
+ *   overlap_bench [-C allreduce|alltoall|allgather|bcast] [-s BYTES] [-m N] [-g GEMMS] [-p] [-b] [-v] [-L] [--no-nccl]
  *
  * Per library: a GEMM's time alone and with collectives beside it (slowdown
  * = loaded / alone), a collective's time alone and beside the GEMMs (only
@@ -25,6 +25,7 @@
  * blocking exchanges may move blocks in place, and so by copy engines with
  * LOOM_EXCHANGE_COPY_ENGINES=1, which takes allgather and bcast too). Times are the slowest rank's. -v: rank 0 prints each loaded step (the
  * collective's time, the agreement's, and what the GEMMs' event said).
+ * -L: also an application loop on the legacy default stream (legacy_loop).
  */
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -82,21 +83,11 @@ static void loom_call(MPI_Request *req)
     }
 }
 
-/* One collective, finished when it returns. */
-static void collective(int use_nccl)
+/* Starts one collective: loom's non-blocking call (*r), or NCCL's on its stream. */
+static void collective_start(int use_nccl, MPI_Request *r)
 {
-    if (!use_nccl && blocking) { /* the GPU sees the same; per-call buffer descriptions are allowed (direct pairs) */
-        if (BCAST == coll && bytes > INT_MAX) {
-        if (me == 0) fprintf(stderr, "overlap_bench: bcast takes at most %d bytes (one MPI count of MPI_BYTE)\n", INT_MAX);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    loom_call(NULL);
-        return;
-    }
     if (!use_nccl) {
-        MPI_Request r;
-        loom_call(&r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        loom_call(r);
         return;
     }
     const size_t block = bytes / np;
@@ -114,7 +105,28 @@ static void collective(int use_nccl)
     } else {
         nccl.all_reduce(sendbuf, recvbuf, bytes / 4, NCCL_FLOAT32, NCCL_SUM, ncomm, nstream);
     }
-    CUDA(cudaStreamSynchronize(nstream));
+}
+
+static void collective_finish(int use_nccl, MPI_Request *r)
+{
+    if (!use_nccl) MPI_Wait(r, MPI_STATUS_IGNORE);
+    else CUDA(cudaStreamSynchronize(nstream));
+}
+
+/* One collective, finished when it returns. */
+static void collective(int use_nccl)
+{
+    if (!use_nccl && blocking) { /* the GPU sees the same; per-call buffer descriptions are allowed (direct pairs) */
+        if (BCAST == coll && bytes > INT_MAX) {
+            if (me == 0) fprintf(stderr, "overlap_bench: bcast takes at most %d bytes (one MPI count of MPI_BYTE)\n", INT_MAX);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        loom_call(NULL);
+        return;
+    }
+    MPI_Request r;
+    collective_start(use_nccl, &r);
+    collective_finish(use_nccl, &r);
 }
 
 static double slowest(double t)
@@ -123,9 +135,46 @@ static double slowest(double t)
     return t;
 }
 
+/* -L: an application's loop on the legacy default stream, as codes that
+ * never make a stream of their own write it: per step, start the
+ * collective, a GEMM on the default stream, wait for the collective, then
+ * for the GEMM. overlap: how much of the shorter of the two (each timed
+ * alone the same way) the step hid; 0 when they ran one after the other. */
+static void legacy_loop(int lib, int n, const float *a, const float *b, float *c, int steps)
+{
+    MPI_Barrier(ctl);
+    double t = MPI_Wtime();
+    for (int i = 0; i < steps; ++i) {
+        CUDA(perfGemm(n, a, b, c, 0));
+        CUDA(cudaStreamSynchronize(0));
+    }
+    const double gemm = slowest((MPI_Wtime() - t) / steps * 1e6);
+    MPI_Barrier(ctl);
+    t = MPI_Wtime();
+    for (int i = 0; i < steps; ++i) collective(lib);
+    const double alone = slowest((MPI_Wtime() - t) / steps * 1e6);
+    MPI_Barrier(ctl);
+    t = MPI_Wtime();
+    for (int i = 0; i < steps; ++i) {
+        MPI_Request r;
+        collective_start(lib, &r);
+        CUDA(perfGemm(n, a, b, c, 0));
+        collective_finish(lib, &r);
+        CUDA(cudaStreamSynchronize(0));
+    }
+    const double step = slowest((MPI_Wtime() - t) / steps * 1e6);
+    const double shorter = gemm < alone ? gemm : alone;
+    double overlap = (gemm + alone - step) / shorter;
+    overlap = overlap < 0 ? 0 : overlap > 1 ? 1 : overlap;
+    if (me == 0)
+        printf("# legacy-stream loop, %s: GEMM alone %.1f us, collective alone %.1f us, step (collective started, "
+               "GEMM on the default stream, both waited) %.1f us: overlap %.0f%%\n",
+               lib ? "nccl" : "loom", gemm, alone, step, overlap * 100);
+}
+
 int main(int argc, char **argv)
 {
-    int n = 4096, gemms = 20, use_nccl = 1, priority = 0, verbose = 0;
+    int n = 4096, gemms = 20, use_nccl = 1, priority = 0, verbose = 0, legacy = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -147,6 +196,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-p")) priority = 1;
         else if (!strcmp(argv[i], "-b")) blocking = 1;
         else if (!strcmp(argv[i], "-v")) verbose = 1;
+        else if (!strcmp(argv[i], "-L")) legacy = 1;
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) gemms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-nccl")) use_nccl = 0;
     }
@@ -252,6 +302,8 @@ int main(int argc, char **argv)
             printf("%-8s  %13.3f  %14.3f  %8.3f  %13.1f  %14.1f  %12d  %10.2f\n", lib ? "nccl" : "loom", gemmAlone,
                    gemmLoaded, gemmLoaded / gemmAlone, collAlone, collLoaded, count, share);
     }
+    if (legacy && !blocking)
+        for (int lib = 0; lib <= use_nccl; ++lib) legacy_loop(lib, n, a, b, c, gemms);
     /* Small blocking MPI_Allreduces on the collectives' communicator (an
      * application's convergence check), alone and beside the GEMMs: a host
      * int in place, a host int, and a device int in place. loom runs the host
