@@ -87,10 +87,11 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     if (loomResult_t r = loadDeviceKernels(comm->rank, comm->cudaDev)) return r;
     CUDA_TRY(cudaDeviceGetPCIBusId(me->busId, sizeof(me->busId), comm->cudaDev), "cudaDeviceGetPCIBusId");
     memcpy(comm->busId, me->busId, sizeof(comm->busId));
-    // A non-blocking stream: the application's later legacy-stream work does
-    // not wait for loom's kernels; each call orders after the earlier
-    // legacy-stream work explicitly (core/app_order.cc). LOOM_STREAM_BLOCKING:
-    // a blocking one, which orders so implicitly.
+    // A blocking stream: loom's kernels are ordered after the application's
+    // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
+    // DMA may still run when the call returns), as CUDA-aware MPI users
+    // expect. LOOM_STREAM_BLOCKING=0: a non-blocking one, which each call
+    // orders so explicitly (core/app_order.cc).
     int least = 0, greatest = 0;
     if (p.streamPriority) CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
     comm->streamBlocking = p.streamBlocking != 0;

@@ -128,12 +128,13 @@ struct loomComm {
     size_t *blockTablesDev = nullptr;
     loom::PinnedUploads *uploads = nullptr; // host tables to the GPU through pinned memory: made on first use
     cudaEvent_t blockTablesRead = nullptr;
-    // loom's stream waits for the application's legacy-stream work through
-    // this event (core/app_order.cc); whether the current call asked that
-    // stream at its entry, and whether it was idle then.
+    // LOOM_STREAM_BLOCKING=0: loom's stream is a non-blocking stream, which
+    // waits for the application's legacy-stream work through this event
+    // (core/app_order.cc); whether the current call asked the legacy stream
+    // at its entry (always, with a non-blocking stream), and its answer.
     cudaEvent_t legacyMark = nullptr;
     bool legacyAsked = false, legacyIdleAtEntry = false;
-    bool streamBlocking = false; // LOOM_STREAM_BLOCKING: loom's stream orders so implicitly
+    bool streamBlocking = true; // loom's stream orders after the legacy stream by itself
     void *vInput = nullptr;
     size_t vInputBytes = 0;
     loom::PeerConns *peers = nullptr; // all-peer connections (exchanges): made on first need
@@ -179,13 +180,12 @@ struct loomComm {
 namespace loom {
 
 void residentOrder(loomComm *comm); // core/resident.h
-void orderAfterApplication(loomComm *comm, cudaStream_t stream, bool ask); // core/app_order.cc
+void orderAfterApplication(loomComm *comm, cudaStream_t stream); // core/app_order.cc
 
 // Every collective entry point, before anything goes on loom's stream.
-// mayGoResident: the call may be one for the resident kernel (its size).
-inline void beginCall(loomComm *comm, bool mayGoResident) {
+inline void beginCall(loomComm *comm) {
     if (comm->resident) residentOrder(comm); // after a pending non-blocking resident call
-    orderAfterApplication(comm, comm->stream, mayGoResident); // after the application's legacy-stream work
+    orderAfterApplication(comm, comm->stream); // after the application's legacy-stream work
     comm->streamIdleAtEntry = comm->streamIdle;
     comm->streamIdle = false;
 }

@@ -16,7 +16,6 @@
 #include "core/enqueue_zerocopy.h"
 #include "core/debug.h"
 #include "core/params.h"
-#include "core/resident.h"
 #include "core/select.h"
 #include "core/tuning.h"
 #include "device/collectives.h"
@@ -179,11 +178,10 @@ loomResult_t raggedCollective(loomComm *comm, int oneShot, int ring, const void 
 
 namespace loom {
 
-loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op,
-                       size_t count) {
+loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
     if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
-    beginCall(comm, residentAllowed(comm, count * loomTypeSize(dtype)));
+    beginCall(comm);
     if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
     if (reduction && !loomOpSupported(dtype, op))
         return fail(loomInvalidArgument, "%s: op %d is not defined on datatype %d", what, (int)op, (int)dtype);
@@ -194,7 +192,7 @@ loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, b
 
 extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
                                       loomRedOp_t op, loomComm_t comm, cudaStream_t stream) {
-    loomResult_t r = checkCall("loomAllReduce", comm, datatype, true, op, count);
+    loomResult_t r = checkCall("loomAllReduce", comm, datatype, true, op);
     if (r != loomSuccess || count == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
     if (!stream) stream = comm->stream;
@@ -230,7 +228,7 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
 
 extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
                                       int root, loomComm_t comm, cudaStream_t stream) {
-    loomResult_t r = checkCall("loomBroadcast", comm, datatype, false, loomSum, count);
+    loomResult_t r = checkCall("loomBroadcast", comm, datatype, false, loomSum);
     if (r == loomSuccess) r = checkRoot("loomBroadcast", comm, root);
     if (r != loomSuccess || count == 0) return r;
     if (!recvbuff || (comm->rank == root && !sendbuff)) return fail(loomInvalidArgument, "loomBroadcast: NULL buffer");
@@ -248,7 +246,7 @@ extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size
 
 extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
                                    loomRedOp_t op, int root, loomComm_t comm, cudaStream_t stream) {
-    loomResult_t r = checkCall("loomReduce", comm, datatype, true, op, count);
+    loomResult_t r = checkCall("loomReduce", comm, datatype, true, op);
     if (r == loomSuccess) r = checkRoot("loomReduce", comm, root);
     if (r != loomSuccess || count == 0) return r;
     if (!sendbuff || (comm->rank == root && !recvbuff)) return fail(loomInvalidArgument, "loomReduce: NULL buffer");
@@ -264,7 +262,7 @@ extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t 
 
 extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, loomDataType_t datatype,
                                       loomComm_t comm, cudaStream_t stream) {
-    loomResult_t r = checkCall("loomAllGather", comm, datatype, false, loomSum, sendcount * (size_t)(comm ? comm->nranks : 0));
+    loomResult_t r = checkCall("loomAllGather", comm, datatype, false, loomSum);
     if (r != loomSuccess || sendcount == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllGather: NULL buffer");
     const size_t block = sendcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
@@ -282,7 +280,7 @@ extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size
 extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                           loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
                                           cudaStream_t stream) {
-    loomResult_t r = checkCall("loomReduceScatter", comm, datatype, true, op, recvcount * (size_t)(comm ? comm->nranks : 0));
+    loomResult_t r = checkCall("loomReduceScatter", comm, datatype, true, op);
     if (r != loomSuccess || recvcount == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomReduceScatter: NULL buffer");
     const size_t block = recvcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
@@ -299,7 +297,7 @@ extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, 
 extern "C" loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, void *recvbuff, const size_t *recvcounts,
                                        const size_t *displs, loomDataType_t datatype, loomComm_t comm,
                                        cudaStream_t stream) {
-    loomResult_t r = checkCall("loomAllGatherV", comm, datatype, false, loomSum, 0);
+    loomResult_t r = checkCall("loomAllGatherV", comm, datatype, false, loomSum);
     if (r != loomSuccess) return r;
     if (!recvcounts || !displs) return fail(loomInvalidArgument, "loomAllGatherV: NULL recvcounts or displs");
     if (sendcount != recvcounts[comm->rank])
@@ -318,7 +316,7 @@ extern "C" loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, v
 extern "C" loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size_t *recvcounts,
                                            loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
                                            cudaStream_t stream) {
-    loomResult_t r = checkCall("loomReduceScatterV", comm, datatype, true, op, 0);
+    loomResult_t r = checkCall("loomReduceScatterV", comm, datatype, true, op);
     if (r != loomSuccess) return r;
     if (!recvcounts) return fail(loomInvalidArgument, "loomReduceScatterV: NULL recvcounts");
     std::vector<size_t> displs((size_t)comm->nranks);

@@ -63,11 +63,7 @@ loomResult_t allGatherOnEngines(loomComm *comm, const void *in, void *out, size_
 loomResult_t broadcastOnEngines(loomComm *comm, const void *in, void *out, size_t bytes, int root,
                                 cudaStream_t stream);
 
-// `count`: elements of the call's largest buffer (0: unknown), which says
-// whether the call may go to the resident kernel (beginCall asks the legacy
-// stream then).
-loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op,
-                       size_t count);
+loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op);
 
 EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize);
 EdgeSched rdSched(const loomComm *comm, size_t count, size_t esize);

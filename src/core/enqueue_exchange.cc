@@ -97,7 +97,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
                                      size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
     if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
     if (comm->failed) return fail(loomRemoteError, "loomAllToAllV: rank %d: communicator failed earlier", comm->rank);
-    beginCall(comm, false); // exchanges never go to the resident kernel
+    beginCall(comm);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
         return fail(loomInvalidArgument, "loomAllToAllV: NULL counts or displacements");
     const int n = comm->nranks, me = comm->rank;

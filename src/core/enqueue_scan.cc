@@ -21,7 +21,7 @@ namespace {
 
 loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, void *recvbuff, size_t count,
                       loomDataType_t datatype, loomRedOp_t op, loomComm *comm, cudaStream_t stream) {
-    loomResult_t r = checkCall(what, comm, datatype, true, op, count);
+    loomResult_t r = checkCall(what, comm, datatype, true, op);
     if (r != loomSuccess) return r;
     const size_t esize = loomTypeSize(datatype);
     const int n = comm->nranks, me = comm->rank;

@@ -128,13 +128,13 @@ const loomParamDef kParams[] = {
     {"nchannels", "LOOM_NCHANNELS", LOOM_PARAM_INT, 0, 0, 64, "0",
      "CTAs (channels) of every ring, one-shot and zero-copy call, whatever its size, up to what each has (ring: "
      "LOOM_MAX_NCHANNELS; one-shot 32, zero-copy 64); 0: the tuner decides by size; set it alike on every rank"},
-    {"stream_blocking", "LOOM_STREAM_BLOCKING", LOOM_PARAM_INT, 0, 0, 1, "0",
-     "1: loom's stream is a blocking stream, as before 2026-11-29: calls order after the application's legacy-stream "
-     "work implicitly, a launched call saves about 1 us of host time (2x H200: 2 MiB allreduce 26.7-26.9 us against "
-     "27.8-28.5), and the application's later legacy-stream work waits for every loom kernel in flight (no overlap "
-     "of default-stream compute with non-blocking collectives: overlap_bench -L 6% against 73%; threads' "
-     "legacy-stream copies wait across communicators); 0: a non-blocking stream that waits for the legacy stream's "
-     "earlier work through an event (core/app_order.cc)"},
+    {"stream_blocking", "LOOM_STREAM_BLOCKING", LOOM_PARAM_INT, 1, 0, 1, "1",
+     "1: loom's stream is a blocking stream: calls order after the application's legacy-stream work by themselves, "
+     "and the application's later legacy-stream work waits for every loom kernel in flight (default-stream compute "
+     "does not overlap a non-blocking collective: overlap_bench -L, 2x H200, 6% of a 64 MiB allreduce hidden); 0: a "
+     "non-blocking stream that asks the legacy stream at every call and waits for its earlier work through an event "
+     "where it has some (core/app_order.cc): 73-78% hidden (NCCL 74-76%), about 1.4 us more per launched call (2 MiB "
+     "allreduce at 2 ranks)"},
     {"stream_priority", "LOOM_STREAM_PRIORITY", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: loom's stream at the device's greatest priority, so that its kernels' CTAs are dispatched before those of "
      "an application kernel that fills the GPU (2x H200, 64 MiB allreduce beside GEMMs: 498 us instead of 3426, GEMMs 11.6% slower instead of 6.5%)"},

@@ -89,7 +89,8 @@ void destroy(ResidentState *r) {
     delete r;
 }
 
-// Once per process, before any call posts: a driver may have the symbol
+// Once per process, before any call posts (residentRun checks the outcome
+// after create()): a driver may have the symbol
 // but refuse stream memory operations, and then the call after a posted one
 // would wait for it on the host (residentOrder), inside a non-blocking call.
 // The probe waits on the fresh mailbox's `done` (0: satisfied at once).
@@ -338,6 +339,9 @@ loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dt
         comm->residentOff = true;
         return loomSuccess;
     }
+    // The first communicator's create() probed stream memory operations: a
+    // call that may not wait posts only where they work (it launches else).
+    if (!comm->hostWaitAllowed && streamWaitBroken.load(std::memory_order_relaxed)) return loomSuccess;
     ResidentState *r = comm->resident;
     const int key = moves ? kAnyKey : reductionKey(dtype, op);
     loomResult_t res = loomSuccess;

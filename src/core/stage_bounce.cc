@@ -92,7 +92,7 @@ extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const vo
                                             src ? "scratch" : "source buffer", bytes);
     void *b = stageBounceFor(comm, src, bytes);
     if (b) memcpy(b, src, bytes);
-    else loom::orderAfterApplication(comm, comm->stream, false); // device memory may still be written on the legacy stream
+    else loom::orderAfterApplication(comm, comm->stream); // device memory may still be written on the legacy stream
     // Large host buffers (pageable: a synchronous copy, but on loom's stream)
     // and another GPU's buffers straight from where they are.
     return copyAndWait(comm, scratch, b ? b : src, bytes, "in");

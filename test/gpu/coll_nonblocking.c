@@ -15,12 +15,13 @@
  *   stream order the input written by cudaMemsetAsync on the legacy default
  *                stream, no synchronize, then MPI_Iallreduce: the call must
  *                see the memset's bytes (README: stream semantics)
- *   legacy overlap  the application's work on the legacy default stream
- *                queued after MPI_Iallreduce does not wait for it: rank 0
- *                waits for a legacy-stream memset before it sends the
- *                message the other ranks need to make their calls (a
- *                memset behind loom's kernel, which waits for them, would
- *                never finish: a failure after 10 s)
+ *   legacy (-l)  only this, run with LOOM_STREAM_BLOCKING=0: the
+ *                application's work on the legacy default stream queued
+ *                after MPI_Iallreduce does not wait for it: rank 0 waits
+ *                for a legacy-stream memset before it sends the message
+ *                the other ranks need to make their calls (a memset behind
+ *                loom's kernel, which waits for them, would never finish:
+ *                a failure after 10 s, as with the default blocking stream)
  *   comm free    MPI_Comm_free of a dup with an operation in flight, then
  *                its result
  *   derived      an Ibcast of a contiguous derived type, freed right after
@@ -577,6 +578,20 @@ int main(int argc, char **argv)
     int ndev = 0;
     cudaGetDeviceCount(&ndev);
     cudaSetDevice((lr ? atoi(lr) : rank) % (ndev ? ndev : 1));
+    if (argc > 1 && 0 == strcmp(argv[1], "-l")) {
+        float *w = dfill(1, rank, 0); /* a blocking call first: non-blocking ones launch on loom's stream then */
+        MPI_Allreduce(MPI_IN_PLACE, w, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        cudaFree(w);
+        for (int round = 0; round < 3; ++round) {
+            legacy_overlap(MPI_COMM_WORLD);
+            stream_order(MPI_COMM_WORLD); /* and the call still sees the legacy stream's earlier work */
+        }
+        long total = 0;
+        MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        if (0 == rank) printf("coll_nonblocking -l: %d ranks: %ld wrong elements or errors\n", size, total);
+        MPI_Finalize();
+        return total ? 1 : 0;
+    }
     if (argc > 1 && 0 == strcmp(argv[1], "-f")) {
         first_calls();
         long total = 0;
@@ -608,7 +623,6 @@ int main(int argc, char **argv)
         two_comms();
         freed(MPI_COMM_WORLD);
         stream_order(MPI_COMM_WORLD);
-        legacy_overlap(MPI_COMM_WORLD);
     }
     comm_free_in_flight();
     long total = 0;

@@ -8,10 +8,12 @@
  * requests), a request freed before it completes. Every element is checked
  * against a host reference.
  *
- * The threads copy on streams of their own (cudaStreamNonBlocking). Until
- * loom's streams became non-blocking (core/app_order.cc) that was needed: a
- * legacy-stream copy in one thread waited for every communicator's kernel
- * in flight, and ranks whose threads interleaved differently waited on each
+ * The threads copy on streams of their own (cudaStreamNonBlocking), never
+ * on the legacy default stream: loom's streams are blocking streams by
+ * default (that is how a call orders after the application's legacy-stream
+ * work; LOOM_STREAM_BLOCKING=0 orders through an event instead), so a
+ * legacy-stream copy in one thread waits for every communicator's kernel in
+ * flight, and ranks whose threads interleave differently then wait on each
  * other in a cycle (README: MPI_THREAD_MULTIPLE).
  *
  *   coll_threads [-t THREADS] [-n ITERATIONS]

@@ -236,12 +236,12 @@ static void posted_before_peers(int c, int *call)
 
 /* A packed receive is unpacked when its request completes, in progress,
  * maybe inside a wait on another call: its copies must not wait for the
- * application's legacy-stream work, which waited for loom's later kernels
- * while loom's stream was a blocking stream (before core/app_order.cc; now
- * the memset below waits for nothing of loom's, and the round checks that
- * the unpack completes all the same). Every rank posts ibcast A
+ * application's legacy-stream work, which may wait for loom's later
+ * kernels (loom's stream is a blocking stream by default; with
+ * LOOM_STREAM_BLOCKING=0 it does not, and the round checks that the unpack
+ * completes all the same). Every rank posts ibcast A
  * (packed on form 1); ranks but 0 then post iallreduce B, queue a memset
- * on the legacy stream (it waited for B), wait for A and only then send
+ * on the legacy stream (it waits for B), wait for A and only then send
  * rank 0 the token it waits for before posting B. An unpack whose copies
  * waited for the memset waited for B, which waits for rank 0: loom's
  * time-out. */
