@@ -257,10 +257,10 @@ bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     if (stream != comm->stream || !residentAllowed(comm, units * 8)) return false;
     if (comm->resident && stillPending(comm->resident)) return false; // one call in the mailbox at a time
     // Nothing of loom's, nor of the application's on the legacy stream, may
-    // still write the buffers (the latter asked at the call's entry where
-    // its size said it might come here: beginCall).
-    if (comm->legacyAsked ? !comm->legacyIdleAtEntry : cudaStreamQuery(cudaStreamLegacy) != cudaSuccess) return false;
-    return comm->streamIdleAtEntry || cudaStreamQuery(comm->stream) == cudaSuccess;
+    // still write the buffers (the latter asked at the call's entry with
+    // LOOM_STREAM_BLOCKING=0: beginCall).
+    if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
+    return comm->legacyAsked ? comm->legacyIdleAtEntry : cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
 }
 
 namespace {

@@ -102,7 +102,10 @@ bool stagingReady(loomComm *comm) {
 loomResult_t copyNow(loomComm *comm, void *dst, const void *src, size_t bytes, bool toDevice) {
     void *b = loom::stageBounceFor(comm, toDevice ? src : dst, bytes);
     if (b && toDevice) memcpy(b, src, bytes);
-    if (!b && toDevice && !comm->streamBlocking) loom::orderAfterApplication(comm, comm->stageStream); // app_order.cc
+    // Device memory (another GPU's) may still be written by the legacy
+    // stream; pageable host memory cannot be (core/app_order.cc).
+    if (!b && toDevice && !comm->streamBlocking && loom::stagedSourceOnDevice(src))
+        loom::orderAfterApplication(comm, comm->stageStream);
     cudaError_t e = cudaMemcpyAsync(toDevice || !b ? dst : b, toDevice && b ? b : src, bytes, cudaMemcpyDefault,
                                     comm->stageStream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stageStream);

@@ -67,6 +67,12 @@ void *stageBounceFor(loomComm *comm, const void *host, size_t bytes) {
     return bytes <= kBounceBytes && info.kind == loomMemoryHost ? bounce(comm) : nullptr;
 }
 
+bool stagedSourceOnDevice(const void *src) {
+    loomPointerInfo_t info;
+    loomPointerQuery(src, &info);
+    return info.kind != loomMemoryHost;
+}
+
 } // namespace loom
 
 namespace {
@@ -92,7 +98,7 @@ extern "C" loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const vo
                                             src ? "scratch" : "source buffer", bytes);
     void *b = stageBounceFor(comm, src, bytes);
     if (b) memcpy(b, src, bytes);
-    else loom::orderAfterApplication(comm, comm->stream); // device memory may still be written on the legacy stream
+    else if (loom::stagedSourceOnDevice(src)) loom::orderAfterApplication(comm, comm->stream); // core/app_order.cc
     // Large host buffers (pageable: a synchronous copy, but on loom's stream)
     // and another GPU's buffers straight from where they are.
     return copyAndWait(comm, scratch, b ? b : src, bytes, "in");

@@ -15,6 +15,10 @@ namespace loom {
 // than the bounce buffer, another GPU's memory, or no pinned memory to be
 // had). One copy at a time uses it.
 void *stageBounceFor(loomComm *comm, const void *host, size_t bytes);
+
+// Whether a staged call's source is device (or managed) memory, which the
+// application's legacy-stream work may still be writing (core/app_order.cc).
+bool stagedSourceOnDevice(const void *src);
 // A staging copy that could not be enqueued or failed: the communicator is
 // marked failed (the next call would meet a broken context); the error says
 // which direction (`what`: "in" or "out").

@@ -462,12 +462,17 @@ static void derived_type(MPI_Comm comm)
     cudaFree(buf);
 }
 
-static void stream_order(MPI_Comm comm)
+/* busy: bytes of a memset queued on the legacy stream first, so that the
+ * stream still holds work when the call enters (the event path of
+ * LOOM_STREAM_BLOCKING=0, core/app_order.cc). */
+static void stream_order(MPI_Comm comm, size_t busy)
 {
     const size_t n = (1u << 20) + 7; /* ints */
     int *d = dalloc(n * sizeof(int)), *o = dalloc(n * sizeof(int));
+    char *ahead = busy ? dalloc(busy) : NULL;
     cudaMemset(d, 0, n * sizeof(int));
     cudaDeviceSynchronize();
+    if (ahead) cudaMemsetAsync(ahead, 3, busy, 0);
     cudaMemsetAsync(d, rank + 1, n * sizeof(int), 0); /* legacy default stream; no synchronize */
     MPI_Request r;
     MPI_Iallreduce(d, o, (int)n, MPI_INT, MPI_SUM, comm, &r);
@@ -482,6 +487,7 @@ static void stream_order(MPI_Comm comm)
     bad += wrong;
     free(h);
     cudaFree(d), cudaFree(o);
+    if (ahead) cudaFree(ahead);
 }
 
 static void legacy_overlap(MPI_Comm comm)
@@ -584,7 +590,7 @@ int main(int argc, char **argv)
         cudaFree(w);
         for (int round = 0; round < 3; ++round) {
             legacy_overlap(MPI_COMM_WORLD);
-            stream_order(MPI_COMM_WORLD); /* and the call still sees the legacy stream's earlier work */
+            stream_order(MPI_COMM_WORLD, (size_t)1 << 30); /* the call still sees the legacy stream's earlier work */
         }
         long total = 0;
         MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -622,7 +628,7 @@ int main(int argc, char **argv)
         persistent(MPI_COMM_WORLD);
         two_comms();
         freed(MPI_COMM_WORLD);
-        stream_order(MPI_COMM_WORLD);
+        stream_order(MPI_COMM_WORLD, 0);
     }
     comm_free_in_flight();
     long total = 0;
