@@ -43,9 +43,7 @@
 namespace loom {
 
 void orderAfterApplication(loomComm *comm, cudaStream_t stream) {
-    comm->legacyAsked = false;
     if (stream == comm->stream && comm->streamBlocking) return;
-    comm->legacyAsked = true;
     comm->legacyIdleAtEntry = cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
     if (comm->legacyIdleAtEntry) return;
     cudaError_t e = comm->legacyMark ? cudaSuccess : cudaEventCreateWithFlags(&comm->legacyMark, cudaEventDisableTiming);

@@ -130,10 +130,10 @@ struct loomComm {
     cudaEvent_t blockTablesRead = nullptr;
     // LOOM_STREAM_BLOCKING=0: loom's stream is a non-blocking stream, which
     // waits for the application's legacy-stream work through this event
-    // (core/app_order.cc); whether the current call asked the legacy stream
-    // at its entry (always, with a non-blocking stream), and its answer.
+    // (core/app_order.cc); with it, whether the legacy stream was idle when
+    // the current call entered (asked at every entry).
     cudaEvent_t legacyMark = nullptr;
-    bool legacyAsked = false, legacyIdleAtEntry = false;
+    bool legacyIdleAtEntry = false;
     bool streamBlocking = true; // loom's stream orders after the legacy stream by itself
     void *vInput = nullptr;
     size_t vInputBytes = 0;

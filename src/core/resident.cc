@@ -260,7 +260,7 @@ bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     // still write the buffers (the latter asked at the call's entry with
     // LOOM_STREAM_BLOCKING=0: beginCall).
     if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
-    return comm->legacyAsked ? comm->legacyIdleAtEntry : cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
+    return comm->streamBlocking ? cudaStreamQuery(cudaStreamLegacy) == cudaSuccess : comm->legacyIdleAtEntry;
 }
 
 namespace {

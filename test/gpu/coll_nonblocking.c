@@ -575,6 +575,16 @@ static void first_calls(void)
     }
 }
 
+/* Every rank's wrong elements and errors summed; finalizes; the exit status. */
+static int verdict(const char *mode)
+{
+    long total = 0;
+    MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == rank) printf("coll_nonblocking%s: %d ranks: %ld wrong elements or errors\n", mode, size, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -592,19 +602,11 @@ int main(int argc, char **argv)
             legacy_overlap(MPI_COMM_WORLD);
             stream_order(MPI_COMM_WORLD, (size_t)1 << 30); /* the call still sees the legacy stream's earlier work */
         }
-        long total = 0;
-        MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-        if (0 == rank) printf("coll_nonblocking -l: %d ranks: %ld wrong elements or errors\n", size, total);
-        MPI_Finalize();
-        return total ? 1 : 0;
+        return verdict(" -l");
     }
     if (argc > 1 && 0 == strcmp(argv[1], "-f")) {
         first_calls();
-        long total = 0;
-        MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-        if (0 == rank) printf("coll_nonblocking -f: %d ranks: %ld wrong elements or errors\n", size, total);
-        MPI_Finalize();
-        return total ? 1 : 0;
+        return verdict(" -f");
     }
     /* A fresh dup's first calls are non-blocking: its first one waits in
      * progress for the vote and the set-up (coll_loom_defer.h). */
@@ -631,9 +633,5 @@ int main(int argc, char **argv)
         stream_order(MPI_COMM_WORLD, 0);
     }
     comm_free_in_flight();
-    long total = 0;
-    MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (0 == rank) printf("coll_nonblocking: %d ranks: %ld wrong elements or errors\n", size, total);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return verdict("");
 }
