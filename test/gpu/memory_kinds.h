@@ -6,8 +6,11 @@
 #define LOOM_TEST_MEMORY_KINDS_H
 
 #include <cuda.h>
+#include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef struct {
     CUdeviceptr at;
@@ -68,6 +71,66 @@ static inline void vmm_release(vmm_block_t *b)
     if (unmap) unmap(b->at, b->size);
     if (release_va) release_va(b->at, b->size);
     if (release) release(b->handle);
+}
+
+/* One buffer of a given kind, allocated for one call and freed after it
+ * (the soak's -m kinds: addresses come back for later calls with other
+ * allocations behind them), `off` bytes into its allocation. */
+enum {
+    KIND_DEVICE,   /* cudaMalloc */
+    KIND_POOL,     /* cudaMallocAsync from the device's default pool: no IPC handle */
+    KIND_MANAGED,  /* cudaMallocManaged */
+    KIND_VMM,      /* cuMemCreate without a shareable handle type */
+    KIND_PINNED,   /* cudaMallocHost */
+    KIND_PAGEABLE, /* malloc */
+    NKINDS
+};
+static const char *const kind_names[NKINDS] = {"device", "pool", "managed", "vmm", "pinned", "pageable"};
+
+typedef struct {
+    int kind;
+    char *base, *at; /* the allocation, and the buffer `off` bytes into it */
+    vmm_block_t vmm;
+} kind_buf_t;
+
+static inline int kind_on_host(int kind) { return kind == KIND_PINNED || kind == KIND_PAGEABLE; }
+
+/* 0 on success (b->at usable for `bytes`); the current device is `dev`. */
+static inline int kind_alloc(kind_buf_t *b, int kind, size_t bytes, size_t off, int dev)
+{
+    const size_t size = bytes + off ? bytes + off : 1;
+    b->kind = kind;
+    b->base = NULL;
+    int bad = 0;
+    switch (kind) {
+    case KIND_DEVICE: bad = cudaMalloc((void **)&b->base, size) != cudaSuccess; break;
+    case KIND_POOL:
+        bad = cudaMallocAsync((void **)&b->base, size, 0) != cudaSuccess || cudaStreamSynchronize(0) != cudaSuccess;
+        break;
+    case KIND_MANAGED: bad = cudaMallocManaged((void **)&b->base, size, cudaMemAttachGlobal) != cudaSuccess; break;
+    case KIND_VMM:
+        bad = vmm_alloc(&b->vmm, size, dev);
+        b->base = bad ? NULL : (char *)(uintptr_t)b->vmm.at;
+        break;
+    case KIND_PINNED: bad = cudaMallocHost((void **)&b->base, size) != cudaSuccess; break;
+    default: b->base = (char *)malloc(size); bad = !b->base; break;
+    }
+    b->at = bad ? NULL : b->base + off;
+    return bad || !b->base;
+}
+
+static inline void kind_free(kind_buf_t *b)
+{
+    if (!b->base) return;
+    switch (b->kind) {
+    case KIND_DEVICE: cudaFree(b->base); break;
+    case KIND_POOL: cudaFreeAsync(b->base, 0); cudaStreamSynchronize(0); break;
+    case KIND_MANAGED: cudaFree(b->base); break;
+    case KIND_VMM: cudaDeviceSynchronize(); vmm_release(&b->vmm); break;
+    case KIND_PINNED: cudaFreeHost(b->base); break;
+    default: free(b->base); break;
+    }
+    b->base = b->at = NULL;
 }
 
 #endif

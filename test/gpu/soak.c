@@ -3,15 +3,22 @@
  * compared with a host reference, communicators created and freed along the
  * way, memory (host RSS, GPU) reported at the start and the end.
  *
- *   soak [-s SEED] [-n CALLS] [-M MAXBYTES] [-m device|host|mixed] [-t SECONDS]
+ *   soak [-s SEED] [-n CALLS] [-M MAXBYTES] [-m device|host|mixed|kinds] [-t SECONDS]
  *
  * Collectives: allreduce, reduce, bcast, scan, exscan, allgather(v),
  * reduce_scatter(_block), alltoall(v) (ragged pair counts for alltoallv),
- * gather, scatter.
+ * gather(v), scatter(v) (ragged blocks at displacements in reversed rank
+ * order).
  * Every rank draws the same sequence from SEED (collective, datatype, op,
  * count log-uniform in 0..MAXBYTES, root, in place or not, blocking or not,
  * communicator churn); with -m mixed each rank also picks host or device
- * memory per call from SEED and its rank. A failing call prints its index and
+ * memory per call from SEED and its rank. With -m kinds each rank allocates
+ * its send and its receive buffer for every call and frees them after it,
+ * each of a kind drawn per rank (memory_kinds.h: cudaMalloc, a
+ * cudaMallocAsync pool, managed, VMM without a shareable handle, pinned or
+ * pageable host), often at an element offset into the allocation: freed
+ * addresses come back with other allocations behind them, as an
+ * application's allocator hands them out. A failing call prints its index and
  * the seed, which reproduce it. Values are small integers, so every result is
  * exact in every type. With -t the run ends early once SECONDS have passed
  * (rank 0's clock, checked every 100 calls; every rank stops at the same call).
@@ -24,6 +31,7 @@
 #include <string.h>
 
 #include "../mpi/rss.h"
+#include "memory_kinds.h"
 
 /* splitmix64: the same stream on every rank. */
 static uint64_t next(uint64_t *s)
@@ -56,10 +64,10 @@ static MPI_Op mpi_op(int o)
 }
 /* From C_ALLGATHER on, counts are per rank (a block per peer). */
 enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_SCAN, C_EXSCAN, C_ALLGATHER, C_ALLGATHERV, C_RSB, C_RS, C_ALLTOALL, C_ALLTOALLV,
-       C_GATHER, C_SCATTER, NCOLLS };
+       C_GATHER, C_SCATTER, C_GATHERV, C_SCATTERV, NCOLLS };
 static const char *const cnames[NCOLLS] = {"allreduce", "reduce", "bcast", "scan", "exscan", "allgather", "allgatherv",
                                            "reduce_scatter_block", "reduce_scatter", "alltoall", "alltoallv",
-                                           "gather", "scatter"};
+                                           "gather", "scatter", "gatherv", "scatterv"};
 
 /* Rank's element i: small, negative too where the type is signed and the op
  * arithmetic (|sum| <= 4 x ranks: exact in char for up to 31 ranks). */
@@ -140,24 +148,50 @@ static void tile(const type_t *t, char *p, size_t count, element_fn f, int o, in
 typedef struct {
     int on_host;
     char *dev[2], *hostbuf[2]; /* send, receive */
+    int kinds;                 /* -m kinds: this call's buffers are k[] */
+    kind_buf_t k[2];
+    uint64_t *mine;            /* this rank's own draws */
+    int device;
     char *ref;                 /* staging for fill and check */
     char *want;                /* the expected receive buffer */
     size_t bytes;
     int pinned;                /* ref and want from cudaMallocHost */
 } bufs_t;
 
-static char *buf(bufs_t *b, int which) { return b->on_host ? b->hostbuf[which] : b->dev[which]; }
+static char *buf(bufs_t *b, int which)
+{
+    if (b->kinds) return b->k[which].at;
+    return b->on_host ? b->hostbuf[which] : b->dev[which];
+}
+static int on_host(const bufs_t *b, int which) { return b->kinds ? kind_on_host(b->k[which].kind) : b->on_host; }
 static void put(bufs_t *b, int which, size_t at, const char *src, size_t n)
 {
     if (!n) return;
-    if (b->on_host) memcpy(buf(b, which) + at, src, n);
+    if (on_host(b, which)) memcpy(buf(b, which) + at, src, n);
     else cudaMemcpy(buf(b, which) + at, src, n, cudaMemcpyHostToDevice);
 }
 static void take(bufs_t *b, int which, size_t at, char *dst, size_t n)
 {
     if (!n) return;
-    if (b->on_host) memcpy(dst, buf(b, which) + at, n);
+    if (on_host(b, which)) memcpy(dst, buf(b, which) + at, n);
     else cudaMemcpy(dst, buf(b, which) + at, n, cudaMemcpyDeviceToHost);
+}
+/* -m kinds: this call's send and receive buffers, `bytes` each, a kind drawn
+ * per buffer (device twice as often as each other kind), half of them at an
+ * element offset into their allocation. */
+static int kinds_alloc(bufs_t *b, size_t bytes, size_t es, int rank)
+{
+    for (int which = 0; which < 2; ++which) {
+        size_t kind = below(b->mine, NKINDS + 1);
+        if (kind >= NKINDS) kind = KIND_DEVICE;
+        const size_t off = below(b->mine, 2) ? es * below(b->mine, 1024) : 0;
+        if (kind_alloc(&b->k[which], (int)kind, bytes, off, b->device)) {
+            fprintf(stderr, "soak: rank %d: %s buffer of %zu bytes (+%zu) not allocated\n", rank, kind_names[kind],
+                    bytes, off);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Rank 0's wall time by part: the collective itself (call to completion),
@@ -184,23 +218,38 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
     int *counts = malloc(sizeof(int) * (size_t)n), *displs = malloc(sizeof(int) * (size_t)n);
     size_t all = 0;
     for (int q = 0; q < n; ++q) { /* ragged: 0..2x count */
-        counts[q] = coll == C_ALLGATHERV || coll == C_RS ? (int)below(rng, 2 * count + 1) : (int)count;
+        const int ragged = coll == C_ALLGATHERV || coll == C_RS || coll == C_GATHERV || coll == C_SCATTERV;
+        counts[q] = ragged ? (int)below(rng, 2 * count + 1) : (int)count;
         if (coll >= C_ALLGATHER && counts[q] * t->size * (size_t)n > maxbytes) counts[q] = (int)count;
         displs[q] = (int)all;
         all += (size_t)counts[q];
     }
     /* alltoallv: pair[s * n + d] elements from rank s to rank d (every rank
-     * draws the whole matrix); this rank's send and receive layouts, blocks
-     * back to back in rank order. */
+     * draws the whole matrix; symmetric in place, as MPI requires there, and
+     * without empty pairs: Open MPI 4.1's own in-place alltoallv, which
+     * all-host calls go to, hangs a later call after a 0-byte pair, with or
+     * without loom (open-mpi/ompi#12280; seed 2, np 2, -m host, --mca coll ^loom);
+     * this rank's send and receive layouts, blocks back to back in rank order
+     * or, for alltoallv half the time, in reversed rank order (in place: the
+     * receive layout is the send layout). */
     int *pair = malloc(sizeof(int) * (size_t)n * (size_t)n), *scnt = malloc(sizeof(int) * (size_t)n),
         *sdsp = malloc(sizeof(int) * (size_t)n), *rcnt = malloc(sizeof(int) * (size_t)n), *rdsp = malloc(sizeof(int) * (size_t)n);
     size_t sall = 0, rall = 0;
     for (int k = 0; k < n * n; ++k) pair[k] = coll == C_ALLTOALLV ? (int)below(rng, 2 * count + 1) : (int)count;
-    for (int q = 0; q < n; ++q) {
+    for (int k = 0; coll == C_ALLTOALLV && ip && k < n * n; ++k) { /* row-major: a mirror is set before it is read */
+        const int from = k / n, to = k % n;
+        pair[k] = from <= to ? (pair[k] ? pair[k] : 1) : pair[to * n + from];
+    }
+    const int reversed = coll == C_ALLTOALLV && below(rng, 2);
+    for (int j = 0; j < n; ++j) {
+        const int q = reversed ? n - 1 - j : j;
         scnt[q] = pair[rank * n + q], rcnt[q] = pair[q * n + rank];
         sdsp[q] = (int)sall, rdsp[q] = (int)rall;
         sall += (size_t)scnt[q], rall += (size_t)rcnt[q];
     }
+    /* gatherv, scatterv: the root's blocks back to back in reversed rank order */
+    int *rev = malloc(sizeof(int) * (size_t)n);
+    for (int q = n - 1, at = 0; q >= 0; at += counts[q], --q) rev[q] = at;
     *coll_out = coll;
     MPI_Datatype dt = t->mpi;
     MPI_Op op = mpi_op(o);
@@ -209,6 +258,13 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
     size_t check_n = 0, check_at = 0; /* elements of the receive buffer to check */
     const size_t es = t->size;
     char *r = b->ref;
+    if (b->kinds) { /* every layout below fits in the largest of these */
+        size_t most = count * (size_t)n;
+        most = all > most ? all : most;
+        most = sall > most ? sall : most;
+        most = rall > most ? rall : most;
+        if (kinds_alloc(b, most * es, es, rank)) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     /* fill */
     switch (coll) {
     case C_ALLREDUCE: case C_REDUCE: case C_SCAN: case C_EXSCAN:
@@ -227,6 +283,15 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         tile(t, r, count, of_rank, o, root, 0);
         if (rank == root) put(b, 1, 0, r, count * es);
         break;
+    case C_GATHERV: /* in place: the root's block already at its displacement */
+        tile(t, r, (size_t)counts[rank], of_rank, o, rank, 0);
+        put(b, ip && rank == root ? 1 : 0, ip && rank == root ? (size_t)rev[rank] * es : 0, r, (size_t)counts[rank] * es);
+        break;
+    case C_SCATTERV:
+        for (int q = 0; q < n && rank == root; ++q)
+            tile(t, r + (size_t)rev[q] * es, (size_t)counts[q], of_rank, o, root + 16 * q, 0);
+        if (rank == root) put(b, 0, 0, r, all * es);
+        break;
     case C_ALLGATHER: case C_ALLGATHERV: {
         const size_t mine = (size_t)counts[rank];
         tile(t, r, mine, of_rank, o, rank, 0);
@@ -235,7 +300,7 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
     }
     case C_ALLTOALL: case C_ALLTOALLV: /* block q: elements [rank x count, ..) of this rank's sequence for q */
         for (int q = 0; q < n; ++q) tile(t, r + (size_t)sdsp[q] * es, (size_t)scnt[q], of_rank, o, rank + 16 * q, 0);
-        put(b, ip && coll == C_ALLTOALL ? 1 : 0, 0, r, sall * es);
+        put(b, ip ? 1 : 0, 0, r, sall * es);
         break;
     default: /* reduce_scatter(_block): the whole input, back to back */
         tile(t, r, all, of_rank, o, rank, 0);
@@ -285,6 +350,20 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         check_n = ip && rank == root ? 0 : count;
         break;
     }
+    case C_GATHERV: {
+        const void *src = ip && rank == root ? MPI_IN_PLACE : s;
+        rc = nb ? MPI_Igatherv(src, counts[rank], dt, d, counts, rev, dt, root, comm, &req)
+                : MPI_Gatherv(src, counts[rank], dt, d, counts, rev, dt, root, comm);
+        check_n = rank == root ? all : 0;
+        break;
+    }
+    case C_SCATTERV: {
+        void *dst = ip && rank == root ? MPI_IN_PLACE : d;
+        rc = nb ? MPI_Iscatterv(s, counts, rev, dt, dst, counts[rank], dt, root, comm, &req)
+                : MPI_Scatterv(s, counts, rev, dt, dst, counts[rank], dt, root, comm);
+        check_n = ip && rank == root ? 0 : (size_t)counts[rank];
+        break;
+    }
     case C_ALLGATHER:
         rc = nb ? MPI_Iallgather(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm, &req)
                 : MPI_Allgather(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm);
@@ -306,9 +385,9 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
                 : MPI_Alltoall(ip ? MPI_IN_PLACE : s, (int)count, dt, d, (int)count, dt, comm);
         check_n = rall;
         break;
-    case C_ALLTOALLV: /* not in place: that needs symmetric counts */
-        rc = nb ? MPI_Ialltoallv(s, scnt, sdsp, dt, d, rcnt, rdsp, dt, comm, &req)
-                : MPI_Alltoallv(s, scnt, sdsp, dt, d, rcnt, rdsp, dt, comm);
+    case C_ALLTOALLV: /* in place: the counts are symmetric */
+        rc = nb ? MPI_Ialltoallv(ip ? MPI_IN_PLACE : s, scnt, sdsp, dt, d, rcnt, rdsp, dt, comm, &req)
+                : MPI_Alltoallv(ip ? MPI_IN_PLACE : s, scnt, sdsp, dt, d, rcnt, rdsp, dt, comm);
         check_n = rall;
         break;
     default:
@@ -330,7 +409,9 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
         for (int q = 0; q < n; ++q) tile(t, w + (size_t)rdsp[q] * es, (size_t)rcnt[q], of_rank, o, q + 16 * rank, 0);
     else if (coll == C_GATHER)
         for (int q = 0; q < n && check_n; ++q) tile(t, w + (size_t)q * count * es, count, of_rank, o, q, 0);
-    else if (coll == C_SCATTER) tile(t, w, check_n, of_rank, o, root + 16 * rank, 0);
+    else if (coll == C_SCATTER || coll == C_SCATTERV) tile(t, w, check_n, of_rank, o, root + 16 * rank, 0);
+    else if (coll == C_GATHERV)
+        for (int q = 0; q < n && check_n; ++q) tile(t, w + (size_t)rev[q] * es, (size_t)counts[q], of_rank, o, q, 0);
     else if (coll == C_SCAN || coll == C_EXSCAN) /* the fold over ranks 0..rank (exscan: ..rank - 1) */
         tile(t, w, check_n, of_reduction, o, coll == C_SCAN ? rank + 1 : rank, 0);
     else tile(t, w, check_n, of_reduction, o, n, check_at);
@@ -344,6 +425,11 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
                 break;
             }
     if (rc != MPI_SUCCESS) fprintf(stderr, "soak: call %ld: %s: rank %d: error %d\n", index, cnames[coll], rank, rc);
+    if (b->kinds && (bad || index < 3))
+        fprintf(stderr, "soak: call %ld: rank %d: send %s, receive %s\n", index, rank, kind_names[b->k[0].kind],
+                kind_names[b->k[1].kind]);
+    if (b->kinds) kind_free(&b->k[0]), kind_free(&b->k[1]);
+    free(rev);
     free(counts);
     free(displs);
     free(pair);
@@ -372,7 +458,12 @@ int main(int argc, char **argv)
     int wrank, wsize, ndev = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    const int host_only = !strcmp(mode, "host"), mixed = !strcmp(mode, "mixed");
+    const int host_only = !strcmp(mode, "host"), mixed = !strcmp(mode, "mixed"), kinds = !strcmp(mode, "kinds");
+    if (!host_only && !mixed && !kinds && strcmp(mode, "device")) {
+        if (wrank == 0) fprintf(stderr, "soak: -m %s: not device, host, mixed or kinds\n", mode);
+        MPI_Finalize();
+        return 2;
+    }
     if (!host_only) {
         const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
         if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -381,9 +472,12 @@ int main(int argc, char **argv)
             return 77; /* skipped */
         }
         cudaSetDevice((lr ? atoi(lr) : wrank) % ndev);
+        cudaFree(0); /* the primary context current: VMM allocations need it */
     }
     bufs_t b;
     memset(&b, 0, sizeof(b));
+    b.kinds = kinds;
+    if (!host_only) cudaGetDevice(&b.device);
     b.bytes = maxbytes * 2 + 64; /* ragged blocks up to 2x */
     /* The harness's own staging is pinned where a GPU is used: its copies to
      * and from device buffers then run at copy-engine speed, which keeps 10^5
@@ -421,6 +515,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     const double t0 = MPI_Wtime();
     uint64_t rng = seed, mine = seed ^ (0x1234567ull * (uint64_t)(wrank + 1));
+    b.mine = &mine;
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     long bad = 0, per_coll[NCOLLS] = {0}, churn = 0, done = 0;
