@@ -14,7 +14,7 @@
  * communicator churn); with -m mixed each rank also picks host or device
  * memory per call from SEED and its rank. With -m kinds each rank allocates
  * its send and its receive buffer for every call and frees them after it,
- * each of a kind drawn per rank (memory_kinds.h: cudaMalloc, a
+ * each of a kind it draws for that buffer (memory_kinds.h: cudaMalloc, a
  * cudaMallocAsync pool, managed, VMM without a shareable handle, pinned or
  * pageable host), often at an element offset into the allocation: freed
  * addresses come back with other allocations behind them, as an
