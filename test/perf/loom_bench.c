@@ -11,14 +11,19 @@
  * persistent form where Open MPI has it (MPIX_..._init once per size, then
  * MPI_Start + MPI_Wait per call).
  *
- *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter]
+ *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter|
+ *                  alltoallv|gatherv|scatterv]
  *              [-T float|char]
  *              [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I|-P] [--csv FILE] [--no-nccl]
  *
  * allgatherv: ragged blocks (rank q about 2(q+1)/(n+1) of the average) vs
  * NCCL's grouped ncclBroadcast, one per rank (NCCL has no allgatherv);
  * alltoall, gather and scatter vs a grouped ncclSend and ncclRecv per pair
- * that moves bytes (as nccl-tests).
+ * that moves bytes (as nccl-tests). alltoallv: the pair from s to d moves
+ * about 2((s+d) mod n + 1)/(n+1) of the average block, every rank's blocks
+ * back to back in rank order (each rank still sends and receives about
+ * `bytes`); gatherv, scatterv: allgatherv's ragged blocks to or from root 0;
+ * all three vs grouped ncclSend/ncclRecv of the same pairs.
  * Sizes are bytes as nccl-tests counts them: allgather's whole output,
  * reduce_scatter's and alltoall's whole input, gather's and scatter's root
  * buffer, the buffer of the others; -c
@@ -49,23 +54,41 @@
         }                                                                                           \
     } while (0)
 
-enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, ALLTOALL, GATHER, SCATTER, NCOLLS };
-static const char *const coll_names[] = {"allreduce", "bcast", "reduce", "allgather", "reduce_scatter", "allgatherv",
-                                         "alltoall",  "gather", "scatter"};
+enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLGATHERV, ALLTOALL, GATHER, SCATTER, ALLTOALLV, GATHERV,
+       SCATTERV, NCOLLS };
+static const char *const coll_names[] = {"allreduce", "bcast",   "reduce",    "allgather", "reduce_scatter",
+                                         "allgatherv", "alltoall", "gather",    "scatter",   "alltoallv",
+                                         "gatherv",   "scatterv"};
 static int coll = ALLREDUCE, use_char = 0, nranks = 1, me = 0; /* me: this rank, set once */
 
-/* allgatherv's ragged blocks: rank q sends about 2(q+1)/(n+1) of the
- * average, so the output is still about `bytes`; blocks back to back. */
-static int vcounts[1024], vdispls[1024];
-static void ragged_layout(size_t avg)
+/* allgatherv's (gatherv's, scatterv's) ragged blocks: rank q's is about
+ * 2(q+1)/(n+1) of the average, so the whole is still about `bytes`; blocks
+ * back to back. alltoallv: this rank's send (sc, sd) and receive (rc_, rd)
+ * tables over pair_count. */
+static int vcounts[1024], vdispls[1024], sc[1024], sd[1024], rc_[1024], rd[1024];
+static int pair_count(size_t avg, int from, int to)
+{
+    return (int)(avg * 2 * (size_t)((from + to) % nranks + 1) / (size_t)(nranks + 1));
+}
+/* Where rank from's block for rank to starts in from's send buffer. */
+static size_t pair_send_displ(size_t avg, int from, int to)
 {
     size_t at = 0;
+    for (int q = 0; q < to; ++q) at += (size_t)pair_count(avg, from, q);
+    return at;
+}
+static void ragged_layout(size_t avg)
+{
+    size_t at = 0, sat = 0, rat = 0;
     for (int q = 0; q < nranks; ++q) {
         vcounts[q] = (int)(avg * 2 * (size_t)(q + 1) / (size_t)(nranks + 1));
         vdispls[q] = (int)at;
         at += (size_t)vcounts[q];
+        sc[q] = pair_count(avg, me, q), sd[q] = (int)sat, sat += (size_t)sc[q];
+        rc_[q] = pair_count(avg, q, me), rd[q] = (int)rat, rat += (size_t)rc_[q];
     }
 }
+static int ragged(void) { return coll == ALLGATHERV || coll == ALLTOALLV || coll == GATHERV || coll == SCATTERV; }
 
 /* Elements of the call for a size in bytes (see the header). */
 static size_t elems(size_t bytes)
@@ -86,6 +109,9 @@ static void loom_icall(const void *s, void *r, size_t count, MPI_Datatype dt)
     case REDUCE: MPI_Ireduce(s, r, (int)count, dt, MPI_SUM, 0, MPI_COMM_WORLD, &q); break;
     case ALLGATHER: MPI_Iallgather(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD, &q); break;
     case ALLGATHERV: MPI_Iallgatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, MPI_COMM_WORLD, &q); break;
+    case ALLTOALLV: MPI_Ialltoallv(s, sc, sd, dt, r, rc_, rd, dt, MPI_COMM_WORLD, &q); break;
+    case GATHERV: MPI_Igatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, 0, MPI_COMM_WORLD, &q); break;
+    case SCATTERV: MPI_Iscatterv(s, vcounts, vdispls, dt, r, vcounts[me], dt, 0, MPI_COMM_WORLD, &q); break;
     case ALLTOALL: MPI_Ialltoall(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD, &q); break;
     case GATHER: MPI_Igather(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD, &q); break;
     case SCATTER: MPI_Iscatter(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD, &q); break;
@@ -114,6 +140,9 @@ static void loom_pcall(const void *s, void *r, size_t count, MPI_Datatype dt)
         case REDUCE: rc = MPIX_Reduce_init(s, r, (int)count, dt, MPI_SUM, 0, w, i, &q); break;
         case ALLGATHER: rc = MPIX_Allgather_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
         case ALLGATHERV: rc = MPIX_Allgatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, w, i, &q); break;
+        case ALLTOALLV: rc = MPIX_Alltoallv_init(s, sc, sd, dt, r, rc_, rd, dt, w, i, &q); break;
+        case GATHERV: rc = MPIX_Gatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, 0, w, i, &q); break;
+        case SCATTERV: rc = MPIX_Scatterv_init(s, vcounts, vdispls, dt, r, vcounts[me], dt, 0, w, i, &q); break;
         case ALLTOALL: rc = MPIX_Alltoall_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
         case GATHER: rc = MPIX_Gather_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
         case SCATTER: rc = MPIX_Scatter_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
@@ -155,6 +184,9 @@ static void loom_call(const void *s, void *r, size_t count)
     case REDUCE: MPI_Reduce(s, r, (int)count, dt, MPI_SUM, 0, MPI_COMM_WORLD); break;
     case ALLGATHER: MPI_Allgather(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
     case ALLGATHERV: MPI_Allgatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, MPI_COMM_WORLD); break;
+    case ALLTOALLV: MPI_Alltoallv(s, sc, sd, dt, r, rc_, rd, dt, MPI_COMM_WORLD); break;
+    case GATHERV: MPI_Gatherv(s, vcounts[me], dt, r, vcounts, vdispls, dt, 0, MPI_COMM_WORLD); break;
+    case SCATTERV: MPI_Scatterv(s, vcounts, vdispls, dt, r, vcounts[me], dt, 0, MPI_COMM_WORLD); break;
     case ALLTOALL: MPI_Alltoall(s, (int)count, dt, r, (int)count, dt, MPI_COMM_WORLD); break;
     case GATHER: MPI_Gather(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD); break;
     case SCATTER: MPI_Scatter(s, (int)count, dt, r, (int)count, dt, 0, MPI_COMM_WORLD); break;
@@ -198,6 +230,24 @@ static void nccl_call(nccl_comm_t comm, cudaStream_t st, const void *s, void *r,
             for (int q = 0; q < nranks && me == 0; ++q) nccl.send((const char *)s + (size_t)q * bytes, count, dt, q, comm, st);
             nccl.recv(r, count, dt, 0, comm, st);
         }
+        nccl.group_end();
+        break;
+    }
+    case ALLTOALLV: case GATHERV: case SCATTERV: { /* the same pairs as loom's call, grouped */
+        const size_t es = use_char ? 1 : sizeof(float);
+        nccl.group_start();
+        for (int q = 0; q < nranks; ++q) {
+            if (coll == ALLTOALLV) {
+                nccl.send((const char *)s + (size_t)sd[q] * es, (size_t)sc[q], dt, q, comm, st);
+                nccl.recv((char *)r + (size_t)rd[q] * es, (size_t)rc_[q], dt, q, comm, st);
+            } else if (me == 0 && coll == GATHERV) {
+                nccl.recv((char *)r + (size_t)vdispls[q] * es, (size_t)vcounts[q], dt, q, comm, st);
+            } else if (me == 0) {
+                nccl.send((const char *)s + (size_t)vdispls[q] * es, (size_t)vcounts[q], dt, q, comm, st);
+            }
+        }
+        if (coll == GATHERV) nccl.send(s, (size_t)vcounts[me], dt, 0, comm, st);
+        if (coll == SCATTERV) nccl.recv(r, (size_t)vcounts[me], dt, 0, comm, st);
         nccl.group_end();
         break;
     }
@@ -248,27 +298,41 @@ static void put(void *p, size_t i, int v)
 static long check(void *s, void *r, char *host, size_t count, int rank, int size)
 {
     const size_t esize = use_char ? 1 : sizeof(float);
+    const size_t v_all = (size_t)vdispls[size - 1] + (size_t)vcounts[size - 1];
     const size_t in_n = coll == REDUCE_SCATTER || coll == ALLTOALL || (coll == SCATTER && rank == 0) ? count * size
-                      : coll == ALLGATHERV ? (size_t)vcounts[rank] : count;
+                      : coll == ALLGATHERV || coll == GATHERV ? (size_t)vcounts[rank]
+                      : coll == SCATTERV ? (rank == 0 ? v_all : 0)
+                      : coll == ALLTOALLV ? (size_t)sd[size - 1] + (size_t)sc[size - 1] : count;
     const size_t out_n = coll == ALLGATHER || coll == ALLTOALL || (coll == GATHER && rank == 0) ? count * size
-                       : coll == ALLGATHERV ? (size_t)vdispls[size - 1] + (size_t)vcounts[size - 1] : count;
+                       : coll == ALLGATHERV || (coll == GATHERV && rank == 0) ? v_all
+                       : coll == GATHERV ? 0
+                       : coll == SCATTERV ? (size_t)vcounts[rank]
+                       : coll == ALLTOALLV ? (size_t)rd[size - 1] + (size_t)rc_[size - 1] : count;
     for (size_t i = 0; i < in_n; ++i) put(host, i, value(rank, i));
     CUDA(cudaMemcpy(coll == BCAST ? r : s, host, in_n * esize, cudaMemcpyHostToDevice));
     if (coll != BCAST || rank != 0) CUDA(cudaMemset(r, 0x7f, out_n * esize));
     loom_call(s, r, count);
     CUDA(cudaMemcpy(host, r, out_n * esize, cudaMemcpyDeviceToHost));
     long bad = 0;
+    int at_blk = -1; /* alltoallv: the sender's displacement of block at_blk, for one search per block */
+    size_t at_displ = 0;
     for (size_t i = 0; i < out_n && ((coll != REDUCE && coll != GATHER) || rank == 0); ++i) {
+        int blk = size - 1; /* the ragged forms: the block element i lies in */
+        if (coll == ALLTOALLV)
+            while (blk > 0 && (size_t)rd[blk] > i) --blk;
+        else
+            while (blk > 0 && (size_t)vdispls[blk] > i) --blk;
         double want = 0;
         if (coll == BCAST) want = value(0, i);
         else if (coll == ALLGATHER) want = value((int)(i / count), i % count);
         else if (coll == ALLTOALL) want = value((int)(i / count), (size_t)rank * count + i % count);
         else if (coll == GATHER) want = value((int)(i / count), i % count);
         else if (coll == SCATTER) want = value(0, (size_t)rank * count + i);
-        else if (coll == ALLGATHERV) {
-            int q = size - 1;
-            while (q > 0 && (size_t)vdispls[q] > i) --q;
-            want = value(q, i - (size_t)vdispls[q]);
+        else if (coll == ALLGATHERV || coll == GATHERV) want = value(blk, i - (size_t)vdispls[blk]);
+        else if (coll == SCATTERV) want = value(0, (size_t)vdispls[rank] + i);
+        else if (coll == ALLTOALLV) {
+            if (blk != at_blk) at_blk = blk, at_displ = pair_send_displ(count, blk, rank);
+            want = value(blk, at_displ + i - (size_t)rd[blk]);
         }
         else
             for (int q = 0; q < size; ++q) want += value(q, coll == REDUCE_SCATTER ? (size_t)rank * count + i : i);
@@ -305,13 +369,13 @@ int main(int argc, char **argv)
             if (coll == NCOLLS) coll = -1;
         }
         else {
-            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I|-P] [--csv FILE] [--no-nccl]\n");
+            if (rank == 0) fprintf(stderr, "usage: loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter|alltoallv|gatherv|scatterv] [-T float|char] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c] [-I|-P] [--csv FILE] [--no-nccl]\n");
             MPI_Finalize();
             return 2;
         }
     }
     if (coll < 0) {
-        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter, allgatherv, alltoall, gather or scatter\n");
+        if (rank == 0) fprintf(stderr, "loom-bench: -C takes allreduce, bcast, reduce, allgather, reduce_scatter, allgatherv, alltoall, gather, scatter, alltoallv, gatherv or scatterv\n");
         MPI_Finalize();
         return 2;
     }
@@ -346,7 +410,7 @@ int main(int argc, char **argv)
     /* First device-buffer call: includes creating loom's communicator. */
     MPI_Barrier(MPI_COMM_WORLD);
     double f0 = MPI_Wtime();
-    if (coll == ALLGATHERV) ragged_layout(2);
+    if (ragged()) ragged_layout(2);
     loom_call(s, r, 2);
     double first_loom = MPI_Wtime() - f0, first_nccl = 0;
     MPI_Allreduce(MPI_IN_PLACE, &first_loom, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -395,7 +459,7 @@ int main(int argc, char **argv)
     for (size_t bytes = minb; bytes <= maxb; bytes *= factor) {
         size_t count = elems(bytes);
         if (!count) continue;
-        if (coll == ALLGATHERV) ragged_layout(count);
+        if (ragged()) ragged_layout(count);
         int n = iters ? iters : (int)(bytes >= (64u << 20) ? 20 : bytes >= (1u << 20) ? 100 : 1000);
         long bad = do_check ? check(s, r, host, count, rank, size) : -1;
         if (bad > 0) total_bad += bad;
