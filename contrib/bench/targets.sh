@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The measurements issues 12 and 13 are judged by, in one call on a 4-GPU
-# host (about 7 minutes), then their verdict:
+# host (an estimated 7 minutes, from earlier sweeps; not yet run), then their verdict:
 #   contrib/bench/targets.sh BUILDDIR            (OUT=DIR: where the CSVs go, default .)
 #   contrib/bench/targets_verdict.sh DIR          (here or there: MET / MISSED per target)
 # loom-bench against the system's libnccl.so.2 in the same mpirun
