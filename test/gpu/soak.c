@@ -176,12 +176,14 @@ static void take(bufs_t *b, int which, size_t at, char *dst, size_t n)
     if (on_host(b, which)) memcpy(dst, buf(b, which) + at, n);
     else cudaMemcpy(dst, buf(b, which) + at, n, cudaMemcpyDeviceToHost);
 }
-/* -m kinds: this call's send and receive buffers, `bytes` each, a kind drawn
- * per buffer (device twice as often as each other kind), half of them at an
- * element offset into their allocation. */
-static int kinds_alloc(bufs_t *b, size_t bytes, size_t es, int rank)
+/* -m kinds: this call's send and receive buffers, of `sbytes` and `rbytes`,
+ * a kind drawn per buffer (device twice as often as each other kind), half
+ * of them at an element offset into their allocation; each ends where its
+ * allocation ends, so that an access past the call's bytes leaves it. */
+static int kinds_alloc(bufs_t *b, size_t sbytes, size_t rbytes, size_t es, int rank)
 {
     for (int which = 0; which < 2; ++which) {
+        const size_t bytes = which ? rbytes : sbytes;
         size_t kind = below(b->mine, NKINDS + 1);
         if (kind >= NKINDS) kind = KIND_DEVICE;
         const size_t off = below(b->mine, 2) ? es * below(b->mine, 1024) : 0;
@@ -258,12 +260,20 @@ static long one_call(MPI_Comm comm, bufs_t *b, uint64_t *rng, size_t maxbytes, l
     size_t check_n = 0, check_at = 0; /* elements of the receive buffer to check */
     const size_t es = t->size;
     char *r = b->ref;
-    if (b->kinds) { /* every layout below fits in the largest of these */
-        size_t most = count * (size_t)n;
-        most = all > most ? all : most;
-        most = sall > most ? sall : most;
-        most = rall > most ? rall : most;
-        if (kinds_alloc(b, most * es, es, rank)) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (b->kinds) { /* each buffer just the elements the call may touch: it ends where its allocation ends */
+        size_t snd = count, rcv = count; /* allreduce, reduce, scan, exscan, bcast */
+        const int at_root = rank == root;
+        switch (coll) {
+        case C_GATHER: rcv = at_root ? (size_t)n * count : 0; break;
+        case C_SCATTER: snd = at_root ? (size_t)n * count : 0; break;
+        case C_GATHERV: snd = (size_t)counts[rank], rcv = at_root ? all : 0; break;
+        case C_SCATTERV: snd = at_root ? all : 0, rcv = (size_t)counts[rank]; break;
+        case C_ALLGATHER: case C_ALLGATHERV: snd = (size_t)counts[rank], rcv = all; break;
+        case C_ALLTOALL: case C_ALLTOALLV: snd = sall, rcv = rall; break;
+        case C_RSB: case C_RS: snd = all, rcv = ip ? all : (size_t)counts[rank]; break; /* in place: the input */
+        default: break;
+        }
+        if (kinds_alloc(b, snd * es, rcv * es, es, rank)) MPI_Abort(MPI_COMM_WORLD, 1);
     }
     /* fill */
     switch (coll) {

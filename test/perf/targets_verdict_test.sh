@@ -35,4 +35,17 @@ echo "$out" | grep -Eq "MISSED|NOT RUN|NO SIZES" && fail "every target met, yet:
 made bench_np4_gatherv_char.csv 0.99 # 16 MiB at 4 ranks: 4 MiB per peer
 out=$(bash "$V" "$d") && fail "gatherv at 0.99x: exit 0"
 echo "$out" | grep -Eq "gatherv, >= 1 MiB per peer.*worst 0.990x at 16777216 B: MISSED" || fail "gatherv at 0.99x not MISSED"
+# A failed check wins over any speed; a CSV without NCCL's numbers is not a measurement.
+made bench_np4_gatherv_char.csv 2.0
+sed -i 's/^65536,\(.*\),ok$/65536,\1,FAIL/' "$d/bench_np4_alltoall_char.csv"
+sed -i 's/,10.0,0.5,2.0,ok$/,0.000,0.000,0.0000,ok/' "$d/bench_np2_allreduce_float.csv"
+out=$(bash "$V" "$d") && fail "a failed check and a run without NCCL: exit 0"
+echo "$out" | grep -Eq "alltoall, <= 64 KiB.*CHECK FAILED at 65536 B" || fail "a failed check not reported"
+echo "$out" | grep -Eq "2 ranks, no size below 1.0x.*NOT RUN \(no NCCL numbers\)" || fail "no NCCL numbers not reported"
+# v-forms: per peer is the smallest block, 2/(n+1) of the average (0.4x at 4 ranks): 8 MiB at 4 ranks is 0.8 MiB.
+made bench_np4_alltoallv_char.csv 2.0
+sed -i 's/^8388608,\(.*\),2.0,ok$/8388608,\1,0.5,ok/' "$d/bench_np4_alltoallv_char.csv" "$d/bench_np4_alltoall_char.csv"
+out=$(bash "$V" "$d")
+echo "$out" | grep -Eq "alltoallv, >= 1 MiB per peer.*worst 2.000x at 16777216 B: MET" || fail "alltoallv judged at 0.8 MiB per peer"
+echo "$out" | grep -Eq "alltoall, >= 1 MiB per peer.*worst 0.500x at 8388608 B: MISSED" || fail "alltoall not judged at 2 MiB per peer"
 echo "ok: the verdict follows the numbers"
