@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements issues 12 and 13 are judged by, in one call on a 4-GPU
+# The measurements issues 12 and 13 are judged by, in one or two calls on a 4-GPU
 # host (not yet run there; its duration is unknown), then their verdict:
 #   contrib/bench/targets.sh BUILDDIR [allreduce|exchanges]   (OUT=DIR: where the CSVs go, default .;
 #                                                             one part per device call if both do not fit)
