@@ -123,9 +123,8 @@ static inline void kind_free(kind_buf_t *b)
 {
     if (!b->base) return;
     switch (b->kind) {
-    case KIND_DEVICE: cudaFree(b->base); break;
+    case KIND_DEVICE: case KIND_MANAGED: cudaFree(b->base); break;
     case KIND_POOL: cudaFreeAsync(b->base, 0); cudaStreamSynchronize(0); break;
-    case KIND_MANAGED: cudaFree(b->base); break;
     case KIND_VMM: cudaDeviceSynchronize(); vmm_release(&b->vmm); break;
     case KIND_PINNED: cudaFreeHost(b->base); break;
     default: free(b->base); break;

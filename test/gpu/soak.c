@@ -474,6 +474,9 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    bufs_t b;
+    memset(&b, 0, sizeof(b));
+    b.kinds = kinds;
     if (!host_only) {
         const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
         if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -481,13 +484,10 @@ int main(int argc, char **argv)
             MPI_Finalize();
             return 77; /* skipped */
         }
-        cudaSetDevice((lr ? atoi(lr) : wrank) % ndev);
+        b.device = (lr ? atoi(lr) : wrank) % ndev;
+        cudaSetDevice(b.device);
         cudaFree(0); /* the primary context current: VMM allocations need it */
     }
-    bufs_t b;
-    memset(&b, 0, sizeof(b));
-    b.kinds = kinds;
-    if (!host_only) cudaGetDevice(&b.device);
     b.bytes = maxbytes * 2 + 64; /* ragged blocks up to 2x */
     /* The harness's own staging is pinned where a GPU is used: its copies to
      * and from device buffers then run at copy-engine speed, which keeps 10^5
@@ -499,7 +499,7 @@ int main(int argc, char **argv)
         b.ref = malloc(b.bytes);
         b.want = malloc(b.bytes);
     } else b.pinned = 1;
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 2 && !kinds; ++k) { /* -m kinds allocates per call instead */
         b.hostbuf[k] = malloc(b.bytes);
         if (!host_only && cudaMalloc((void **)&b.dev[k], b.bytes) != cudaSuccess) {
             fprintf(stderr, "soak: rank %d: cudaMalloc of %zu bytes failed\n", wrank, b.bytes);
@@ -509,13 +509,13 @@ int main(int argc, char **argv)
     /* Touched now, so that the RSS reported at the start already holds the
      * harness's own buffers (they would otherwise grow it as calls reach
      * larger sizes, which looked like a leak: 120 -> 470 MiB at 64 MiB). */
-    if (!b.ref || !b.want || !b.hostbuf[0] || !b.hostbuf[1]) {
+    if (!b.ref || !b.want || (!kinds && (!b.hostbuf[0] || !b.hostbuf[1]))) {
         fprintf(stderr, "soak: rank %d: out of host memory\n", wrank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     memset(b.ref, 0, b.bytes);
     memset(b.want, 0, b.bytes);
-    for (int k = 0; k < 2; ++k) memset(b.hostbuf[k], 0, b.bytes);
+    for (int k = 0; k < 2 && !kinds; ++k) memset(b.hostbuf[k], 0, b.bytes);
     size_t gfree0 = 0, gtotal = 0;
     if (!host_only) cudaMemGetInfo(&gfree0, &gtotal);
     const long rss0 = rss_kib();
@@ -579,7 +579,7 @@ int main(int argc, char **argv)
     }
     for (int k = 0; k < 2; ++k) {
         free(b.hostbuf[k]);
-        if (!host_only) cudaFree(b.dev[k]);
+        if (!host_only && !kinds) cudaFree(b.dev[k]);
     }
     if (b.pinned) {
         cudaFreeHost(b.ref);

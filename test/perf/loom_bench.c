@@ -314,14 +314,17 @@ static long check(void *s, void *r, char *host, size_t count, int rank, int size
     loom_call(s, r, count);
     CUDA(cudaMemcpy(host, r, out_n * esize, cudaMemcpyDeviceToHost));
     long bad = 0;
-    int at_blk = -1; /* alltoallv: the sender's displacement of block at_blk, for one search per block */
-    size_t at_displ = 0;
+    /* The ragged forms: blk, the block element i lies in (blocks back to back
+     * in rank order, so it only moves forward), and for alltoallv where that
+     * block starts in its sender's buffer. */
+    const int *starts = coll == ALLTOALLV ? rd : vdispls;
+    int blk = 0;
+    size_t from_displ = coll == ALLTOALLV ? pair_send_displ(count, 0, rank) : 0;
     for (size_t i = 0; i < out_n && ((coll != REDUCE && coll != GATHER) || rank == 0); ++i) {
-        int blk = size - 1; /* the ragged forms: the block element i lies in */
-        if (coll == ALLTOALLV)
-            while (blk > 0 && (size_t)rd[blk] > i) --blk;
-        else
-            while (blk > 0 && (size_t)vdispls[blk] > i) --blk;
+        while (ragged() && blk + 1 < size && (size_t)starts[blk + 1] <= i) {
+            ++blk;
+            if (coll == ALLTOALLV) from_displ = pair_send_displ(count, blk, rank);
+        }
         double want = 0;
         if (coll == BCAST) want = value(0, i);
         else if (coll == ALLGATHER) want = value((int)(i / count), i % count);
@@ -330,10 +333,7 @@ static long check(void *s, void *r, char *host, size_t count, int rank, int size
         else if (coll == SCATTER) want = value(0, (size_t)rank * count + i);
         else if (coll == ALLGATHERV || coll == GATHERV) want = value(blk, i - (size_t)vdispls[blk]);
         else if (coll == SCATTERV) want = value(0, (size_t)vdispls[rank] + i);
-        else if (coll == ALLTOALLV) {
-            if (blk != at_blk) at_blk = blk, at_displ = pair_send_displ(count, blk, rank);
-            want = value(blk, at_displ + i - (size_t)rd[blk]);
-        }
+        else if (coll == ALLTOALLV) want = value(blk, from_displ + i - (size_t)rd[blk]);
         else
             for (int q = 0; q < size; ++q) want += value(q, coll == REDUCE_SCATTER ? (size_t)rank * count + i : i);
         bad += get(host, i) != want;
