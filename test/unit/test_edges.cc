@@ -4,6 +4,7 @@
 // each other — in the same tree, one as parent and the other as child; in
 // the same recursive-doubling step — else a rank writes a FIFO its peer
 // never reads.
+#include <string>
 #include <vector>
 
 #include "core/connect.h"
@@ -98,6 +99,34 @@ START_TEST(a_rank_with_too_many_children_turns_trees_off) {
 }
 END_TEST
 
+// The first way rank r's recursive-doubling edges of an n-rank plan break
+// the pairing, or "" when they pair up. Plain comparisons, not ck_assert:
+// Check reports every passing assertion to its parent through a pipe, and
+// the ~10^6 of them here outran the test timeout under ASan.
+static std::string rdEdgeError(int n, int r, const std::vector<std::vector<int>> &peer,
+                        const std::vector<std::vector<int>> &slot) {
+    const RdPlan q = rdPlan(0, n), m = rdPlan(r, n);
+    auto where = [&](int k, const char *what) {
+        return "n " + std::to_string(n) + ", rank " + std::to_string(r) + ", slot " + std::to_string(k) + ": " + what;
+    };
+    int edges = 0;
+    for (int k = 0; k < kRdEdgeSlots; ++k) {
+        const int p = peer[r][k];
+        if ((p < 0) != (slot[r][k] < 0)) return where(k, "a peer without a slot, or a slot without a peer");
+        if (p < 0) continue;
+        ++edges;
+        if (p == r || p >= n) return where(k, "the peer is itself or no rank");
+        const int kp = slot[r][k] - kTreeEdgeSlots;
+        if (kp != k) return where(k, "the peer's end is another step"); // the same step (or the extra edge) at both ends
+        if (peer[p][kp] != r || slot[p][kp] != kTreeEdgeSlots + k) return where(k, "the peer does not name me back");
+        if (k < kMaxRdSteps && p != (r ^ (1 << k))) return where(k, "lower and upper differ in more than bit k");
+    }
+    // A doubling rank: one partner per step, plus its extra; an extra: its host only.
+    if (edges != (m.host >= 0 ? 1 : q.steps + (m.extra >= 0)))
+        return "n " + std::to_string(n) + ", rank " + std::to_string(r) + ": " + std::to_string(edges) + " edges";
+    return "";
+}
+
 START_TEST(recursive_doubling_edges_pair_up) {
     for (int n = 1; n <= 300; ++n) {
         std::vector<std::vector<int>> peer(n, std::vector<int>(kRdEdgeSlots)), slot(n, std::vector<int>(kRdEdgeSlots));
@@ -109,22 +138,8 @@ START_TEST(recursive_doubling_edges_pair_up) {
         ck_assert_int_eq(1 << q.steps, q.p);
         ck_assert(q.p <= n && 2 * q.p > n);
         for (int r = 0; r < n; ++r) {
-            const RdPlan m = rdPlan(r, n);
-            int edges = 0;
-            for (int k = 0; k < kRdEdgeSlots; ++k) {
-                const int p = peer[r][k];
-                ck_assert_int_eq(p < 0, slot[r][k] < 0);
-                if (p < 0) continue;
-                ++edges;
-                ck_assert(p != r && p >= 0 && p < n);
-                const int kp = slot[r][k] - kTreeEdgeSlots;
-                ck_assert_int_eq(kp, k);                            // the same step (or the extra edge) at both ends
-                ck_assert_int_eq(peer[p][kp], r);                   // names me back
-                ck_assert_int_eq(slot[p][kp], kTreeEdgeSlots + k);
-                if (k < kMaxRdSteps) ck_assert_int_eq(p, r ^ (1 << k)); // lower and upper differ in bit k only
-            }
-            // A doubling rank: one partner per step, plus its extra; an extra: its host only.
-            ck_assert_int_eq(edges, m.host >= 0 ? 1 : q.steps + (m.extra >= 0));
+            const std::string err = rdEdgeError(n, r, peer, slot);
+            ck_assert_msg(err.empty(), "%s", err.c_str());
         }
     }
 }
@@ -137,6 +152,7 @@ Suite *edges_suite(void) {
     tcase_add_test(tc, edge_slots_pair_up_on_chains_inside_hosts);
     tcase_add_test(tc, a_rank_with_too_many_children_turns_trees_off);
     tcase_add_test(tc, recursive_doubling_edges_pair_up);
+    tcase_set_timeout(tc, 60); // the default 4 s is tight under ASan on a loaded 2-core CI machine
     suite_add_tcase(s, tc);
     return s;
 }
