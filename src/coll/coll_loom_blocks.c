@@ -11,7 +11,8 @@ void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator
     /* The non-blocking twins follow the blocking ones in the same order (coll_loom.h). */
     _Static_assert(LOOM_COLL_ialltoall - LOOM_COLL_alltoall == LOOM_COLL_iallgather - LOOM_COLL_allgather &&
                        LOOM_COLL_igather - LOOM_COLL_gather == LOOM_COLL_iallgather - LOOM_COLL_allgather &&
-                       LOOM_COLL_iscatterv - LOOM_COLL_scatterv == LOOM_COLL_iallgather - LOOM_COLL_allgather,
+                       LOOM_COLL_iscatterv - LOOM_COLL_scatterv == LOOM_COLL_iallgather - LOOM_COLL_allgather &&
+                       LOOM_COLL_ialltoallw - LOOM_COLL_alltoallw == LOOM_COLL_iallgather - LOOM_COLL_allgather,
                    "LOOM_NONBLOCKING_COLLS lists the blocking ones' twins in order");
     memset(c, 0, sizeof(*c));
     c->coll = NULL != req ? coll + (LOOM_COLL_iallgather - LOOM_COLL_allgather) : coll;

@@ -1,6 +1,6 @@
 /*
- * Per-peer collectives onto loom's exchange kernel: alltoall(v), gather(v)
- * and scatter(v) all end as one exchange call over this rank's typed send
+ * Per-peer collectives onto loom's exchange kernel: alltoall(v, w),
+ * gather(v) and scatter(v) all end as one exchange call over this rank's typed send
  * and receive blocks (one per peer). Whether a call goes there depends only
  * on what every rank knows alike (blocking, intracommunicator, and for
  * alltoall a zero count), never on datatypes or displacements: MPI lets them

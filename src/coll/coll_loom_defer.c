@@ -73,7 +73,8 @@ static bool wants_pairs(mca_coll_loom_module_t *m, int coll)
 {
     if (LOOM_GPU_READY != m->gpu_state || !m->pairs_unconnected || !mca_coll_loom_nonblocking_setup()) return false;
     switch (coll) {
-    case LOOM_COLL_ialltoall: case LOOM_COLL_ialltoallv: case LOOM_COLL_igather: case LOOM_COLL_igatherv:
+    case LOOM_COLL_ialltoall: case LOOM_COLL_ialltoallv: case LOOM_COLL_ialltoallw:
+    case LOOM_COLL_igather: case LOOM_COLL_igatherv:
     case LOOM_COLL_iscatter: case LOOM_COLL_iscatterv: case LOOM_COLL_iscan: case LOOM_COLL_iexscan: break;
     default: return false;
     }

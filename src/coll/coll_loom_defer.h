@@ -24,7 +24,7 @@
  * the next vote point asks again (a host-only program pays one extra round
  * trip at a vanishing fraction of its calls).
  *
- * Pairs. The exchanges and scans (alltoall(v), gather(v), scatter(v), scan,
+ * Pairs. The exchanges and scans (alltoall(v, w), gather(v), scatter(v), scan,
  * exscan) need every pair of ranks connected, a collective step of its own.
  * A non-blocking one that finds its loom communicator without them is kept
  * too (every rank finds the same: the state changes only at calls every

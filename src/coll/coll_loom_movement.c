@@ -2,9 +2,10 @@
  * Data movement: barrier, bcast, allgather(v), alltoall(v, w) (gather(v) and
  * scatter(v): coll_loom_rooted.c).
  * Same scheme as the reductions: bcast, allgather(v) and alltoall(v) run on
- * loom's kernels where the GPU path takes them (coll_loom_gpu.h); otherwise
- * host buffers go to the previous module untouched and device buffers are
- * staged through host memory (alltoallw for now).
+ * loom's kernels where the GPU path takes them (coll_loom_gpu.h), alltoallw
+ * too (a typed block per peer, each of its own type); otherwise host buffers
+ * go to the previous module untouched and device buffers are staged through
+ * host memory.
  */
 #include "coll_loom_blocks.h"
 #include "coll_loom_exchange.h"
@@ -255,6 +256,27 @@ int mca_coll_loom_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt
 
 LOOM_VECTOR_EXCHANGE(alltoallv, mca_coll_loom_peer_blocks, alltoallv_gpu)
 
+/* alltoallw on loom's kernels: alltoallv's exchange, with block q of its own
+ * type at a displacement in bytes (a rank whose blocks are not all
+ * contiguous bytes packs them: coll_loom_pack.h). Block q's bytes at both
+ * ends agree by MPI's type-signature rule, as alltoallv's do. */
+static bool alltoallw_gpu(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
+                          void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
+                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
+{
+    loom_gpu_call_t c;
+    mca_coll_loom_exchange_call(&c, LOOM_COLL_alltoallw, comm, req, sbuf, local_gpu, rbuf, local_gpu);
+    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
+    if (MPI_SUCCESS != *rc) return true;
+    const int n = ompi_comm_size(comm);
+    const bool in_place = MPI_IN_PLACE == sbuf;
+    const loom_typed_blocks_t snd = {.user = in_place ? rbuf : (void *)sbuf, .dts = in_place ? rdts : sdts, .n = n,
+                                     .counts = in_place ? rcounts : scounts, .displs = in_place ? rdispls : sdispls};
+    const loom_typed_blocks_t rcv = {.user = rbuf, .dts = rdts, .n = n, .counts = rcounts, .displs = rdispls};
+    *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
+    return true;
+}
+
 static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
                          void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
                          ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
@@ -264,6 +286,9 @@ static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispl
     loom_span_t s_span = MPI_IN_PLACE == sbuf ? (loom_span_t){0, 0} : mca_coll_loom_span_w(scounts, sdispls, NULL, sdts, n);
     loom_span_t r_span = mca_coll_loom_span_w(rcounts, rdispls, NULL, rdts, n);
     bool s_gpu = mca_coll_loom_span_on_gpu(sbuf, s_span), r_gpu = mca_coll_loom_span_on_gpu(rbuf, r_span);
+    int rc;
+    if (alltoallw_gpu(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, m, req, s_gpu || r_gpu, &rc))
+        return rc;
     if (!s_gpu && !r_gpu)
         LOOM_DELEGATE(m, req, alltoallw, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
     if (!s_gpu) s_span = (loom_span_t){0, 0};

@@ -7,31 +7,51 @@
 #include "coll_loom_stage.h"
 #include "ompi/datatype/ompi_datatype.h"
 
+/* Block q's type size; 0 for a block without elements, whose type is not
+ * read (alltoallw callers pass MPI_DATATYPE_NULL there). */
+static size_t block_type_size(const loom_typed_blocks_t *b, int q)
+{
+    ompi_datatype_t *t = mca_coll_loom_block_type(b, q);
+    size_t size = 0;
+    if (NULL != t && b->counts[q] > 0) ompi_datatype_type_size(t, &size);
+    return size;
+}
+
+/* Whether the blocks go through a packed copy: the one type dt when it is
+ * not contiguous (whatever the counts); with dts, when a block that has
+ * bytes has a type that is not. */
+static bool needs_packing(const loom_typed_blocks_t *b, const size_t *bytes)
+{
+    if (NULL == b->dts) {
+        size_t size = 0;
+        if (NULL != b->dt) ompi_datatype_type_size(b->dt, &size);
+        return size > 0 && !mca_coll_loom_contiguous(b->dt, 2);
+    }
+    for (int q = 0; q < b->n; ++q)
+        if (bytes[q] && !mca_coll_loom_contiguous(b->dts[q], 2)) return true;
+    return false;
+}
+
 size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, size_t *at, void **base, bool *packed)
 {
-    size_t size = 0;
-    if (NULL != b->dt) ompi_datatype_type_size(b->dt, &size);
-    *packed = NULL != b->dt && size > 0 && !mca_coll_loom_contiguous(b->dt, 2);
+    for (int q = 0; q < b->n; ++q) bytes[q] = b->counts[q] > 0 ? (size_t)b->counts[q] * block_type_size(b, q) : 0;
+    *packed = needs_packing(b, bytes);
     *base = *packed ? NULL : b->user;
+    if (*packed) {
+        size_t next = 0;
+        for (int q = 0; q < b->n; ++q) at[q] = next, next += bytes[q];
+        return next;
+    }
     ptrdiff_t lo = 0, hi = 0;
     bool any = false;
-    size_t next = 0;
     for (int q = 0; q < b->n; ++q) {
-        bytes[q] = b->counts[q] > 0 ? (size_t)b->counts[q] * size : 0;
-        if (*packed) {
-            at[q] = next;
-            next += bytes[q];
-            continue;
-        }
-        const ptrdiff_t first = mca_coll_loom_block_displ(b, q) * (ptrdiff_t)size; /* contiguous: extent == size */
         if (!bytes[q]) continue;
+        const ptrdiff_t first = mca_coll_loom_block_offset(b, q); /* contiguous: extent == size */
         if (!any || first < lo) lo = first;
         if (!any || first + (ptrdiff_t)bytes[q] > hi) hi = first + (ptrdiff_t)bytes[q];
         any = true;
     }
-    if (*packed) return next;
-    for (int q = 0; q < b->n; ++q)
-        at[q] = bytes[q] ? (size_t)(mca_coll_loom_block_displ(b, q) * (ptrdiff_t)size - lo) : 0;
+    for (int q = 0; q < b->n; ++q) at[q] = bytes[q] ? (size_t)(mca_coll_loom_block_offset(b, q) - lo) : 0;
     if (any && NULL != b->user) *base = (char *)b->user + lo;
     return any ? (size_t)(hi - lo) : 0;
 }
@@ -39,6 +59,7 @@ size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, si
 /* The span of the blocks in the user's buffer. */
 static loom_span_t blocks_span(const loom_typed_blocks_t *b)
 {
+    if (NULL != b->dts) return mca_coll_loom_span_w(b->counts, b->displs, NULL, b->dts, b->n);
     loom_type_shape_t sh = mca_coll_loom_shape(b->dt);
     if (NULL == b->displs) { /* blocks at q x stride: up to the end of the last one that has elements */
         size_t end = 0;
@@ -77,12 +98,10 @@ static int each_block(const loom_typed_blocks_t *b, const size_t *at, char *pack
     void *view;
     const loom_span_t span = blocks_span(b);
     int rc = mca_coll_loom_stage(&st, mca_coll_loom_span_on_gpu(b->user, span), b->user, span, !to_bytes, &view);
-    ptrdiff_t lb, extent;
-    ompi_datatype_get_extent(b->dt, &lb, &extent);
     for (int q = 0; q < b->n && MPI_SUCCESS == rc; ++q)
         if (b->counts[q] > 0)
-            rc = convert((char *)view + mca_coll_loom_block_displ(b, q) * extent, b->dt, (size_t)b->counts[q],
-                         packed + at[q], to_bytes);
+            rc = convert((char *)view + mca_coll_loom_block_offset(b, q), mca_coll_loom_block_type(b, q),
+                         (size_t)b->counts[q], packed + at[q], to_bytes);
     return mca_coll_loom_unstage(&st, rc, NULL);
 }
 
@@ -106,19 +125,34 @@ int mca_coll_loom_unpack(const loom_typed_blocks_t *b, const size_t *at, const c
 /* The after-work of a packed receive: one allocation, the tables behind it. */
 typedef struct {
     mca_coll_loom_after_t super;
-    loom_typed_blocks_t b; /* counts and displs point behind the struct; dt retained (NULL: free only) */
+    loom_typed_blocks_t b; /* tables point behind the struct; the types it reads retained (n 0: free only) */
     size_t *at;
     char *packed;
 } unpack_after_t;
+
+/* Takes (+1) or drops (-1) a reference on b's type, or with dts on the type
+ * of every block with elements (the others are not read). */
+static void hold_types(const loom_typed_blocks_t *b, int delta)
+{
+    for (int q = 0; q < (NULL != b->dts ? b->n : 1); ++q) {
+        ompi_datatype_t *t = NULL != b->dts ? b->dts[q] : b->dt;
+        if (NULL == t || (NULL != b->dts && b->counts[q] <= 0)) continue;
+        if (delta > 0) {
+            OBJ_RETAIN(t);
+        } else {
+            OBJ_RELEASE(t);
+        }
+    }
+}
 
 static int unpack_after_run(mca_coll_loom_after_t *self, bool ok)
 {
     unpack_after_t *u = (unpack_after_t *)self;
     int rc = MPI_SUCCESS;
     /* at completion, maybe in another call's progress: copies that wait for nothing else */
-    if (ok && NULL != u->b.dt) rc = each_block(&u->b, u->at, u->packed, false, true);
+    if (ok && u->b.n > 0) rc = each_block(&u->b, u->at, u->packed, false, true);
     free(u->packed);
-    if (NULL != u->b.dt) OBJ_RELEASE(u->b.dt);
+    hold_types(&u->b, -1);
     free(u);
     return rc;
 }
@@ -126,8 +160,9 @@ static int unpack_after_run(mca_coll_loom_after_t *self, bool ok)
 int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b, const size_t *at, char *packed)
 {
     const size_t n = NULL != b ? (size_t)b->n : 0;
-    const bool displs = NULL != b && NULL != b->displs;
-    unpack_after_t *u = malloc(sizeof(*u) + n * sizeof(size_t) + (displs ? 2 : 1) * n * sizeof(int));
+    const bool displs = NULL != b && NULL != b->displs, dts = NULL != b && NULL != b->dts;
+    unpack_after_t *u = malloc(sizeof(*u) + n * sizeof(size_t) + (dts ? n * sizeof(ompi_datatype_t *) : 0) +
+                               (displs ? 2 : 1) * n * sizeof(int));
     if (NULL == u) {
         free(packed);
         return MPI_ERR_NO_MEM;
@@ -137,14 +172,17 @@ int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b,
     u->at = (size_t *)(u + 1);
     memset(&u->b, 0, sizeof(u->b));
     if (NULL != b) {
-        int *counts = (int *)(u->at + n), *ds = counts + n;
+        ompi_datatype_t **types = (ompi_datatype_t **)(u->at + n);
+        int *counts = (int *)(types + (dts ? n : 0)), *ds = counts + n;
         memcpy(u->at, at, n * sizeof(size_t));
+        if (dts) memcpy(types, b->dts, n * sizeof(ompi_datatype_t *));
         memcpy(counts, b->counts, n * sizeof(int));
         if (displs) memcpy(ds, b->displs, n * sizeof(int));
         u->b = *b;
+        u->b.dts = dts ? types : NULL;
         u->b.counts = counts;
         u->b.displs = displs ? ds : NULL;
-        OBJ_RETAIN(u->b.dt);
+        hold_types(&u->b, +1);
     }
     c->after = &u->super;
     return MPI_SUCCESS;

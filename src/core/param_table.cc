@@ -153,10 +153,10 @@ const loomParamDef kParams[] = {
     {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",
      "FIFO slot (one chunk) of the tree and recursive-doubling connections"},
     {"exchange_channels", "LOOM_EXCHANGE_CHANNELS", LOOM_PARAM_INT, 32, 1, loom::kMaxExchangeChannels, "32",
-     "Most channels (CTAs, FIFOs) per pair of ranks for alltoall(v), gather(v), scatter(v): 48 / (ranks - 1) "
+     "Most channels (CTAs, FIFOs) per pair of ranks for alltoall(v, w), gather(v), scatter(v): 48 / (ranks - 1) "
      "capped by this; set it alike on every rank"},
     {"exchange_direct_bytes", "LOOM_EXCHANGE_DIRECT_BYTES", LOOM_PARAM_INT, 256 * KiB, 0, 1L << 40, "256 KiB",
-     "alltoall(v), gather(v), scatter(v) inside a host over NVLink/PCIe p2p: a block of at least this size moves "
+     "alltoall(v, w), gather(v), scatter(v) inside a host over NVLink/PCIe p2p: a block of at least this size moves "
      "in place, read by its receiver straight from the sender's buffer or written by its sender into the "
      "receiver's (LOOM_EXCHANGE_DIRECT_PUSH): one copy instead of two through the FIFO, where the buffer can be "
      "shared with CUDA IPC (0: never); set it alike on every rank"},
@@ -175,7 +175,7 @@ const loomParamDef kParams[] = {
      "LOOM_EXCHANGE_DIRECT_PUSH: a sender's block of at least this size the same way (0: never); set it alike on "
      "every rank"},
     {"exchange_copy_engines", "LOOM_EXCHANGE_COPY_ENGINES", LOOM_PARAM_INT, 0, 0, 1, "0",
-     "1: copy-engine mode for the exchanges (alltoall(v), gather(v), scatter(v)), and for broadcast and allgather "
+     "1: copy-engine mode for the exchanges (alltoall(v, w), gather(v), scatter(v)), and for broadcast and allgather "
      "(run as exchanges), inside a host over p2p: every block of at least LOOM_EXCHANGE_DIRECT_BYTES goes straight "
      "into its receiver's output by the sender's copy engines (no SMs move it; blocking calls: their buffers are "
      "described per call); set it alike on every rank"},

@@ -1,7 +1,9 @@
 /*
- * GPU correctness of the exchanges through loom: MPI_Alltoall and
+ * GPU correctness of the exchanges through loom: MPI_Alltoall,
  * MPI_Alltoallv (ragged counts with zeros, receive blocks in reversed order
- * with gaps that must stay untouched, displacements from -1) x types {char,
+ * with gaps that must stay untouched, displacements from -1) and
+ * MPI_Alltoallw (the same at byte displacements, each block of the type or
+ * of it with a hole, per rank and peer: one_w) x types {char,
  * int, double, a contiguous type of 3 shorts, a pair of ints laid out
  * differently per rank: contiguous or strided with a hole} x counts {0, 1,
  * 7, 1023, 2^20+3} x in place / not x communicators {world, dup, reversed,
@@ -85,6 +87,86 @@ static long one(MPI_Comm comm, const type_t *t, size_t base, int vector, int in_
     return bad;
 }
 
+/* Byte j of a block of type t laid out with `extent` per element, at byte disp. */
+static size_t w_byte(const type_t *t, size_t extent, size_t disp, size_t j)
+{
+    return disp + (j / t->size) * extent + t->at[j % t->size];
+}
+
+/* One MPI_Alltoallw: alltoallv's ragged counts, each block of its own type
+ * and at a byte displacement. On even ranks of comm block q is t or a
+ * duplicate of it (both contiguous for all but the strided pair: the rank
+ * keeps its buffers); on odd ranks t or t resized with a 4-byte hole after
+ * each element (same type signature, not contiguous: the rank packs),
+ * chosen per peer. Send blocks back to back from byte 8 of the buffer,
+ * receive blocks in reversed order with GAP bytes between; both buffers are
+ * passed 16 bytes in, so the first displacement is -8. Returns wrong bytes
+ * (+1 per error code). */
+static long one_w(MPI_Comm comm, const type_t *t, size_t base, int in_place, const int *world_of)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    MPI_Datatype other; /* of the same signature */
+    if (r % 2) MPI_Type_create_resized(t->t, 0, (MPI_Aint)(t->extent + 4), &other);
+    else MPI_Type_dup(t->t, &other);
+    MPI_Type_commit(&other);
+    const size_t other_extent = t->extent + (r % 2 ? 4 : 0);
+    int *sc = malloc(sizeof(int) * n), *sd = malloc(sizeof(int) * n), *rc = malloc(sizeof(int) * n),
+        *rd = malloc(sizeof(int) * n);
+    MPI_Datatype *st = malloc(sizeof(MPI_Datatype) * n), *rt = malloc(sizeof(MPI_Datatype) * n);
+    size_t *sx = malloc(sizeof(size_t) * n), *rx = malloc(sizeof(size_t) * n); /* each block's extent */
+    size_t sall = 8, rall = 8;
+    for (int q = 0; q < n; ++q) {
+        sc[q] = (int)ragged(base, r, q, in_place);
+        rc[q] = (int)ragged(base, q, r, in_place);
+        const int other_s = q % 2 == 0, other_r = (r / 2 + q) % 2 == 1;
+        st[q] = other_s ? other : t->t, sx[q] = other_s ? other_extent : t->extent;
+        rt[q] = other_r ? other : t->t, rx[q] = other_r ? other_extent : t->extent;
+    }
+    for (int q = 0; q < n; ++q) sd[q] = (int)sall - 16, sall += (size_t)sc[q] * sx[q];
+    for (int q = n - 1; q >= 0; --q) rd[q] = (int)rall - 16, rall += (size_t)rc[q] * rx[q] + GAP;
+    const size_t bsize = t->size;
+    uint8_t *host = malloc(rall + sall), *want = malloc(rall);
+    memset(want, SENTINEL, rall);
+    for (int q = 0; q < n; ++q)
+        for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j)
+            want[w_byte(t, rx[q], 16 + rd[q], j)] = pattern(world_of[q], world_of[r], j);
+    void *sbuf = alloc(sall), *rbuf = alloc(rall);
+    memset(host, SENTINEL, rall + sall);
+    if (in_place) { /* the send blocks where the receive blocks are, of the receive types */
+        for (int q = 0; q < n; ++q)
+            for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j)
+                host[w_byte(t, rx[q], 16 + rd[q], j)] = pattern(world_of[r], world_of[q], j);
+        put(rbuf, host, rall);
+    } else {
+        for (int q = 0; q < n; ++q)
+            for (size_t j = 0; j < (size_t)sc[q] * bsize; ++j)
+                host[w_byte(t, sx[q], 16 + sd[q], j)] = pattern(world_of[r], world_of[q], j);
+        put(sbuf, host, sall);
+        memset(host, SENTINEL, rall);
+        put(rbuf, host, rall);
+    }
+    const int err = MPI_Alltoallw(in_place ? MPI_IN_PLACE : (char *)sbuf + 16, sc, sd, st, (char *)rbuf + 16, rc, rd,
+                                  rt, comm);
+    long bad = err != MPI_SUCCESS;
+    take(host, rbuf, rall);
+    for (size_t i = 0; i < rall && !bad; ++i)
+        if (host[i] != want[i]) {
+            fprintf(stderr, "coll_exchange: alltoallw base %zu x %zu/%zu B in_place %d: rank %d byte %zu = %u, want %u\n",
+                    base, t->size, t->extent, in_place, r, i, host[i], want[i]);
+            ++bad;
+        }
+    if (err != MPI_SUCCESS) fprintf(stderr, "coll_exchange: rank %d: alltoallw error %d\n", r, err);
+    release(sbuf);
+    release(rbuf);
+    free(host);
+    free(want);
+    free(sc); free(sd); free(rc); free(rd); free(st); free(rt); free(sx); free(rx);
+    MPI_Type_free(&other);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -110,9 +192,10 @@ int main(int argc, char **argv)
         for (size_t t = 0; t < HARNESS_TYPES; ++t)
             for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
                 if (counts[k] > 1024 && (t % 2 || c % 2)) continue; /* the large count on half the cases */
-                for (int vector = 0; vector < 2; ++vector)
+                for (int form = 0; form < 3; ++form) /* alltoall, alltoallv, alltoallw */
                     for (int ip = 0; ip < 2; ++ip, ++calls)
-                        bad += one(comms[c], &types[t], counts[k], vector, ip, world_of);
+                        bad += form < 2 ? one(comms[c], &types[t], counts[k], form, ip, world_of)
+                                        : one_w(comms[c], &types[t], counts[k], ip, world_of);
             }
         free(world_of);
     }

@@ -28,8 +28,9 @@
  *                the call
  *   before       a fresh communicator's non-blocking calls before any
  *                blocking one (staged: no host agreement in them), correct
- *   exchanges    Ialltoall (1 MiB blocks), Ialltoallv (ragged), Igather,
- *                Iscatter, Iscan, Iexscan in flight together
+ *   exchanges    Ialltoallw (ragged, byte displacements), Ialltoall (1 MiB
+ *                blocks), Ialltoallv (ragged), Igather, Iscatter, Iscan,
+ *                Iexscan in flight together
  *   tables       80 ragged calls in flight (Iallgatherv of blocks past
  *                one-shot's, on the ring with uploaded block tables, and
  *                Ialltoallv), every call's counts and displacements its
@@ -179,8 +180,10 @@ static void mixed(MPI_Comm comm)
     cudaFree(sout), cudaFree(ain), cudaFree(aout);
 }
 
-/* Ialltoall (blocks of 1 MiB: in-place pairs in a blocking call, none
- * here), Ialltoallv (ragged), Igather, Iscatter, Iscan, Iexscan in flight
+/* Ialltoallw (alltoallv's ragged blocks at byte displacements, first: on a
+ * fresh communicator its pairs are connected inside progress), Ialltoall
+ * (blocks of 1 MiB: in-place pairs in a blocking call, none here),
+ * Ialltoallv (ragged), Igather, Iscatter, Iscan, Iexscan in flight
  * together. Element i of block q sent by rank r: value(r, q * 1000003 + i). */
 static float exch_value(int r, int q, size_t i) { return value(r, (size_t)q * 1000003 + i, 7); }
 
@@ -191,33 +194,38 @@ static void exchanges(MPI_Comm comm)
     float *h = malloc(b * N * sizeof(float));
     for (int q = 0; q < size; ++q)
         for (size_t i = 0; i < b; ++i) h[(size_t)q * b + i] = exch_value(rank, q, i);
-    float *ain = dalloc(b * N * 4), *aout = dalloc(b * N * 4), *vout = dalloc(b * N * 4);
+    float *ain = dalloc(b * N * 4), *aout = dalloc(b * N * 4), *vout = dalloc(b * N * 4), *wout = dalloc(b * N * 4);
     cudaMemcpy(ain, h, b * N * 4, cudaMemcpyHostToDevice);
     int *sc = malloc(N * sizeof(int)), *sd = malloc(N * sizeof(int)), *rc = malloc(N * sizeof(int)),
-        *rd = malloc(N * sizeof(int));
+        *rd = malloc(N * sizeof(int)), *sdb = malloc(N * sizeof(int)), *rdb = malloc(N * sizeof(int));
+    MPI_Datatype *wt = malloc(N * sizeof(MPI_Datatype));
     for (int q = 0; q < size; ++q) { /* rank r sends (r + q) % 3 * 1000 + 1 floats of block q to q */
         sc[q] = ((rank + q) % 3) * 1000 + 1, sd[q] = (int)(q * b);
         rc[q] = ((q + rank) % 3) * 1000 + 1, rd[q] = (int)((N - 1 - (size_t)q) * b);
+        sdb[q] = sd[q] * 4, rdb[q] = rd[q] * 4, wt[q] = MPI_FLOAT;
     }
     const size_t g = 4097;
     float *gin = dfill(g, rank, 8), *gout = dalloc(g * N * 4), *sin = dfill(g * N, 0, 9), *sout = dalloc(g * 4);
     float *pin = dfill(g, rank, 10), *pout = dalloc(g * 4), *xout = dalloc(g * 4);
-    MPI_Request req[6];
-    int err = MPI_Ialltoall(ain, (int)b, MPI_FLOAT, aout, (int)b, MPI_FLOAT, comm, &req[0]);
+    MPI_Request req[7];
+    int err = MPI_Ialltoallw(ain, sc, sdb, wt, wout, rc, rdb, wt, comm, &req[6]);
+    err |= MPI_Ialltoall(ain, (int)b, MPI_FLOAT, aout, (int)b, MPI_FLOAT, comm, &req[0]);
     err |= MPI_Ialltoallv(ain, sc, sd, MPI_FLOAT, vout, rc, rd, MPI_FLOAT, comm, &req[1]);
     err |= MPI_Igather(gin, (int)g, MPI_FLOAT, gout, (int)g, MPI_FLOAT, 0, comm, &req[2]);
     err |= MPI_Iscatter(sin, (int)g, MPI_FLOAT, sout, (int)g, MPI_FLOAT, size - 1, comm, &req[3]);
     err |= MPI_Iscan(pin, pout, (int)g, MPI_FLOAT, MPI_SUM, comm, &req[4]);
     err |= MPI_Iexscan(pin, xout, (int)g, MPI_FLOAT, MPI_SUM, comm, &req[5]);
-    if (MPI_SUCCESS != err || MPI_SUCCESS != MPI_Waitall(6, req, MPI_STATUSES_IGNORE)) ++bad;
+    if (MPI_SUCCESS != err || MPI_SUCCESS != MPI_Waitall(7, req, MPI_STATUSES_IGNORE)) ++bad;
     long wrong = 0;
     float *o = malloc(b * N * sizeof(float));
     cudaMemcpy(o, aout, b * N * 4, cudaMemcpyDeviceToHost);
     for (int q = 0; q < size; ++q)
         for (size_t i = 0; i < b; ++i) wrong += o[(size_t)q * b + i] != exch_value(q, rank, i);
-    cudaMemcpy(o, vout, b * N * 4, cudaMemcpyDeviceToHost);
-    for (int q = 0; q < size; ++q)
-        for (int i = 0; i < rc[q]; ++i) wrong += o[rd[q] + i] != exch_value(q, rank, (size_t)i);
+    for (int w = 0; w < 2; ++w) {
+        cudaMemcpy(o, w ? wout : vout, b * N * 4, cudaMemcpyDeviceToHost);
+        for (int q = 0; q < size; ++q)
+            for (int i = 0; i < rc[q]; ++i) wrong += o[rd[q] + i] != exch_value(q, rank, (size_t)i);
+    }
     if (0 == rank) {
         cudaMemcpy(o, gout, g * N * 4, cudaMemcpyDeviceToHost);
         for (int q = 0; q < size; ++q)
@@ -235,10 +243,10 @@ static void exchanges(MPI_Comm comm)
         wrong += o[i] != incl;
         if (rank > 0) wrong += x[i] != excl; /* rank 0's exscan output is undefined */
     }
-    if (wrong) fprintf(stderr, "FAIL rank %d exchanges (ialltoall(v), igather, iscatter, iscan, iexscan): %ld wrong\n", rank, wrong);
+    if (wrong) fprintf(stderr, "FAIL rank %d exchanges (ialltoall(v, w), igather, iscatter, iscan, iexscan): %ld wrong\n", rank, wrong);
     bad += wrong;
-    free(h), free(o), free(x), free(sc), free(sd), free(rc), free(rd);
-    cudaFree(ain), cudaFree(aout), cudaFree(vout), cudaFree(gin), cudaFree(gout), cudaFree(sin), cudaFree(sout);
+    free(h), free(o), free(x), free(sc), free(sd), free(rc), free(rd), free(sdb), free(rdb), free(wt);
+    cudaFree(ain), cudaFree(aout), cudaFree(vout), cudaFree(wout), cudaFree(gin), cudaFree(gout), cudaFree(sin), cudaFree(sout);
     cudaFree(pin), cudaFree(pout), cudaFree(xout);
 }
 

@@ -34,9 +34,8 @@
 #include "issue_order.h"
 
 /* Built twice: here on host buffers, and as test/gpu/nb_posted_first_gpu
- * (NB_ON_GPU) on device buffers, where the same calls take loom's kernels
- * (ialltoallw: staged, through real device memory). The checks read a host
- * copy either way. */
+ * (NB_ON_GPU) on device buffers, where the same calls take loom's kernels.
+ * The checks read a host copy either way. */
 #ifdef NB_ON_GPU
 #include "../gpu/device_checks.h"
 static void *buf_new(size_t bytes) { return dalloc(bytes); }
@@ -235,11 +234,11 @@ static void interleaved(int c, int call, int strided, int blocking)
 }
 
 /* A communicator's requests complete in issue order (loom's promise, not
- * MPI's): a large ialltoallw (staged: its request follows the previous
- * module's; persistent: MPIX_Alltoallw_init and MPI_Start), then a one-int
- * iallreduce (staged too on the CPU, loom's kernels on a GPU), which the
- * previous module alone finishes long before: the second may not be
- * complete while the first is not (issue_order.h). */
+ * MPI's): a large ialltoallw (persistent: MPIX_Alltoallw_init and
+ * MPI_Start), then a one-int iallreduce, which alone would finish long
+ * before (on the CPU both are staged: the previous module's requests; on a
+ * GPU loom's kernels): the second may not be complete while the first is
+ * not (issue_order.h). */
 static void in_issue_order(int call, int persistent)
 {
     phase = persistent ? "started alltoallw_init, then iallreduce: completion order"
