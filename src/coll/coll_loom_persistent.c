@@ -2,25 +2,84 @@
  * Persistent collectives (MPIX_Allreduce_init and friends, Open MPI's
  * pcollreq extension), every one the coll framework has: init keeps the
  * call's arguments (the saved call of coll_loom_defer.h, retaining its
- * communicator, datatypes and op) in an inactive persistent request; every
+ * communicator, op and the datatypes it reads: hold_args) in an inactive
+ * persistent request; every
  * MPI_Start runs the non-blocking twin with them, so each start takes
  * exactly the path a non-blocking call would (loom's kernels, staged or
  * delegated alike on every rank, kept behind a set-up in flight), and the
  * request completes with it (coll_loom_request.h). All of them, not only
  * those loom's kernels run: a start that went to the previous module
  * directly would overtake kept calls on some ranks only. The w-forms'
- * arrays of datatypes are the caller's until the request is freed.
+ * arrays (counts, displacements, datatypes) are the caller's until the
+ * request is freed; the datatypes in them are retained like the others.
  */
 #include "coll_loom.h"
 #include "coll_loom_request.h"
+#include "ompi/mca/topo/base/base.h"
 
 #include <stdlib.h>
 
+static void hold_object(opal_object_t *o, int delta)
+{
+    if (NULL == o) return;
+    if (delta > 0) {
+        OBJ_RETAIN(o);
+    } else {
+        OBJ_RELEASE(o);
+    }
+}
+
+/* Takes (+1) or drops (-1) a reference on the objects the call reads on
+ * this rank: its op, and the datatypes MPI reads here (the w-forms': every
+ * block's with elements). MPI lets the program free them after init, and
+ * lets it pass anything (an unset or freed handle) where a type is not read:
+ * a send type in place, a gather's receive type off the root, a rooted
+ * call's types on an intercommunicator's MPI_PROC_NULL ranks. Open MPI's
+ * binding retains nothing for a persistent request (it is complete then);
+ * for a non-blocking call it retains them on the request loom returns. */
+static void hold_args(const mca_coll_loom_call_args_t *a, int delta)
+{
+    bool s = MPI_IN_PLACE != a->sbuf, r = true;
+    const bool root = mca_coll_loom_is_root(a->comm, a->root), leaf = mca_coll_loom_is_leaf(a->comm, a->root);
+    switch (a->coll) {
+    case LOOM_COLL_igather: case LOOM_COLL_igatherv:
+        r = root;
+        s = leaf && (!root || MPI_IN_PLACE != a->sbuf);
+        break;
+    case LOOM_COLL_iscatter: case LOOM_COLL_iscatterv:
+        s = root;
+        r = leaf && (!root || MPI_IN_PLACE != a->rbuf);
+        break;
+    case LOOM_COLL_ibcast: case LOOM_COLL_ireduce: /* one type (in sdt), read by the root and the leaves */
+        s = root || leaf;
+        break;
+    case LOOM_COLL_iallreduce: case LOOM_COLL_ireduce_scatter: case LOOM_COLL_ireduce_scatter_block:
+    case LOOM_COLL_iscan: case LOOM_COLL_iexscan: /* one type (in sdt), in place or not */
+        s = true;
+        break;
+    default: break; /* the rest: the send side unless in place, the receive side */
+    }
+    if (s) hold_object((opal_object_t *)a->sdt, delta);
+    if (r) hold_object((opal_object_t *)a->rdt, delta);
+    if (s) hold_object((opal_object_t *)a->op, delta);
+    if (NULL == a->sdts && NULL == a->rdts) return;
+    /* The w-forms: alltoallw a block per peer, neighbor_alltoallw per
+     * neighbour. The arrays are the program's until the request is freed. */
+    int in = 0, out = 0;
+    if (LOOM_COLL_ineighbor_alltoallw == a->coll) {
+        if (OMPI_SUCCESS != mca_topo_base_neighbor_count(a->comm, &in, &out)) in = out = 0;
+    } else {
+        in = out = (int)mca_coll_loom_peers(a->comm);
+    }
+    for (int q = 0; q < out && s && NULL != a->sdts; ++q)
+        if (a->scounts[q] > 0) hold_object((opal_object_t *)a->sdts[q], delta);
+    for (int q = 0; q < in && NULL != a->rdts; ++q)
+        if (a->rcounts[q] > 0) hold_object((opal_object_t *)a->rdts[q], delta);
+}
+
 void mca_coll_loom_persistent_args_release(mca_coll_loom_call_args_t *a)
 {
-    if (NULL != a->sdt) OBJ_RELEASE(a->sdt);
-    if (NULL != a->rdt) OBJ_RELEASE(a->rdt);
-    if (NULL != a->op) OBJ_RELEASE(a->op);
+    hold_args(a, -1);
     OBJ_RELEASE(a->comm);
     free(a);
 }
@@ -38,9 +97,7 @@ static int make(mca_coll_base_module_t *module, ompi_request_t **req, mca_coll_l
     *k = a;
     k->m = (mca_coll_loom_module_t *)module;
     OBJ_RETAIN(k->comm); /* a start after MPI_Comm_free still finds it */
-    if (NULL != k->sdt) OBJ_RETAIN(k->sdt);
-    if (NULL != k->rdt) OBJ_RETAIN(k->rdt);
-    if (NULL != k->op) OBJ_RETAIN(k->op);
+    hold_args(k, +1);
     return mca_coll_loom_request_persistent(k->m, start, k, req);
 }
 

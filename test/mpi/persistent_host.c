@@ -6,7 +6,9 @@
  * reduce_scatter), started together on a fresh communicator (the first
  * start is kept behind the non-blocking set-up's vote: coll_loom_defer.h)
  * and again with new data, MPI_Startall and MPI_Start alike; every element
- * checked against a host reference. A visible skip without the extension.
+ * checked against a host reference. alltoallw's blocks alternate MPI_INT and
+ * a derived type the program frees right after init. A visible skip
+ * without the extension.
  */
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -61,16 +63,25 @@ static void run(MPI_Comm c, int fresh)
     int *rs = malloc(sizeof(int) * B), *want = malloc(sizeof(int) * (size_t)n);
     int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
     int *bdispls = malloc(sizeof(int) * (size_t)size);
-    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)size);
+    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)size), one_int;
+    MPI_Type_contiguous(1, MPI_INT, &one_int); /* freed after init: the requests keep it */
+    MPI_Type_commit(&one_int);
     for (int q = 0; q < size; ++q) {
         counts[q] = B;
         displs[q] = (size - 1 - q) * B; /* blocks in reverse order */
         bdispls[q] = displs[q] * (int)sizeof(int);
-        types[q] = MPI_INT;
+        types[q] = q % 2 ? one_int : MPI_INT;
     }
     MPI_Request r[K];
     int rc = MPIX_Barrier_init(c, MPI_INFO_NULL, &r[0]);
-    rc |= MPIX_Gather_init(in, B, MPI_INT, gat, B, MPI_INT, 0, c, MPI_INFO_NULL, &r[1]);
+    /* MPI reads a gather's receive type only at the root: elsewhere a stale
+     * handle (of a type already freed) must do */
+    MPI_Datatype stale;
+    MPI_Type_contiguous(2, MPI_INT, &stale);
+    MPI_Type_commit(&stale);
+    const MPI_Datatype stale_copy = stale;
+    MPI_Type_free(&stale);
+    rc |= MPIX_Gather_init(in, B, MPI_INT, gat, B, 0 == rank ? MPI_INT : stale_copy, 0, c, MPI_INFO_NULL, &r[1]);
     rc |= MPIX_Gatherv_init(in, B, MPI_INT, gatv, counts, displs, MPI_INT, size - 1, c, MPI_INFO_NULL, &r[2]);
     rc |= MPIX_Scatterv_init(in, counts, displs, MPI_INT, scav, B, MPI_INT, 0, c, MPI_INFO_NULL, &r[3]);
     rc |= MPIX_Allgatherv_init(in, B, MPI_INT, agv, counts, displs, MPI_INT, c, MPI_INFO_NULL, &r[4]);
@@ -80,6 +91,7 @@ static void run(MPI_Comm c, int fresh)
     rc |= MPIX_Exscan_init(in, exs, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[8]);
     rc |= MPIX_Reduce_scatter_init(in, rs, counts, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[9]);
     if (MPI_SUCCESS != rc) ++bad;
+    MPI_Type_free(&one_int); /* MPI allows it: the persistent alltoallw still uses it at every start */
     for (int round = 0; round < 3; ++round) {
         for (int i = 0; i < n; ++i) in[i] = v(rank, i, round);
         if (round % 2) {
