@@ -203,6 +203,19 @@ static inline size_t mca_coll_loom_peers(ompi_communicator_t *comm)
     return (size_t)(OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm));
 }
 
+/* Takes (delta +1) or drops (-1) a reference on an Open MPI object (a
+ * datatype, an op); NULL: nothing. */
+static inline void mca_coll_loom_hold(void *object, int delta)
+{
+    opal_object_t *o = (opal_object_t *)object;
+    if (NULL == o) return;
+    if (delta > 0) {
+        OBJ_RETAIN(o);
+    } else {
+        OBJ_RELEASE(o);
+    }
+}
+
 /* Whether this rank is a rooted collective's root: its own rank on an
  * intracommunicator, MPI_ROOT on an intercommunicator. */
 static inline bool mca_coll_loom_is_root(ompi_communicator_t *comm, int root)

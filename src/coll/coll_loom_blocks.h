@@ -1,7 +1,7 @@
 /*
  * Per-peer collectives onto loom's exchange kernel: alltoall(v, w),
- * gather(v) and scatter(v) all end as one exchange call over this rank's typed send
- * and receive blocks (one per peer). Whether a call goes there depends only
+ * gather(v) and scatter(v) all end as one exchange call over this rank's
+ * typed send and receive blocks (one per peer). Whether a call goes there depends only
  * on what every rank knows alike (blocking, intracommunicator, and for
  * alltoall a zero count), never on datatypes or displacements: MPI lets them
  * differ between ranks, so a rank whose datatype is not contiguous bytes

@@ -172,21 +172,28 @@ static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, voi
     return true;
 }
 
+/* alltoallv and alltoallw on loom's kernels: the exchange of this rank's
+ * typed blocks snd and rcv (in place, MPI reads the send blocks where the
+ * receive blocks are: rcv both ways). */
+static bool ragged_exchange(int coll, const void *sbuf, const loom_typed_blocks_t *snd, void *rbuf,
+                            const loom_typed_blocks_t *rcv, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
+                            bool local_gpu, int *rc)
+{
+    loom_gpu_call_t c;
+    mca_coll_loom_exchange_call(&c, coll, comm, req, sbuf, local_gpu, rbuf, local_gpu);
+    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
+    if (MPI_SUCCESS == *rc) *rc = mca_coll_loom_exchange_blocks(m, &c, MPI_IN_PLACE == sbuf ? rcv : snd, rcv);
+    return true;
+}
+
 static bool alltoallv_gpu(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt, void *rbuf,
                           const int *rcounts, const int *rdispls, ompi_datatype_t *rdt, ompi_communicator_t *comm,
                           loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
 {
-    loom_gpu_call_t c;
-    mca_coll_loom_exchange_call(&c, LOOM_COLL_alltoallv, comm, req, sbuf, local_gpu, rbuf, local_gpu);
-    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
-    if (MPI_SUCCESS != *rc) return true;
-    const int n = ompi_comm_size(comm);
-    const bool in_place = MPI_IN_PLACE == sbuf;
-    const loom_typed_blocks_t snd = {.user = in_place ? rbuf : (void *)sbuf, .dt = in_place ? rdt : sdt, .n = n,
-                                     .counts = in_place ? rcounts : scounts, .displs = in_place ? rdispls : sdispls};
+    const int n = ompi_comm_size(comm); /* an intercommunicator stays off the GPU path */
+    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = n, .counts = scounts, .displs = sdispls};
     const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = n, .counts = rcounts, .displs = rdispls};
-    *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
-    return true;
+    return ragged_exchange(LOOM_COLL_alltoallv, sbuf, &snd, rbuf, &rcv, comm, m, req, local_gpu, rc);
 }
 
 LOOM_BLOCKS(alltoall, mca_coll_loom_peer_blocks, 1, alltoall_gpu)
@@ -264,17 +271,10 @@ static bool alltoallw_gpu(const void *sbuf, const int *scounts, const int *sdisp
                           void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
                           ompi_communicator_t *comm, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
 {
-    loom_gpu_call_t c;
-    mca_coll_loom_exchange_call(&c, LOOM_COLL_alltoallw, comm, req, sbuf, local_gpu, rbuf, local_gpu);
-    if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
-    if (MPI_SUCCESS != *rc) return true;
     const int n = ompi_comm_size(comm);
-    const bool in_place = MPI_IN_PLACE == sbuf;
-    const loom_typed_blocks_t snd = {.user = in_place ? rbuf : (void *)sbuf, .dts = in_place ? rdts : sdts, .n = n,
-                                     .counts = in_place ? rcounts : scounts, .displs = in_place ? rdispls : sdispls};
+    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dts = sdts, .n = n, .counts = scounts, .displs = sdispls};
     const loom_typed_blocks_t rcv = {.user = rbuf, .dts = rdts, .n = n, .counts = rcounts, .displs = rdispls};
-    *rc = mca_coll_loom_exchange_blocks(m, &c, &snd, &rcv);
-    return true;
+    return ragged_exchange(LOOM_COLL_alltoallw, sbuf, &snd, rbuf, &rcv, comm, m, req, local_gpu, rc);
 }
 
 static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,

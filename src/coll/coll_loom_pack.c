@@ -135,13 +135,7 @@ typedef struct {
 static void hold_types(const loom_typed_blocks_t *b, int delta)
 {
     for (int q = 0; q < (NULL != b->dts ? b->n : 1); ++q) {
-        ompi_datatype_t *t = NULL != b->dts ? b->dts[q] : b->dt;
-        if (NULL == t || (NULL != b->dts && b->counts[q] <= 0)) continue;
-        if (delta > 0) {
-            OBJ_RETAIN(t);
-        } else {
-            OBJ_RELEASE(t);
-        }
+        if (NULL == b->dts || b->counts[q] > 0) mca_coll_loom_hold(NULL != b->dts ? b->dts[q] : b->dt, delta);
     }
 }
 

@@ -3,11 +3,11 @@
  * pcollreq extension), every one the coll framework has: init keeps the
  * call's arguments (the saved call of coll_loom_defer.h, retaining its
  * communicator, op and the datatypes it reads: hold_args) in an inactive
- * persistent request; every
- * MPI_Start runs the non-blocking twin with them, so each start takes
- * exactly the path a non-blocking call would (loom's kernels, staged or
- * delegated alike on every rank, kept behind a set-up in flight), and the
- * request completes with it (coll_loom_request.h). All of them, not only
+ * persistent request; every MPI_Start runs the non-blocking twin with
+ * them, so each start takes exactly the path a non-blocking call would
+ * (loom's kernels, staged or delegated alike on every rank, kept behind a
+ * set-up in flight), and the request completes with it
+ * (coll_loom_request.h). All of them, not only
  * those loom's kernels run: a start that went to the previous module
  * directly would overtake kept calls on some ranks only. The w-forms'
  * arrays (counts, displacements, datatypes) are the caller's until the
@@ -18,16 +18,6 @@
 #include "ompi/mca/topo/base/base.h"
 
 #include <stdlib.h>
-
-static void hold_object(opal_object_t *o, int delta)
-{
-    if (NULL == o) return;
-    if (delta > 0) {
-        OBJ_RETAIN(o);
-    } else {
-        OBJ_RELEASE(o);
-    }
-}
 
 /* Takes (+1) or drops (-1) a reference on the objects the call reads on
  * this rank: its op, and the datatypes MPI reads here (the w-forms': every
@@ -59,9 +49,9 @@ static void hold_args(const mca_coll_loom_call_args_t *a, int delta)
         break;
     default: break; /* the rest: the send side unless in place, the receive side */
     }
-    if (s) hold_object((opal_object_t *)a->sdt, delta);
-    if (r) hold_object((opal_object_t *)a->rdt, delta);
-    if (s) hold_object((opal_object_t *)a->op, delta);
+    if (s) mca_coll_loom_hold(a->sdt, delta);
+    if (r) mca_coll_loom_hold(a->rdt, delta);
+    if (s) mca_coll_loom_hold(a->op, delta);
     if (NULL == a->sdts && NULL == a->rdts) return;
     /* The w-forms: alltoallw a block per peer, neighbor_alltoallw per
      * neighbour. The arrays are the program's until the request is freed. */
@@ -72,9 +62,9 @@ static void hold_args(const mca_coll_loom_call_args_t *a, int delta)
         in = out = (int)mca_coll_loom_peers(a->comm);
     }
     for (int q = 0; q < out && s && NULL != a->sdts; ++q)
-        if (a->scounts[q] > 0) hold_object((opal_object_t *)a->sdts[q], delta);
+        if (a->scounts[q] > 0) mca_coll_loom_hold(a->sdts[q], delta);
     for (int q = 0; q < in && NULL != a->rdts; ++q)
-        if (a->rcounts[q] > 0) hold_object((opal_object_t *)a->rdts[q], delta);
+        if (a->rcounts[q] > 0) mca_coll_loom_hold(a->rdts[q], delta);
 }
 
 void mca_coll_loom_persistent_args_release(mca_coll_loom_call_args_t *a)
