@@ -1,9 +1,10 @@
 /*
  * Per-peer collectives onto loom's exchange kernel: alltoall(v, w),
  * gather(v) and scatter(v) all end as one exchange call over this rank's
- * typed send and receive blocks (one per peer). Whether a call goes there depends only
- * on what every rank knows alike (blocking, intracommunicator, and for
- * alltoall a zero count), never on datatypes or displacements: MPI lets them
+ * typed send and receive blocks (one per peer). Whether a call goes there
+ * depends only on what every rank knows alike (intracommunicator, pairs
+ * connected for a non-blocking call, and for alltoall a zero count), never
+ * on datatypes or displacements: MPI lets them
  * differ between ranks, so a rank whose datatype is not contiguous bytes
  * packs its blocks through host memory (coll_loom_pack.h) instead of taking
  * another path, and negative displacements are rebased.
@@ -15,8 +16,9 @@
 #include "coll_loom_pack.h"
 
 /* c for mca_coll_loom_gpu_takes: an exchange, off the GPU path on an
- * intercommunicator or when non-blocking; the user's buffers (for the GPU
- * choice only: MPI_IN_PLACE and buffers not on a GPU count as none). */
+ * intercommunicator (and, non-blocking, before its pairs are connected:
+ * mca_coll_loom_gpu_takes); the user's buffers (for the GPU choice only:
+ * MPI_IN_PLACE and buffers not on a GPU count as none). */
 void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator_t *comm, ompi_request_t **req,
                                  const void *sbuf, bool s_gpu, void *rbuf, bool r_gpu);
 

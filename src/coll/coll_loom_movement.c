@@ -140,7 +140,7 @@ static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
 
 LOOM_BLOCKS(allgather, mca_coll_loom_peer_blocks, 0, allgather_gpu)
 
-/* alltoall(v) on loom's kernels: an exchange of typed blocks
+/* alltoall on loom's kernels: an exchange of typed blocks
  * (coll_loom_blocks.h), whatever this rank's datatypes and displacements. In
  * place, MPI reads the send blocks where the receive blocks are. */
 static bool alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,

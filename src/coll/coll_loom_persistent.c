@@ -7,9 +7,9 @@
  * them, so each start takes exactly the path a non-blocking call would
  * (loom's kernels, staged or delegated alike on every rank, kept behind a
  * set-up in flight), and the request completes with it
- * (coll_loom_request.h). All of them, not only
- * those loom's kernels run: a start that went to the previous module
- * directly would overtake kept calls on some ranks only. The w-forms'
+ * (coll_loom_request.h). All of them, not only those loom's kernels run: a
+ * start that went to the previous module directly would overtake kept
+ * calls on some ranks only. The w-forms'
  * arrays (counts, displacements, datatypes) are the caller's until the
  * request is freed; the datatypes in them are retained like the others.
  */

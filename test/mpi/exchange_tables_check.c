@@ -9,8 +9,8 @@
  * buffers the call declares) and runs the after-work. The result must equal
  * Open MPI's own MPI_Alltoallw / MPI_Alltoallv of the same arguments, every
  * byte of the receive buffer (gaps and holes included): alltoallw with a
- * type per block at byte displacements (contiguous, duplicated, with holes,
- * with a leading hole), alltoallv with one type, in place or not, ragged
+ * type per block at byte displacements (int, a duplicate, and int with a
+ * hole after, before, or around it), alltoallv with one type, in place or not, ragged
  * counts with empty blocks. The blocks are built as alltoallw_gpu and
  * alltoallv_gpu (coll_loom_movement.c) build them. Host buffers; loom
  * deselected (its code is linked in).
@@ -22,7 +22,8 @@
 
 #include "coll_loom_blocks.h"
 
-/* What the linked code reads of the component and the GPU path. */
+/* What the linked code reads of the component and the GPU path
+ * (mca_coll_loom_after_run: as coll_loom_gpu.c's, which needs a GPU stack). */
 mca_coll_loom_component_t mca_coll_loom_component;
 const char mca_coll_loom_why_intercomm[] = "an intercommunicator";
 
@@ -62,8 +63,9 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     return mca_coll_loom_after_run(c->after, err);
 }
 
-/* Blocks start FIRST bytes into the buffers, which are passed BASE bytes in
- * (a multiple of every extent): the first displacements are negative. */
+/* Blocks start from FIRST bytes into the buffers (rounded up to whole
+ * extents), which are passed BASE bytes in (a multiple of every extent): the
+ * first displacements are negative. */
 enum { NTYPES = 5, K = 3, FIRST = 8, BASE = 24, GAP = 5, SENTINEL = 0xA5 };
 
 /* Types of one int each (the same signature): int, a duplicate, int with
@@ -131,7 +133,7 @@ static void one(int w, int mix, int in_place)
         rdb[q] = (int)rall - BASE, rd[q] = rdb[q] / (int)ext;
         rall += (size_t)rc[q] * (size_t)e + GAP;
     }
-    sall += BASE, rall += BASE; /* room for holes before the first and after the last element */
+    sall += BASE, rall += BASE; /* slack past the last block */
     unsigned char *sbuf = malloc(sall), *ref = malloc(rall), *got = malloc(rall);
     for (size_t i = 0; i < sall; ++i) sbuf[i] = (unsigned char)(r * 31 + i * 7 + 1);
     for (size_t i = 0; i < rall; ++i) ref[i] = in_place ? (unsigned char)(r * 29 + i * 5 + 3) : SENTINEL;
@@ -144,9 +146,9 @@ static void one(int w, int mix, int in_place)
     mca_coll_loom_module_t m;
     memset(&m, 0, sizeof(m));
     loom_gpu_call_t c;
-    ompi_communicator_t *comm = (ompi_communicator_t *)exec_comm;
-    mca_coll_loom_exchange_call(&c, w ? LOOM_COLL_alltoallw : LOOM_COLL_alltoallv, comm, NULL, s0, false, got, false);
     void *r0 = got + BASE;
+    ompi_communicator_t *comm = (ompi_communicator_t *)exec_comm;
+    mca_coll_loom_exchange_call(&c, w ? LOOM_COLL_alltoallw : LOOM_COLL_alltoallv, comm, NULL, s0, false, r0, false);
     loom_typed_blocks_t snd = {.user = sbuf + BASE, .n = n, .counts = sc}, rcv = {.user = r0, .n = n, .counts = rc};
     if (w) snd.dts = st, snd.displs = sdb, rcv.dts = rt, rcv.displs = rdb;
     else snd.dt = st[0], snd.displs = sd, rcv.dt = rt[0], rcv.displs = rd;

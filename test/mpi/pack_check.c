@@ -6,11 +6,11 @@
  * displacements included; others get back-to-back offsets),
  * mca_coll_loom_pack against MPI_Pack of each block, and
  * mca_coll_loom_unpack against MPI_Unpack: the blocks' data written, every
- * other byte (holes, gaps) as it was. For blocks of one type at listed
- * displacements, equal blocks at q x stride (an allgather's or alltoall's,
- * whose offsets may pass INT_MAX) and alltoallw's blocks of a type each at
- * byte displacements; and the after-work that unpacks at a non-blocking
- * call's completion, after the caller freed its type. Host buffers; runs
+ * other byte (holes, gaps) as it was; and the after-work that unpacks at a
+ * non-blocking call's completion, after the caller freed its type. All of
+ * it for blocks of one type at listed displacements, for equal blocks at q
+ * x stride (an allgather's or alltoall's, whose offsets may pass INT_MAX)
+ * and for alltoallw's blocks of a type each at byte displacements. Host buffers; runs
  * with loom deselected (the component's code is linked in directly).
  */
 #include <mpi.h>
