@@ -23,6 +23,10 @@ static inline loom_blocks_t mca_coll_loom_peer_blocks(ompi_communicator_t *comm)
     return (loom_blocks_t){n, n};
 }
 
+/* One per neighbour of the communicator's topology (a neighbour listed
+ * twice counts twice; coll_loom_neighbor.c). */
+loom_blocks_t mca_coll_loom_neighbor_blocks(ompi_communicator_t *comm);
+
 /* For collectives loom's kernels do not run (yet). */
 static inline bool mca_coll_loom_no_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
                                         ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m,

@@ -8,8 +8,7 @@
 
 #include "ompi/mca/topo/base/base.h"
 
-/* One per neighbour of the topology (a neighbour listed twice counts twice). */
-static loom_blocks_t mca_coll_loom_neighbor_blocks(ompi_communicator_t *comm)
+loom_blocks_t mca_coll_loom_neighbor_blocks(ompi_communicator_t *comm)
 {
     loom_blocks_t b = {0, 0};
     if (OMPI_SUCCESS != mca_topo_base_neighbor_count(comm, &b.in, &b.out)) b.in = b.out = 0;

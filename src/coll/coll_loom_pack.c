@@ -130,9 +130,7 @@ typedef struct {
     char *packed;
 } unpack_after_t;
 
-/* Takes (+1) or drops (-1) a reference on b's type, or with dts on the type
- * of every block with elements (the others are not read). */
-static void hold_types(const loom_typed_blocks_t *b, int delta)
+void mca_coll_loom_hold_block_types(const loom_typed_blocks_t *b, int delta)
 {
     for (int q = 0; q < (NULL != b->dts ? b->n : 1); ++q) {
         if (NULL == b->dts || b->counts[q] > 0) mca_coll_loom_hold(NULL != b->dts ? b->dts[q] : b->dt, delta);
@@ -146,7 +144,7 @@ static int unpack_after_run(mca_coll_loom_after_t *self, bool ok)
     /* at completion, maybe in another call's progress: copies that wait for nothing else */
     if (ok && u->b.n > 0) rc = each_block(&u->b, u->at, u->packed, false, true);
     free(u->packed);
-    hold_types(&u->b, -1);
+    mca_coll_loom_hold_block_types(&u->b, -1);
     free(u);
     return rc;
 }
@@ -176,7 +174,7 @@ int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b,
         u->b.dts = dts ? types : NULL;
         u->b.counts = counts;
         u->b.displs = displs ? ds : NULL;
-        hold_types(&u->b, +1);
+        mca_coll_loom_hold_block_types(&u->b, +1);
     }
     c->after = &u->super;
     return MPI_SUCCESS;

@@ -51,6 +51,10 @@ static inline ptrdiff_t mca_coll_loom_block_offset(const loom_typed_blocks_t *b,
     return mca_coll_loom_block_displ(b, q) * extent;
 }
 
+/* Takes (+1) or drops (-1) a reference on b's type, or with dts on the type
+ * of every block with elements (the others are not read). */
+void mca_coll_loom_hold_block_types(const loom_typed_blocks_t *b, int delta);
+
 /* The blocks as bytes for the kernels, relative to *base: bytes[q] and at[q]
  * (n entries each). Contiguous types (with dts: every block's that has
  * bytes): *base is the user's buffer moved to the lowest block

@@ -9,13 +9,14 @@
  * set-up in flight), and the request completes with it
  * (coll_loom_request.h). All of them, not only those loom's kernels run: a
  * start that went to the previous module directly would overtake kept
- * calls on some ranks only. The w-forms'
- * arrays (counts, displacements, datatypes) are the caller's until the
- * request is freed; the datatypes in them are retained like the others.
+ * calls on some ranks only. The w-forms' arrays (counts, displacements,
+ * datatypes) are the caller's until the request is freed; the datatypes in
+ * them are retained like the others.
  */
 #include "coll_loom.h"
+#include "coll_loom_exchange.h"
+#include "coll_loom_pack.h"
 #include "coll_loom_request.h"
-#include "ompi/mca/topo/base/base.h"
 
 #include <stdlib.h>
 
@@ -55,16 +56,12 @@ static void hold_args(const mca_coll_loom_call_args_t *a, int delta)
     if (NULL == a->sdts && NULL == a->rdts) return;
     /* The w-forms: alltoallw a block per peer, neighbor_alltoallw per
      * neighbour. The arrays are the program's until the request is freed. */
-    int in = 0, out = 0;
-    if (LOOM_COLL_ineighbor_alltoallw == a->coll) {
-        if (OMPI_SUCCESS != mca_topo_base_neighbor_count(a->comm, &in, &out)) in = out = 0;
-    } else {
-        in = out = (int)mca_coll_loom_peers(a->comm);
-    }
-    for (int q = 0; q < out && s && NULL != a->sdts; ++q)
-        if (a->scounts[q] > 0) mca_coll_loom_hold(a->sdts[q], delta);
-    for (int q = 0; q < in && NULL != a->rdts; ++q)
-        if (a->rcounts[q] > 0) mca_coll_loom_hold(a->rdts[q], delta);
+    const loom_blocks_t nb = LOOM_COLL_ineighbor_alltoallw == a->coll ? mca_coll_loom_neighbor_blocks(a->comm)
+                                                                      : mca_coll_loom_peer_blocks(a->comm);
+    const loom_typed_blocks_t snd = {.dts = a->sdts, .n = nb.out, .counts = a->scounts};
+    const loom_typed_blocks_t rcv = {.dts = a->rdts, .n = nb.in, .counts = a->rcounts};
+    if (s) mca_coll_loom_hold_block_types(&snd, delta);
+    mca_coll_loom_hold_block_types(&rcv, delta);
 }
 
 void mca_coll_loom_persistent_args_release(mca_coll_loom_call_args_t *a)

@@ -3,7 +3,7 @@
  * MPI_Alltoallv (ragged counts with zeros, receive blocks in reversed order
  * with gaps that must stay untouched, displacements from -1) and
  * MPI_Alltoallw (the same at byte displacements, each block of the type or
- * of it with a hole, per rank and peer: one_w) x types {char,
+ * of it with a hole, per rank and peer) x types {char,
  * int, double, a contiguous type of 3 shorts, a pair of ints laid out
  * differently per rank: contiguous or strided with a hole} x counts {0, 1,
  * 7, 1023, 2^20+3} x in place / not x communicators {world, dup, reversed,
@@ -26,144 +26,93 @@ static size_t ragged(size_t base, int a, int b, int sym)
     return base * (size_t)k / 2;
 }
 
-/* One call; returns wrong bytes (+1 per error code). alltoallv passes its
- * buffers one element in, so the first blocks sit at displacement -1. */
-static long one(MPI_Comm comm, const type_t *t, size_t base, int vector, int in_place, const int *world_of)
+static const char *const form_names[3] = {"alltoall", "alltoallv", "alltoallw"};
+
+/* One call of form 0 (alltoall), 1 (alltoallv) or 2 (alltoallw); returns
+ * wrong bytes (+1 per error code). Send blocks in rank order, receive
+ * blocks reversed with GAP elements between (alltoall: in rank order, back
+ * to back); alltoallv passes its buffers one element in, so the first
+ * blocks sit at displacement -1. alltoallw: alltoallv's ragged counts, each
+ * block of its own type at a byte displacement. On even ranks of comm block
+ * q is t or a duplicate of it (both contiguous for all but the strided
+ * pair: the rank keeps its buffers); on odd ranks t or t resized with a
+ * 4-byte hole after each element (same type signature, not contiguous: the
+ * rank packs), chosen per peer. Its blocks start at byte 8, its gaps are
+ * GAP bytes, and both buffers are passed 16 bytes in, so the first
+ * displacement is -8. */
+static long one(MPI_Comm comm, const type_t *t, size_t base, int form, int in_place, const int *world_of)
 {
     int r, n;
     MPI_Comm_rank(comm, &r);
     MPI_Comm_size(comm, &n);
-    int *sc = malloc(sizeof(int) * n), *sd = malloc(sizeof(int) * n), *rc = malloc(sizeof(int) * n),
-        *rd = malloc(sizeof(int) * n);
-    size_t sall = 0, rall = 0;
-    for (int q = 0; q < n; ++q) { /* send blocks in rank order, receive blocks reversed with gaps */
-        sc[q] = (int)(vector ? ragged(base, r, q, in_place) : base);
-        rc[q] = (int)(vector ? ragged(base, q, r, in_place) : base);
+    MPI_Datatype other = t->t; /* of the same signature */
+    size_t other_extent = t->extent;
+    if (form == 2) {
+        if (r % 2) MPI_Type_create_resized(t->t, 0, (MPI_Aint)(t->extent + 4), &other);
+        else MPI_Type_dup(t->t, &other);
+        MPI_Type_commit(&other);
+        other_extent += r % 2 ? 4 : 0;
     }
-    for (int q = 0; q < n; ++q) sd[q] = (int)sall, sall += (size_t)sc[q];
-    for (int q = n - 1; q >= 0; --q) rd[q] = (int)rall, rall += (size_t)rc[q] + (vector ? GAP : 0);
-    if (!vector) /* alltoall: the receive blocks in rank order, back to back */
-        for (int q = 0; q < n; ++q) rd[q] = q * (int)base;
-    const size_t rbytes = rall * t->extent, sbytes = sall * t->extent, bsize = t->size;
-    uint8_t *host = malloc(rbytes + sbytes + 1), *want = malloc(rbytes + 1);
-    memset(want, SENTINEL, rbytes);
-    for (int q = 0; q < n; ++q)
-        for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j) want[byte_at(t, (size_t)rd[q], j)] = pattern(world_of[q], world_of[r], j);
-    void *sbuf = alloc(sbytes), *rbuf = alloc(rbytes);
-    memset(host, SENTINEL, rbytes + sbytes);
-    if (in_place) { /* the send blocks where the receive blocks are */
-        for (int q = 0; q < n; ++q)
-            for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j) host[byte_at(t, (size_t)rd[q], j)] = pattern(world_of[r], world_of[q], j);
-        put(rbuf, host, rbytes);
-    } else {
-        for (int q = 0; q < n; ++q)
-            for (size_t j = 0; j < (size_t)sc[q] * bsize; ++j) host[byte_at(t, (size_t)sd[q], j)] = pattern(world_of[r], world_of[q], j);
-        put(sbuf, host, sbytes);
-        memset(host, SENTINEL, rbytes);
-        put(rbuf, host, rbytes);
-    }
-    int err;
-    if (vector) {
-        for (int q = 0; q < n; ++q) --sd[q], --rd[q];
-        char *s1 = (char *)sbuf + t->extent, *r1 = (char *)rbuf + t->extent;
-        err = MPI_Alltoallv(in_place ? MPI_IN_PLACE : s1, sc, sd, t->t, r1, rc, rd, t->t, comm);
-    } else {
-        err = MPI_Alltoall(in_place ? MPI_IN_PLACE : sbuf, (int)base, t->t, rbuf, (int)base, t->t, comm);
-    }
-    long bad = err != MPI_SUCCESS;
-    take(host, rbuf, rbytes);
-    for (size_t i = 0; i < rbytes && !bad; ++i)
-        if (host[i] != want[i]) {
-            fprintf(stderr, "coll_exchange: %s base %zu x %zu/%zu B in_place %d: rank %d byte %zu = %u, want %u\n",
-                    vector ? "alltoallv" : "alltoall", base, t->size, t->extent, in_place, r, i, host[i], want[i]);
-            ++bad;
-        }
-    if (err != MPI_SUCCESS) fprintf(stderr, "coll_exchange: rank %d: error %d\n", r, err);
-    release(sbuf);
-    release(rbuf);
-    free(host);
-    free(want);
-    free(sc); free(sd); free(rc); free(rd);
-    return bad;
-}
-
-/* Byte j of a block of type t laid out with `extent` per element, at byte disp. */
-static size_t w_byte(const type_t *t, size_t extent, size_t disp, size_t j)
-{
-    return disp + (j / t->size) * extent + t->at[j % t->size];
-}
-
-/* One MPI_Alltoallw: alltoallv's ragged counts, each block of its own type
- * and at a byte displacement. On even ranks of comm block q is t or a
- * duplicate of it (both contiguous for all but the strided pair: the rank
- * keeps its buffers); on odd ranks t or t resized with a 4-byte hole after
- * each element (same type signature, not contiguous: the rank packs),
- * chosen per peer. Send blocks back to back from byte 8 of the buffer,
- * receive blocks in reversed order with GAP bytes between; both buffers are
- * passed 16 bytes in, so the first displacement is -8. Returns wrong bytes
- * (+1 per error code). */
-static long one_w(MPI_Comm comm, const type_t *t, size_t base, int in_place, const int *world_of)
-{
-    int r, n;
-    MPI_Comm_rank(comm, &r);
-    MPI_Comm_size(comm, &n);
-    MPI_Datatype other; /* of the same signature */
-    if (r % 2) MPI_Type_create_resized(t->t, 0, (MPI_Aint)(t->extent + 4), &other);
-    else MPI_Type_dup(t->t, &other);
-    MPI_Type_commit(&other);
-    const size_t other_extent = t->extent + (r % 2 ? 4 : 0);
     int *sc = malloc(sizeof(int) * n), *sd = malloc(sizeof(int) * n), *rc = malloc(sizeof(int) * n),
         *rd = malloc(sizeof(int) * n);
     MPI_Datatype *st = malloc(sizeof(MPI_Datatype) * n), *rt = malloc(sizeof(MPI_Datatype) * n);
-    size_t *sx = malloc(sizeof(size_t) * n), *rx = malloc(sizeof(size_t) * n); /* each block's extent */
-    size_t sall = 8, rall = 8;
+    /* each block's extent and its byte offset from the buffer's start */
+    size_t *sx = malloc(sizeof(size_t) * n), *rx = malloc(sizeof(size_t) * n), *so = malloc(sizeof(size_t) * n),
+           *ro = malloc(sizeof(size_t) * n);
     for (int q = 0; q < n; ++q) {
-        sc[q] = (int)ragged(base, r, q, in_place);
-        rc[q] = (int)ragged(base, q, r, in_place);
-        const int other_s = q % 2 == 0, other_r = (r / 2 + q) % 2 == 1;
+        sc[q] = (int)(form ? ragged(base, r, q, in_place) : base);
+        rc[q] = (int)(form ? ragged(base, q, r, in_place) : base);
+        const int other_s = form == 2 && q % 2 == 0, other_r = form == 2 && (r / 2 + q) % 2 == 1;
         st[q] = other_s ? other : t->t, sx[q] = other_s ? other_extent : t->extent;
         rt[q] = other_r ? other : t->t, rx[q] = other_r ? other_extent : t->extent;
     }
-    for (int q = 0; q < n; ++q) sd[q] = (int)sall - 16, sall += (size_t)sc[q] * sx[q];
-    for (int q = n - 1; q >= 0; --q) rd[q] = (int)rall - 16, rall += (size_t)rc[q] * rx[q] + GAP;
+    const size_t gap = form == 2 ? GAP : form == 1 ? GAP * t->extent : 0;
+    size_t sall = form == 2 ? 8 : 0, rall = sall;
+    for (int q = 0; q < n; ++q) so[q] = sall, sall += (size_t)sc[q] * sx[q];
+    for (int q = n - 1; q >= 0; --q) ro[q] = rall, rall += (size_t)rc[q] * rx[q] + gap;
+    if (!form)
+        for (int q = 0; q < n; ++q) ro[q] = (size_t)q * base * t->extent;
     const size_t bsize = t->size;
-    uint8_t *host = malloc(rall + sall), *want = malloc(rall);
+    uint8_t *host = malloc(rall + sall + 1), *want = malloc(rall + 1);
     memset(want, SENTINEL, rall);
     for (int q = 0; q < n; ++q)
-        for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j)
-            want[w_byte(t, rx[q], 16 + rd[q], j)] = pattern(world_of[q], world_of[r], j);
+        for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j) want[block_byte(t, rx[q], ro[q], j)] = pattern(world_of[q], world_of[r], j);
     void *sbuf = alloc(sall), *rbuf = alloc(rall);
     memset(host, SENTINEL, rall + sall);
     if (in_place) { /* the send blocks where the receive blocks are, of the receive types */
         for (int q = 0; q < n; ++q)
-            for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j)
-                host[w_byte(t, rx[q], 16 + rd[q], j)] = pattern(world_of[r], world_of[q], j);
+            for (size_t j = 0; j < (size_t)rc[q] * bsize; ++j) host[block_byte(t, rx[q], ro[q], j)] = pattern(world_of[r], world_of[q], j);
         put(rbuf, host, rall);
     } else {
         for (int q = 0; q < n; ++q)
-            for (size_t j = 0; j < (size_t)sc[q] * bsize; ++j)
-                host[w_byte(t, sx[q], 16 + sd[q], j)] = pattern(world_of[r], world_of[q], j);
+            for (size_t j = 0; j < (size_t)sc[q] * bsize; ++j) host[block_byte(t, sx[q], so[q], j)] = pattern(world_of[r], world_of[q], j);
         put(sbuf, host, sall);
         memset(host, SENTINEL, rall);
         put(rbuf, host, rall);
     }
-    const int err = MPI_Alltoallw(in_place ? MPI_IN_PLACE : (char *)sbuf + 16, sc, sd, st, (char *)rbuf + 16, rc, rd,
-                                  rt, comm);
+    /* displacements from the pointers passed: elements one in (alltoallv), bytes 16 in (alltoallw) */
+    const ptrdiff_t in = form == 2 ? 16 : (ptrdiff_t)t->extent, unit = form == 2 ? 1 : (ptrdiff_t)t->extent;
+    for (int q = 0; q < n; ++q) sd[q] = (int)(((ptrdiff_t)so[q] - in) / unit), rd[q] = (int)(((ptrdiff_t)ro[q] - in) / unit);
+    char *s1 = (char *)sbuf + in, *r1 = (char *)rbuf + in;
+    int err;
+    if (form == 2) err = MPI_Alltoallw(in_place ? MPI_IN_PLACE : s1, sc, sd, st, r1, rc, rd, rt, comm);
+    else if (form == 1) err = MPI_Alltoallv(in_place ? MPI_IN_PLACE : s1, sc, sd, t->t, r1, rc, rd, t->t, comm);
+    else err = MPI_Alltoall(in_place ? MPI_IN_PLACE : sbuf, (int)base, t->t, rbuf, (int)base, t->t, comm);
     long bad = err != MPI_SUCCESS;
     take(host, rbuf, rall);
     for (size_t i = 0; i < rall && !bad; ++i)
         if (host[i] != want[i]) {
-            fprintf(stderr, "coll_exchange: alltoallw base %zu x %zu/%zu B in_place %d: rank %d byte %zu = %u, want %u\n",
-                    base, t->size, t->extent, in_place, r, i, host[i], want[i]);
+            fprintf(stderr, "coll_exchange: %s base %zu x %zu/%zu B in_place %d: rank %d byte %zu = %u, want %u\n",
+                    form_names[form], base, t->size, t->extent, in_place, r, i, host[i], want[i]);
             ++bad;
         }
-    if (err != MPI_SUCCESS) fprintf(stderr, "coll_exchange: rank %d: alltoallw error %d\n", r, err);
+    if (err != MPI_SUCCESS) fprintf(stderr, "coll_exchange: rank %d: %s error %d\n", r, form_names[form], err);
     release(sbuf);
     release(rbuf);
     free(host);
     free(want);
-    free(sc); free(sd); free(rc); free(rd); free(st); free(rt); free(sx); free(rx);
-    MPI_Type_free(&other);
+    free(sc); free(sd); free(rc); free(rd); free(st); free(rt); free(sx); free(rx); free(so); free(ro);
+    if (form == 2) MPI_Type_free(&other);
     return bad;
 }
 
@@ -194,8 +143,7 @@ int main(int argc, char **argv)
                 if (counts[k] > 1024 && (t % 2 || c % 2)) continue; /* the large count on half the cases */
                 for (int form = 0; form < 3; ++form) /* alltoall, alltoallv, alltoallw */
                     for (int ip = 0; ip < 2; ++ip, ++calls)
-                        bad += form < 2 ? one(comms[c], &types[t], counts[k], form, ip, world_of)
-                                        : one_w(comms[c], &types[t], counts[k], ip, world_of);
+                        bad += one(comms[c], &types[t], counts[k], form, ip, world_of);
             }
         free(world_of);
     }

@@ -30,10 +30,17 @@ typedef struct {
     size_t at[8];
 } type_t;
 
-/* Offset of data byte j of a block that starts at element `first`. */
-static size_t byte_at(const type_t *t, size_t first, size_t j)
+/* Offset of data byte j of a block of t's elements laid out `extent` apart
+ * (t's own, or a resized twin's), starting at byte disp. */
+static inline size_t block_byte(const type_t *t, size_t extent, size_t disp, size_t j)
 {
-    return (first + j / t->size) * t->extent + t->at[j % t->size];
+    return disp + (j / t->size) * extent + t->at[j % t->size];
+}
+
+/* Offset of data byte j of a block that starts at element `first`. */
+static inline size_t byte_at(const type_t *t, size_t first, size_t j)
+{
+    return block_byte(t, t->extent, first * t->extent, j);
 }
 
 static int on_host;     /* this rank's buffers are in host memory */
