@@ -8,14 +8,9 @@
 #ifndef MCA_COLL_LOOM_H
 #define MCA_COLL_LOOM_H
 
-#include "ompi_config.h"
+#include "coll_loom_ompi.h" /* first: ompi_config.h, and what differs between Open MPI 4.1 and 5.0 */
 
-#include "mpi.h"
-#include "ompi/communicator/communicator.h"
 #include "ompi/datatype/ompi_datatype.h"
-#include "ompi/mca/coll/coll.h"
-#include "ompi/request/request.h"
-#include "opal/threads/mutex.h"
 
 #include <pthread.h>
 #include "coll_loom_profile.h"
@@ -46,7 +41,7 @@ BEGIN_C_DECLS
     X(ineighbor_allgather, iallgather) X(ineighbor_allgatherv, iallgatherv)                         \
     X(ineighbor_alltoall, ialltoall) X(ineighbor_alltoallv, ialltoallv)                             \
     X(ineighbor_alltoallw, ineighbor_alltoallw)
-/* Persistent collectives (Open MPI's pcollreq extension, MPIX_*_init): each
+/* Persistent collectives (MPI-4's MPI_*_init; 4.1's pcollreq MPIX_*_init): each
  * MPI_Start runs the non-blocking twin (coll_loom_persistent.c). */
 #define LOOM_PERSISTENT_COLLS(X)                                                                     \
     X(allgather_init, allgather_init) X(allgatherv_init, allgatherv_init)                           \
@@ -79,7 +74,7 @@ typedef enum {
 } mca_coll_loom_path_t;
 
 typedef struct {
-    mca_coll_base_component_2_0_0_t super;
+    mca_coll_loom_base_component_t super;
     int priority;
     bool enable;
     int verbose;
@@ -95,7 +90,7 @@ typedef struct {
     int output;
 } mca_coll_loom_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;
+LOOM_COMPONENT_DECLSPEC extern mca_coll_loom_component_t mca_coll_loom_component;
 
 typedef struct {
 #define LOOM_PREV(name, type)               \

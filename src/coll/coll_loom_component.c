@@ -25,7 +25,7 @@ static void register_core_params(mca_coll_loom_component_t *lc);
 mca_coll_loom_component_t mca_coll_loom_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            LOOM_COLL_BASE_VERSION,
             .mca_component_name = "loom",
             MCA_BASE_MAKE_VERSION(component, LOOM_MAJOR, LOOM_MINOR, LOOM_PATCH),
             .mca_register_component_params = loom_register,

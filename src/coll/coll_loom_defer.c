@@ -201,7 +201,7 @@ static bool vote_done(mca_coll_loom_module_t *m)
         opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s (cid %u): the non-blocking set-up's "
                     "vote: some rank of the %d did not arrive within %.0f s (LOOM_TIMEOUT); this rank passed device "
                     "buffers and gives up: communicator unusable for collectives", ompi_comm_rank(m->comm),
-                    m->comm->c_name, m->comm->c_contextid, ompi_comm_size(m->comm), timeout);
+                    m->comm->c_name, mca_coll_loom_comm_cid(m->comm), ompi_comm_size(m->comm), timeout);
         m->gpu_state = LOOM_GPU_BROKEN; /* the request and its buffer are abandoned (it may still complete) */
         m->vote_req = MPI_REQUEST_NULL;
         m->vote_buf = NULL;

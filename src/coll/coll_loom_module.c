@@ -74,7 +74,7 @@ static void report(mca_coll_loom_module_t *m, const char *what)
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
     opal_output_verbose(1, mca_coll_loom_component.output, "coll/loom %s rank %d comm %s (cid %u, size %d): %s",
-                        host, ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, ompi_comm_size(m->comm),
+                        host, ompi_comm_rank(m->comm), m->comm->c_name, mca_coll_loom_comm_cid(m->comm), ompi_comm_size(m->comm),
                         what);
 }
 

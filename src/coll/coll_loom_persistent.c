@@ -1,6 +1,6 @@
 /*
- * Persistent collectives (MPIX_Allreduce_init and friends, Open MPI's
- * pcollreq extension), every one the coll framework has: init keeps the
+ * Persistent collectives (MPI-4's MPI_Allreduce_init and friends; Open
+ * MPI 4.1's pcollreq MPIX_*_init), every one the coll framework has: init keeps the
  * call's arguments (the saved call of coll_loom_defer.h, retaining its
  * communicator, op and the datatypes it reads: hold_args) in an inactive
  * persistent request; every MPI_Start runs the non-blocking twin with

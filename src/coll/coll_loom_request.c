@@ -8,21 +8,10 @@
 #include "opal/runtime/opal_progress.h"
 
 #include <stdlib.h>
-
-/* Open MPI 4.1's MPI_I* entry points retain a call's derived datatypes and
- * user op through the fields of ompi_coll_base_nbc_request_t (coll/base's
- * non-blocking request) on whatever request a component returns: a loom
- * request starts with the same layout. That header cannot be included here
- * (it pulls in a Fortran header the packages do not ship), hence the copy. */
-typedef struct {
-    ompi_request_t super;
-    void *cb;                   /* union of a completion and a free callback */
-    void *req_complete_cb_data;
-    void *data[2];              /* union: op and datatype, or two datatypes, or two objects */
-} loom_nbc_request_t;
+#include <string.h>
 
 typedef struct mca_coll_loom_request_t {
-    loom_nbc_request_t super;
+    mca_coll_loom_nbc_request_t super;    /* Open MPI's nbc request layout (coll_loom_ompi.h) */
     mca_coll_loom_module_t *m;
     int coll;                             /* LOOM_COLL_*, for its error report */
     uint64_t ticket;                      /* loomCommMark's, on m's loom communicator */
@@ -46,22 +35,12 @@ typedef struct mca_coll_loom_request_t {
 static int loom_request_free(ompi_request_t **request);
 static int loom_request_cancel(ompi_request_t *request, int complete) { (void)request; (void)complete; return MPI_SUCCESS; }
 
+/* Everything past the ompi_request_t is zeroed: the nbc request's fields
+ * (Open MPI's bindings test them for NULL) and loom's own. */
 static void loom_request_construct(mca_coll_loom_request_t *r)
 {
-    r->super.cb = r->super.req_complete_cb_data = r->super.data[0] = r->super.data[1] = NULL;
-    r->m = NULL;
-    r->coll = 0;
+    memset((char *)r + sizeof(ompi_request_t), 0, sizeof(*r) - sizeof(ompi_request_t));
     r->rc = MPI_SUCCESS;
-    r->ticket = 0;
-    r->staged = NULL;
-    r->after = NULL;
-    r->freed = false;
-    r->done = false;
-    r->ordered = r->reached = r->unstarted = false;
-    r->next = NULL;
-    r->start = NULL;
-    r->args = NULL;
-    r->inner = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_loom_request_t, ompi_request_t, loom_request_construct, NULL);

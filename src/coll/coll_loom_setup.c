@@ -95,7 +95,7 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
     opal_output(mca_coll_loom_component.output,
                 "coll/loom %s rank %d comm %s (cid %u): %s: some rank of the %d did not arrive within %.0f s "
                 "(LOOM_TIMEOUT): %s; this rank passed device buffers and gives up: communicator unusable for "
-                "collectives", host, ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid, step,
+                "collectives", host, ompi_comm_rank(m->comm), m->comm->c_name, mca_coll_loom_comm_cid(m->comm), step,
                 ompi_comm_size(m->comm), timeout, missing);
     return MPI_ERR_OTHER;
 }
@@ -330,7 +330,7 @@ void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loo
     gethostname(host, sizeof(host) - 1);
     /* The one report of a failed loom call (the core only logs it at INFO). */
     say(m, 0, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s", host, ompi_comm_rank(m->comm), m->comm->c_name,
-        m->comm->c_contextid, what, loomGetErrorString(r), loomGetLastError());
+        mca_coll_loom_comm_cid(m->comm), what, loomGetErrorString(r), loomGetLastError());
 }
 
 int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
@@ -455,7 +455,7 @@ bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m)
             opal_output(mca_coll_loom_component.output,
                         "coll/loom rank %d comm %s (cid %u): %s: some rank of the %d did not arrive within %.0f s "
                         "(LOOM_TIMEOUT); this rank passed device buffers and gives up: communicator unusable for "
-                        "collectives", ompi_comm_rank(m->comm), m->comm->c_name, m->comm->c_contextid,
+                        "collectives", ompi_comm_rank(m->comm), m->comm->c_name, mca_coll_loom_comm_cid(m->comm),
                         a->step_name, ompi_comm_size(m->comm), timeout);
             a->rc = MPI_ERR_OTHER;
             a->job = JOB_DONE;

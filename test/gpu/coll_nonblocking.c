@@ -45,18 +45,15 @@
  *                and scans first and after allreduces (every pair
  *                connected inside progress); two fresh communicators set
  *                up at once
- *   persistent   MPIX_Allreduce_init / Bcast_init / Alltoall_init (Open
- *                MPI's pcollreq extension; a visible skip without it):
+ *   persistent   MPI_Allreduce_init / Bcast_init / Alltoall_init (MPI-4;
+ *                4.1: pcollreq MPIX_*_init; a visible skip without):
  *                started several times with new data, MPI_Startall, waited,
  *                then freed; a small one completed by MPI_Test polling,
  *                then started again and freed while active
  * Every call must take loom's GPU path (the .mpitest checks the reports).
  */
 #include <cuda_runtime.h>
-#include <mpi.h>
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
+#include "../mpi/mpi4_persistent.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,16 +325,16 @@ static void tables(MPI_Comm comm)
     cudaFree(gin), cudaFree(gout), cudaFree(ain), cudaFree(aout);
 }
 
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_PERSISTENT_COLLS
 static void persistent(MPI_Comm comm)
 {
     const size_t n = 300001, b = 4096;
     float *in = dalloc(n * 4), *out = dalloc(n * 4), *bc = dalloc(n * 4);
     float *ain = dalloc(b * (size_t)size * 4), *aout = dalloc(b * (size_t)size * 4);
     MPI_Request req[3];
-    int rc = MPIX_Allreduce_init(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &req[0]);
-    rc |= MPIX_Bcast_init(bc, (int)n, MPI_FLOAT, 1 % size, comm, MPI_INFO_NULL, &req[1]);
-    rc |= MPIX_Alltoall_init(ain, (int)b, MPI_FLOAT, aout, (int)b, MPI_FLOAT, comm, MPI_INFO_NULL, &req[2]);
+    int rc = MPI_Allreduce_init(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &req[0]);
+    rc |= MPI_Bcast_init(bc, (int)n, MPI_FLOAT, 1 % size, comm, MPI_INFO_NULL, &req[1]);
+    rc |= MPI_Alltoall_init(ain, (int)b, MPI_FLOAT, aout, (int)b, MPI_FLOAT, comm, MPI_INFO_NULL, &req[2]);
     if (MPI_SUCCESS != rc) ++bad;
     float *h = malloc(n * 4), *ha = malloc(b * (size_t)size * 4);
     for (int round = 0; round < 4; ++round) {
@@ -383,7 +380,7 @@ static void persistent(MPI_Comm comm)
     const size_t m = 1000;
     float *pin = dfill(m, rank, 30), *pout = dalloc(m * 4), *w = dfill(m, rank, 31), *wout = dalloc(m * 4);
     MPI_Request p;
-    rc = MPIX_Allreduce_init(pin, pout, (int)m, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &p);
+    rc = MPI_Allreduce_init(pin, pout, (int)m, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &p);
     int flag = 0;
     rc |= MPI_Start(&p);
     while (MPI_SUCCESS == rc && !flag) rc = MPI_Test(&p, &flag, MPI_STATUS_IGNORE);
@@ -401,7 +398,7 @@ static void persistent(MPI_Comm comm)
 static void persistent(MPI_Comm comm)
 {
     (void)comm;
-    if (0 == rank) printf("SKIP persistent: this MPI has no MPIX_*_init (Open MPI's pcollreq extension)\n");
+    if (0 == rank) printf("SKIP persistent: this MPI has no persistent collectives (MPI-4 MPI_*_init, or Open MPI 4.1's pcollreq MPIX_*_init)\n");
 }
 #endif
 

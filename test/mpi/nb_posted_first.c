@@ -23,8 +23,7 @@
  *
  *   nb_posted_first [-c COUNT] [-f] [-o]   (default 1000 ints per rank)
  */
-#include <mpi.h>
-#include <mpi-ext.h>
+#include "mpi4_persistent.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,11 +46,6 @@ static void buf_free(void *p) { free(p); }
 static void buf_put(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 #endif
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define HAVE_PCOLLREQ 1 /* Open MPI's persistent collectives (MPIX_*_init) */
-#else
-#define HAVE_PCOLLREQ 0
-#endif
 
 static int me, np;
 static long bad;
@@ -234,7 +228,7 @@ static void interleaved(int c, int call, int strided, int blocking)
 }
 
 /* A communicator's requests complete in issue order (loom's promise, not
- * MPI's): a large ialltoallw (persistent: MPIX_Alltoallw_init and
+ * MPI's): a large ialltoallw (persistent: MPI_Alltoallw_init and
  * MPI_Start), then a one-int iallreduce, which alone would finish long
  * before (on the CPU both are staged: the previous module's requests; on a
  * GPU loom's kernels): the second may not be complete while the first is
@@ -260,9 +254,9 @@ static void in_issue_order(int call, int persistent)
     buf_put(done, one, sizeof(one));
     MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     int rc;
-#if HAVE_PCOLLREQ
+#if HAVE_PERSISTENT_COLLS
     if (persistent) {
-        rc = MPIX_Alltoallw_init(dsend, counts, bdispls, types, drecv, counts, bdispls, types, MPI_COMM_WORLD,
+        rc = MPI_Alltoallw_init(dsend, counts, bdispls, types, drecv, counts, bdispls, types, MPI_COMM_WORLD,
                                  MPI_INFO_NULL, &r[0]);
         if (rc == MPI_SUCCESS) rc = MPI_Start(&r[0]);
     } else
@@ -312,7 +306,7 @@ int main(int argc, char **argv)
     interleaved(c, call++, 1, 0);
     interleaved(c, call++, 0, 1);
     if (order) in_issue_order(call++, 0);
-#if HAVE_PCOLLREQ
+#if HAVE_PERSISTENT_COLLS
     if (order) in_issue_order(call++, 1);
 #endif
     phase = "the final check";

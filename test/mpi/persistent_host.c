@@ -1,6 +1,6 @@
 /*
- * Persistent collectives on host buffers through loom's component (Open
- * MPI's pcollreq extension, MPIX_*_init): every kind loom takes beyond the
+ * Persistent collectives on host buffers through loom's component (MPI-4
+ * MPI_*_init; 4.1: pcollreq MPIX_*_init): every kind loom takes beyond the
  * ones coll_nonblocking.c runs on device buffers (barrier, gather(v),
  * scatter(v), allgatherv, alltoallv, alltoallw, scan, exscan,
  * reduce_scatter), started together on a fresh communicator (the first
@@ -10,16 +10,13 @@
  * a derived type the program frees right after init. A visible skip
  * without the extension.
  */
-#include <mpi.h>
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
+#include "mpi4_persistent.h"
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "issue_order.h"
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_PERSISTENT_COLLS
 enum { B = 5, K = 10 }; /* ints per block; persistent requests */
 
 static int rank, size;
@@ -73,7 +70,7 @@ static void run(MPI_Comm c, int fresh)
         types[q] = q % 2 ? one_int : MPI_INT;
     }
     MPI_Request r[K];
-    int rc = MPIX_Barrier_init(c, MPI_INFO_NULL, &r[0]);
+    int rc = MPI_Barrier_init(c, MPI_INFO_NULL, &r[0]);
     /* MPI reads a gather's receive type only at the root: elsewhere a stale
      * handle (of a type already freed) must do */
     MPI_Datatype stale;
@@ -81,15 +78,15 @@ static void run(MPI_Comm c, int fresh)
     MPI_Type_commit(&stale);
     const MPI_Datatype stale_copy = stale;
     MPI_Type_free(&stale);
-    rc |= MPIX_Gather_init(in, B, MPI_INT, gat, B, 0 == rank ? MPI_INT : stale_copy, 0, c, MPI_INFO_NULL, &r[1]);
-    rc |= MPIX_Gatherv_init(in, B, MPI_INT, gatv, counts, displs, MPI_INT, size - 1, c, MPI_INFO_NULL, &r[2]);
-    rc |= MPIX_Scatterv_init(in, counts, displs, MPI_INT, scav, B, MPI_INT, 0, c, MPI_INFO_NULL, &r[3]);
-    rc |= MPIX_Allgatherv_init(in, B, MPI_INT, agv, counts, displs, MPI_INT, c, MPI_INFO_NULL, &r[4]);
-    rc |= MPIX_Alltoallv_init(in, counts, displs, MPI_INT, a2v, counts, displs, MPI_INT, c, MPI_INFO_NULL, &r[5]);
-    rc |= MPIX_Alltoallw_init(in, counts, bdispls, types, a2w, counts, bdispls, types, c, MPI_INFO_NULL, &r[6]);
-    rc |= MPIX_Scan_init(in, scan, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[7]);
-    rc |= MPIX_Exscan_init(in, exs, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[8]);
-    rc |= MPIX_Reduce_scatter_init(in, rs, counts, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[9]);
+    rc |= MPI_Gather_init(in, B, MPI_INT, gat, B, 0 == rank ? MPI_INT : stale_copy, 0, c, MPI_INFO_NULL, &r[1]);
+    rc |= MPI_Gatherv_init(in, B, MPI_INT, gatv, counts, displs, MPI_INT, size - 1, c, MPI_INFO_NULL, &r[2]);
+    rc |= MPI_Scatterv_init(in, counts, displs, MPI_INT, scav, B, MPI_INT, 0, c, MPI_INFO_NULL, &r[3]);
+    rc |= MPI_Allgatherv_init(in, B, MPI_INT, agv, counts, displs, MPI_INT, c, MPI_INFO_NULL, &r[4]);
+    rc |= MPI_Alltoallv_init(in, counts, displs, MPI_INT, a2v, counts, displs, MPI_INT, c, MPI_INFO_NULL, &r[5]);
+    rc |= MPI_Alltoallw_init(in, counts, bdispls, types, a2w, counts, bdispls, types, c, MPI_INFO_NULL, &r[6]);
+    rc |= MPI_Scan_init(in, scan, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[7]);
+    rc |= MPI_Exscan_init(in, exs, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[8]);
+    rc |= MPI_Reduce_scatter_init(in, rs, counts, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r[9]);
     if (MPI_SUCCESS != rc) ++bad;
     MPI_Type_free(&one_int); /* MPI allows it: the persistent alltoallw still uses it at every start */
     for (int round = 0; round < 3; ++round) {
@@ -159,7 +156,7 @@ static void freed_with_its_communicator(void)
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     for (int i = 0; i < B; ++i) freed_in[i] = v(rank, i, 7), freed_out[i] = -1;
     MPI_Request r;
-    if (MPIX_Allreduce_init(freed_in, freed_out, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r) != MPI_SUCCESS ||
+    if (MPI_Allreduce_init(freed_in, freed_out, B, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &r) != MPI_SUCCESS ||
         MPI_Start(&r) != MPI_SUCCESS) {
         ++bad;
         return;
@@ -206,7 +203,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (0 == rank) printf("SKIP persistent_host: this MPI has no MPIX_*_init (Open MPI's pcollreq extension)\n");
+    if (0 == rank) printf("SKIP persistent_host: this MPI has no persistent collectives (MPI-4 MPI_*_init, or Open MPI 4.1's pcollreq MPIX_*_init)\n");
     MPI_Finalize();
     return 0;
 }

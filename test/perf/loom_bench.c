@@ -8,7 +8,7 @@
  * with no blocking collective on device buffers at all: the first
  * non-blocking call makes loom's communicator inside progress
  * (coll_loom_defer.h; its time is the "first call" line). -P times the
- * persistent form where Open MPI has it (MPIX_..._init once per size, then
+ * persistent form where Open MPI has it (MPI_..._init once per size, then
  * MPI_Start + MPI_Wait per call).
  *
  *   loom-bench [-C allreduce|bcast|reduce|allgather|reduce_scatter|allgatherv|alltoall|gather|scatter|
@@ -38,8 +38,8 @@
 #include <string.h>
 
 #include "nccl_dl.h"
-#include <mpi-ext.h>
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#include "../mpi/mpi4_persistent.h"
+#if HAVE_PERSISTENT_COLLS
 #define HAVE_PERSISTENT 1
 #else
 #define HAVE_PERSISTENT 0
@@ -135,18 +135,18 @@ static void loom_pcall(const void *s, void *r, size_t count, MPI_Datatype dt)
         MPI_Info i = MPI_INFO_NULL;
         MPI_Comm w = MPI_COMM_WORLD;
         switch (coll) {
-        case ALLREDUCE: rc = MPIX_Allreduce_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
-        case BCAST: rc = MPIX_Bcast_init(r, (int)count, dt, 0, w, i, &q); break;
-        case REDUCE: rc = MPIX_Reduce_init(s, r, (int)count, dt, MPI_SUM, 0, w, i, &q); break;
-        case ALLGATHER: rc = MPIX_Allgather_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
-        case ALLGATHERV: rc = MPIX_Allgatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, w, i, &q); break;
-        case ALLTOALLV: rc = MPIX_Alltoallv_init(s, sc, sd, dt, r, rc_, rd, dt, w, i, &q); break;
-        case GATHERV: rc = MPIX_Gatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, 0, w, i, &q); break;
-        case SCATTERV: rc = MPIX_Scatterv_init(s, vcounts, vdispls, dt, r, vcounts[me], dt, 0, w, i, &q); break;
-        case ALLTOALL: rc = MPIX_Alltoall_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
-        case GATHER: rc = MPIX_Gather_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
-        case SCATTER: rc = MPIX_Scatter_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
-        default: rc = MPIX_Reduce_scatter_block_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
+        case ALLREDUCE: rc = MPI_Allreduce_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
+        case BCAST: rc = MPI_Bcast_init(r, (int)count, dt, 0, w, i, &q); break;
+        case REDUCE: rc = MPI_Reduce_init(s, r, (int)count, dt, MPI_SUM, 0, w, i, &q); break;
+        case ALLGATHER: rc = MPI_Allgather_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
+        case ALLGATHERV: rc = MPI_Allgatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, w, i, &q); break;
+        case ALLTOALLV: rc = MPI_Alltoallv_init(s, sc, sd, dt, r, rc_, rd, dt, w, i, &q); break;
+        case GATHERV: rc = MPI_Gatherv_init(s, vcounts[me], dt, r, vcounts, vdispls, dt, 0, w, i, &q); break;
+        case SCATTERV: rc = MPI_Scatterv_init(s, vcounts, vdispls, dt, r, vcounts[me], dt, 0, w, i, &q); break;
+        case ALLTOALL: rc = MPI_Alltoall_init(s, (int)count, dt, r, (int)count, dt, w, i, &q); break;
+        case GATHER: rc = MPI_Gather_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
+        case SCATTER: rc = MPI_Scatter_init(s, (int)count, dt, r, (int)count, dt, 0, w, i, &q); break;
+        default: rc = MPI_Reduce_scatter_block_init(s, r, (int)count, dt, MPI_SUM, w, i, &q); break;
         }
         qs = s, qr = r, qcount = count;
     }
@@ -385,7 +385,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (persistent && !HAVE_PERSISTENT) {
-        if (rank == 0) fprintf(stderr, "loom-bench: -P: this Open MPI has no persistent collectives (mpi-ext.h: no pcollreq)\n");
+        if (rank == 0) fprintf(stderr, "loom-bench: -P: this Open MPI has no persistent collectives (neither MPI-4 MPI_*_init nor 4.1's pcollreq)\n");
         MPI_Finalize();
         return 77;
     }
@@ -444,7 +444,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# loom-bench: %s (%s, sum, root 0) through loom vs NCCL, %d ranks, %s calls\n", coll_names[coll],
                use_char ? "MPI_CHAR / ncclInt8" : "MPI_FLOAT / ncclFloat32", size,
-               persistent    ? "loom persistent (MPIX_..._init once, MPI_Start + MPI_Wait), NCCL blocking"
+               persistent    ? "loom persistent (MPI_..._init once, MPI_Start + MPI_Wait), NCCL blocking"
                : nonblocking ? "loom non-blocking (MPI_I... + MPI_Wait), NCCL blocking"
                              : "blocking");
         printf("# first call incl. communicator creation: loom %.3f s, NCCL (init + first allreduce) %.3f s\n",

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <check.h>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <sched.h>
