@@ -31,14 +31,30 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && command -v nvcc >/dev/null 2>&1; then
     cuda_flag="--with-cuda=$(dirname "$(dirname "$(command -v nvcc)")")"
 fi
 
+# GPU code for this machine's GPUs (90 where there is none: enough for the
+# CPU suite); packagers and `./configure` alone get every GPU line from A100 on.
+arch_flag=--with-cuda-arch=native
+case " ${LOOM_CONFIGURE_FLAGS:-} " in *" --with-cuda-arch="*) arch_flag=;; esac
+
 # 2. Build in build/ (or $LOOM_BUILD).
 [ -x configure ] || ./autogen.sh
 bdir=${LOOM_BUILD:-build}
 mkdir -p "$bdir"
+# Open MPI 5.0's packages lack internal headers a component needs: its
+# source package gives them (fetched once, into the build folder).
+ompi_ver=$(ompi_info --version 2>/dev/null | sed -n 's/.*Open MPI v\([0-9.]*\).*/\1/p' | head -n 1)
+case "$ompi_ver" in
+5.*)
+    if [ ! -f "/usr/src/openmpi-$ompi_ver/ompi/mca/coll/coll.h" ] && [ ! -f "$bdir/openmpi-$ompi_ver/ompi/mca/coll/coll.h" ]; then
+        dpkg -s dpkg-dev >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq dpkg-dev >/dev/null
+        echo "quickstart: Open MPI $ompi_ver: fetching its source package for the headers its install lacks"
+        bash contrib/ompi5/get_source.sh "$bdir" >/dev/null
+    fi;;
+esac
 cd "$bdir"
 if [ ! -f Makefile ]; then
     # shellcheck disable=SC2086
-    ../configure $cuda_flag ${LOOM_CONFIGURE_FLAGS:-} | tail -n 12
+    ../configure $cuda_flag $arch_flag ${LOOM_CONFIGURE_FLAGS:-} | tail -n 12
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 make -j"$jobs" >/dev/null

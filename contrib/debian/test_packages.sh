@@ -19,6 +19,8 @@ if ! bash contrib/debian/build.sh >"$log" 2>&1; then tail -40 "$log"; echo "FAIL
 debs=$(ls "$out"/libloom0_*.deb "$out"/libloom-dev_*.deb "$out"/openmpi-coll-loom_*.deb 2>/dev/null)
 [ "$(echo "$debs" | wc -w)" -eq 3 ] || { echo "FAIL: expected 3 packages, got: $debs"; exit 1; }
 for d in $debs; do echo "built $(basename "$d"): $(dpkg-deb -c "$d" | grep -vc '/$') files"; done
+grep -m1 'GPU code' "$log" | sed 's/^ */configure: /'
+echo "Open MPI: $(ompi_info --version 2>/dev/null | grep -m1 'Open MPI'); component: $(dpkg-deb -c "$out"/openmpi-coll-loom_*.deb | grep -o '/usr/lib/.*mca_coll_loom.so')"
 # shellcheck disable=SC2086
 dpkg -i $debs >"$log" 2>&1 || { cat "$log"; echo "FAIL: dpkg -i"; exit 1; }
 # shellcheck disable=SC2086
