@@ -55,7 +55,10 @@ BEGIN_C_DECLS
     X(neighbor_allgather_init, allgather_init) X(neighbor_allgatherv_init, allgatherv_init)         \
     X(neighbor_alltoall_init, alltoall_init) X(neighbor_alltoallv_init, alltoallv_init)             \
     X(neighbor_alltoallw_init, neighbor_alltoallw_init)
-#define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X) LOOM_PERSISTENT_COLLS(X)
+/* Not a collective, but served through the coll framework on both Open MPI
+ * lines (MPI_COMM_SELF's module): MPI_Reduce_local (coll_loom_reduce_local.c). */
+#define LOOM_LOCAL_OPS(X) X(reduce_local, reduce_local)
+#define LOOM_ALL_COLLS(X) LOOM_BLOCKING_COLLS(X) LOOM_NONBLOCKING_COLLS(X) LOOM_PERSISTENT_COLLS(X) LOOM_LOCAL_OPS(X)
 
 enum {
 #define LOOM_ENUM(name, type) LOOM_COLL_##name,

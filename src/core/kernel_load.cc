@@ -23,7 +23,7 @@ loomResult_t loadDeviceKernels(int rank, int device) {
     KernelLoad l;
     cudaError_t (*const loaders[])(KernelLoad *) = {loadRingKernels,    loadEdgeKernels,     loadExchangeKernels,
                                                      loadScanKernels,    loadOneShotKernels,  loadResidentKernels,
-                                                     loadZeroCopyKernels};
+                                                     loadZeroCopyKernels, loadLocalReduceKernels};
     for (auto load : loaders) {
         cudaError_t e = load(&l);
         if (e != cudaSuccess)

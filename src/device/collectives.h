@@ -63,6 +63,14 @@ cudaError_t launchResidentBytes(const ResidentLaunchArgs &a, cudaStream_t stream
 // Enqueues one zero-copy allreduce (a.ctas CTAs) on stream, per (dtype, op).
 cudaError_t launchZeroCopyAllReduce(const ZeroCopyArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
+// MPI_Reduce_local on device memory: inout[i] = in[i] op inout[i] (local_reduce.cu).
+struct LocalReduceArgs {
+    const void *in;
+    void *inout;
+    size_t count;
+};
+cudaError_t launchLocalReduce(const LocalReduceArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
+
 // Load every instance of each file's kernels without running them
 // (device/kernel_load.h says why; core/kernel_load.cc calls them).
 cudaError_t loadRingKernels(KernelLoad *l);
@@ -72,5 +80,6 @@ cudaError_t loadScanKernels(KernelLoad *l);
 cudaError_t loadOneShotKernels(KernelLoad *l);
 cudaError_t loadResidentKernels(KernelLoad *l);
 cudaError_t loadZeroCopyKernels(KernelLoad *l);
+cudaError_t loadLocalReduceKernels(KernelLoad *l);
 
 } // namespace loom

@@ -103,6 +103,10 @@ size_t loomTypeSize(loomDataType_t type); /* 0 for an unknown type */
 /* 1 if loom reduces `type` with `op` on the GPU, else 0. */
 int loomOpSupported(loomDataType_t type, loomRedOp_t op);
 
+/* inout[i] = in[i] op inout[i] for count elements in GPU memory of one
+ * device (MPI_Reduce_local), synchronously, ordered like loomMemcpySync. */
+loomResult_t loomReduceLocal(const void *in, void *inout, size_t count, loomDataType_t type, loomRedOp_t op);
+
 #define LOOM_UNIQUE_ID_BYTES 128
 typedef struct { char internal[LOOM_UNIQUE_ID_BYTES]; } loomUniqueId;
 

@@ -3,7 +3,7 @@
  * MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Allgatherv (ragged counts, some
  * 0, blocks in reversed order with gaps that must stay untouched),
  * MPI_Reduce_scatter_block, MPI_Reduce_scatter (equal and ragged counts),
- * MPI_Allreduce, MPI_Scan and MPI_Exscan, x every predefined
+ * MPI_Allreduce, MPI_Scan and MPI_Exscan (and MPI_Reduce_local), x every predefined
  * type loom maps x every op MPI defines on it x counts {0, 1, 7, 1023,
  * 2^20+3} x in place / not x roots {0, last, middle} x communicators {world,
  * split, dup, reversed, odd-sized split}. Every element is compared with a
@@ -173,6 +173,14 @@ static size_t ragged(size_t count, size_t q)
     return r > 0 && q % 2 ? r - 1 : r;
 }
 
+/* MPI_Reduce_local(in, inout): inout = in op inout, elementwise, wrapped to the type. */
+static int64_t want_local(const type_t *t, int o, int rank, size_t i)
+{
+    char tmp[8];
+    set(t, tmp, 0, fold(o, input(t, o, rank, i), input(t, o, rank + 1, i)));
+    return get(t, tmp, 0);
+}
+
 static void reductions(ctx_t *x, const type_t *t, int o, size_t count, int ip, int root)
 {
     const size_t bytes = count * t->size, n = (size_t)x->size;
@@ -180,6 +188,18 @@ static void reductions(ctx_t *x, const type_t *t, int o, size_t count, int ip, i
     long bad;
     size_t first;
     int rc;
+    /* reduce_local (no in-place form): this rank's input into rank + 1's */
+    if (!ip) {
+        fill(x, x->ds, bytes, t, o, count, 0);
+        for (size_t i = 0; i < count; ++i) set(t, x->host, i, input(t, o, x->rank + 1, i));
+        if (x->on_host) memcpy(x->dr, x->host, bytes);
+        else cudaMemcpy(x->dr, x->host, bytes, cudaMemcpyHostToDevice);
+        rc = MPI_Reduce_local(x->ds, x->dr, (int)count, t->mpi, op);
+        fetch(x, x->dr, bytes);
+        bad = 0, first = 0;
+        CHECK(count, 0, want_local(t, o, x->rank, i));
+        report(x, "reduce_local", t, o, count, ip, -1, rc, bad, first);
+    }
     /* allreduce */
     fill(x, ip ? x->dr : x->ds, bytes, t, o, count, 0);
     if (!ip) poison(x, x->dr, bytes);
