@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # GPU tests on a GPU host, from a build tree made elsewhere (no autotools,
-# Check or network needed there):   test/gpu/run.sh [BUILDDIR]   (default: build)
+# Check or network needed there):   test/gpu/run.sh [BUILDDIR [NAME...]]
+# (default: build; NAMEs: only the tests whose names start so, e.g.
+# coll_exchange dead_peer). test/gpu/bundle.sh makes a BUILDDIR small
+# enough to carry. LOOM_GPU_SHARING=1 runs multi-GPU tests on fewer GPUs.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-$top/build}" && pwd)
@@ -11,13 +14,19 @@ export NCCL_NVLS_ENABLE=0
 export LOOM_TEST_TIMEOUT=${LOOM_TEST_TIMEOUT:-180}
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
 pass=0 fail=0 skip=0
+shift $(($# > 0 ? 1 : 0))
+picked() { [ $# -eq 0 ] && return 0; local n; for n in "$@"; do case $(basename "$t") in "$n"*) return 0;; esac; done; return 1; }
 for t in "$top"/test/gpu/*.mpitest; do
+    picked "$@" || continue
     echo "=== $(basename "$t")"
     bash "$top/test/run_test.sh" "$t"
     case $? in 0) pass=$((pass + 1));; 77) skip=$((skip + 1));; *) fail=$((fail + 1));; esac
 done
-echo "=== dead_peer.sh (a peer killed mid-collective: p2p, shm, net)"
-bash "$top/test/gpu/dead_peer.sh"
-case $? in 0) pass=$((pass + 1));; 77) skip=$((skip + 1));; *) fail=$((fail + 1));; esac
+t=dead_peer.sh
+if picked "$@"; then
+    echo "=== dead_peer.sh (a peer killed mid-collective: p2p, shm, net)"
+    bash "$top/test/gpu/dead_peer.sh"
+    case $? in 0) pass=$((pass + 1));; 77) skip=$((skip + 1));; *) fail=$((fail + 1));; esac
+fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
