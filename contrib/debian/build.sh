@@ -8,4 +8,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 [ -e debian ] || ln -s contrib/debian debian
 trap 'rm -f "$top/debian"' EXIT
+# A build folder left by another build (another Open MPI line, another
+# root) must not lend its objects to this one.
+rm -rf build-deb
 dpkg-buildpackage -b -us -uc

@@ -3,6 +3,8 @@
 # tested (CI tests the Debian packages and `make install` instead). Copy this
 # file into a Spack repository as packages/loom/package.py and report what
 # breaks.
+import os
+
 from spack.package import *
 
 
@@ -24,7 +26,11 @@ class Loom(AutotoolsPackage, CudaPackage):
     depends_on("libtool", type="build")
     depends_on("pkgconfig", type="build")
     depends_on("check", type="build")
-    depends_on("openmpi")
+    # Both Open MPI lines loom builds against. Open MPI 5.0's install lacks
+    # some internal headers a coll component needs (the threads component's):
+    # configure takes them from a source tree of the same version, given in
+    # LOOM_OMPI_SRC (e.g. the openmpi tarball unpacked; `spack stage openmpi`).
+    depends_on("openmpi@4.1:4.1,5.0:5.0")
     depends_on("hwloc")
     depends_on("rdma-core")  # verbs headers; libibverbs is opened at run time
     depends_on("ucx", when="+ucx")
@@ -43,9 +49,12 @@ class Loom(AutotoolsPackage, CudaPackage):
             # below adds it to Open MPI's search path
             "--with-ompi-component-dir={0}".format(join_path(self.prefix.lib, "openmpi")),
         ]
-        cuda_arch = spec.variants["cuda_arch"].value
-        if cuda_arch and cuda_arch[0] != "none":
-            args.append("--with-cuda-arch={0}".format(cuda_arch[0]))
+        # Every arch asked for (SASS each, PTX of the highest); none asked:
+        # configure's release set (sm_80 ... sm_120 + PTX).
+        cuda_arch = [a for a in spec.variants["cuda_arch"].value if a != "none"]
+        args.append("--with-cuda-arch={0}".format(",".join(cuda_arch) if cuda_arch else "release"))
+        if spec.satisfies("^openmpi@5:") and os.environ.get("LOOM_OMPI_SRC"):
+            args.append("--with-ompi-src={0}".format(os.environ["LOOM_OMPI_SRC"]))
         if "~ucx" in spec:
             args.append("--without-ucx")
         return args
