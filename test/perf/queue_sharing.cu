@@ -51,8 +51,12 @@ typedef int (*WaitValue32)(cudaStream_t, void *, unsigned, unsigned);
 static WaitValue32 waitValue32() {
     void *fn = nullptr;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
+#if CUDART_VERSION >= 12050 // the versioned query (CUDA 13 has only that one)
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q);
+#else
+    cudaError_t e = cudaGetDriverEntryPoint("cuStreamWaitValue32", &fn, cudaEnableDefault, &q);
+#endif
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess)
         return nullptr;
     return (WaitValue32)fn;
 }
