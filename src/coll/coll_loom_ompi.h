@@ -60,6 +60,8 @@ typedef struct {
     void *req_complete_cb_data;
     void *data[2];              /* union: op and datatype, or two datatypes, or two objects */
 } mca_coll_loom_nbc_request_t;
+_Static_assert(sizeof(mca_coll_loom_nbc_request_t) == sizeof(ompi_request_t) + 4 * sizeof(void *),
+               "Open MPI 4.1's ompi_coll_base_nbc_request_t: the request, two callback words, a two-pointer union");
 #else
 #error "Open MPI >= 5: coll/base's nbc request header must compile (configure's --with-ompi-src)"
 #endif

@@ -7,6 +7,7 @@
 #include "opal/class/opal_object.h"
 #include "opal/runtime/opal_progress.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,10 @@ typedef struct mca_coll_loom_request_t {
     mca_coll_loom_persistent_args_t *args;
     ompi_request_t *inner;
 } mca_coll_loom_request_t;
+
+/* Open MPI reads and writes a loom request as its nbc request. */
+_Static_assert(offsetof(mca_coll_loom_request_t, super) == 0 && offsetof(mca_coll_loom_nbc_request_t, super) == 0,
+               "a loom request starts with Open MPI's nbc request, which starts with its ompi_request_t");
 
 static int loom_request_free(ompi_request_t **request);
 static int loom_request_cancel(ompi_request_t *request, int complete) { (void)request; (void)complete; return MPI_SUCCESS; }
