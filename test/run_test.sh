@@ -47,8 +47,9 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 # Sanitizer builds: Open MPI's libraries have no frame pointers, so leaks in
 # them are only attributed (and suppressed, test/sanitizers/lsan.supp) with
-# the slow unwinder.
-[ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+# the slow unwinder. They run several times slower: twice the time limit.
+limit=${LOOM_TEST_TIMEOUT:-600}
+[ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" && limit=$((limit * 2))
 fwd=
 for kv in $ENV; do
     export "${kv?}"
@@ -63,7 +64,7 @@ trap 'rm -rf "$log" "$comp"' EXIT
 cp "$B/.libs/mca_coll_loom.so" "$comp/" || { echo "FAIL: no $B/.libs/mca_coll_loom.so"; exit 1; }
 echo "+ $ENV mpirun -np $NP $MCA $PROG $ARGS"
 # shellcheck disable=SC2086
-timeout -k 5 "${LOOM_TEST_TIMEOUT:-600}" "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
+timeout -k 5 "$limit" "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
     --mca mca_base_component_path "$comp:$LOOM_OMPI_PKGLIBDIR" \
     --mca coll_loom_verbose 1 $MCA "$B/$PROG" $ARGS >"$log" 2>&1
 rc=$?
