@@ -1,11 +1,12 @@
 #!/bin/bash
-# Run MPICH (v4.3.2) coll tests, built against Open MPI 4.1 + CUDA, from a testlist.
+# Run MPICH (v4.3.2) coll tests, built against Open MPI 4.1 or 5.0 + CUDA, from a testlist.
 #
 #   OUTDIR/run.sh [TESTLIST]          (default: testlist.device; OUTDIR from build.sh)
 #
 # Environment:
 #   MPIRUN_ARGS  extra mpirun arguments (word-split), e.g. to select a coll component:
 #                MPIRUN_ARGS="--mca mca_base_component_path /tmp/comp:$P --mca coll_loom_priority 90"
+#                (no --bind-to: run.sh passes its own, and Open MPI 5's mpirun refuses a second)
 #   MEMTYPE      unset: use the memtype args of each entry as written.
 #                host|reg_host|device|shared: force every rank onto that memory type
 #                (-memtype=all is replaced, -counts=a,.. becomes -count=a). MEMTYPE=host
