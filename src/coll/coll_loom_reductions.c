@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A blocking reduction as the GPU path sees it (the mappers below fill in
- * buffers and counts). Non-blocking calls stay off it for now. */
+/* A reduction as the GPU path sees it (the mappers below fill in buffers
+ * and counts); req: the non-blocking call's request (NULL: blocking). */
 static loom_gpu_call_t reduction_call(int coll, loom_gpu_kind_t kind, ompi_datatype_t *dt, int count,
                                       struct ompi_op_t *op, ompi_request_t **req)
 {
