@@ -10,6 +10,8 @@
 #   EXPECT_PATH=delegated|staged|gpu   path every collective in COLLS must report
 #   COLLS="..."       collectives to look for (default: all loom overrides)
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
+#   NEEDS_ULFM=1      skip, with the reason, where Open MPI has no ULFM (its ftmpi extension); else
+#                     mpirun runs with --with-ft ulfm (survivors of a death go on)
 #   MIN_GPUS=N        with NEEDS_GPU: skip, with the reason, where there are fewer GPUs
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
 #   EXPECT_LOG="re"   extended regexes, one per line, that the output must each match (e.g. the transport used)
@@ -23,6 +25,7 @@
 set -u
 . "$1"
 : "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
+: "${NEEDS_ULFM:=0}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
@@ -42,6 +45,13 @@ if [ "$NEEDS_GPU" = 1 ]; then
     [ "$ngpu" -lt "$MIN_GPUS" ] && [ "${LOOM_GPU_SHARING:-0}" != 1 ] &&
         { echo "SKIP: needs $MIN_GPUS GPUs, found $ngpu (LOOM_GPU_SHARING=1: ranks share them)"; exit 77; }
     [ "$ngpu" -lt "$NP" ] && [ "$ngpu" -ge 2 ] && NP=$ngpu
+fi
+
+if [ "$NEEDS_ULFM" = 1 ]; then
+    run=${LOOM_MPIRUN:-mpirun}
+    "${run%mpirun}ompi_info" 2>/dev/null | grep -q "MPI extensions:.*ftmpi" ||
+        { echo "SKIP: needs an Open MPI with ULFM (ompi_info lists no ftmpi extension: Open MPI 5 has it)"; exit 77; }
+    MCA="--with-ft ulfm $MCA"
 fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0

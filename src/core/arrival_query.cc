@@ -24,7 +24,7 @@ namespace {
 
 using net::SideListener;
 
-constexpr uint32_t kAnswerMagic = 0x7672616c; // "larv"
+constexpr uint32_t kAnswerMagic = 0x3272616c; // "lar2"
 constexpr uint32_t kMaxSlots = 4096;          // more in an answer: not a loom answer
 constexpr double kAnswerSeconds = 2.0;        // for a question to arrive, and the answer to leave
 
@@ -34,12 +34,12 @@ struct AnswerHeader {
     uint32_t slots;
 };
 struct WireSlot {
-    uint64_t entered;
+    uint64_t entered, started;
     int32_t rank, pid, cudaDev, alive;
     char busId[16];
     char host[24];
 };
-static_assert(sizeof(WireSlot) == 64, "fixed layout on the wire");
+static_assert(sizeof(WireSlot) == 72, "fixed layout on the wire");
 
 double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -115,6 +115,7 @@ std::vector<uint8_t> answerFor(Server *s, uint64_t tag, bool *known) {
             WireSlot w;
             memset(&w, 0, sizeof(w));
             w.entered = a.entered;
+            w.started = a.started;
             w.rank = a.rank, w.pid = a.pid, w.cudaDev = a.cudaDev;
             w.alive = std::find(dead.begin(), dead.end(), a.rank) == dead.end() || a.pid == 0;
             snprintf(w.busId, sizeof(w.busId), "%s", a.busId.c_str());
@@ -248,6 +249,7 @@ namespace {
 struct Asking {
     const std::vector<ArrivalContact> *contacts = nullptr;
     size_t next = 0, tried = 0; // the contact to try after this one (from a rotated start), how many tried
+    size_t attempts = 0, refused = 0; // connections tried, and refused (nobody listens there)
     int fd = -1;
     bool connected = false;
     double deadline = 0; // of this attempt
@@ -274,7 +276,9 @@ bool startNext(Asking &a, uint64_t tag, double attemptSeconds, double end) {
         sa.sin_family = AF_INET;
         sa.sin_addr.s_addr = c.ip;
         sa.sin_port = c.port;
+        ++a.attempts;
         if (connect(fd, (sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS) {
+            a.refused += errno == ECONNREFUSED;
             close(fd); // refused: that process is gone; the next one
             continue;
         }
@@ -295,7 +299,10 @@ int step(Asking &a) {
     if (!a.connected) {
         int err = 0;
         socklen_t len = sizeof(err);
-        if (getsockopt(a.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return -1;
+        if (getsockopt(a.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+            a.refused += err == ECONNREFUSED;
+            return -1;
+        }
         a.connected = true;
     }
     while (a.sent < a.hello.size()) {
@@ -339,6 +346,7 @@ void decode(const std::vector<uint8_t> &got, HostArrivals *out) {
         memcpy(&w, got.data() + sizeof(h) + k * sizeof(w), sizeof(w));
         Arrival a;
         a.entered = w.entered;
+        a.started = w.started;
         a.rank = w.rank, a.pid = w.pid, a.cudaDev = w.cudaDev;
         a.pidNs = 0;
         a.busId.assign(w.busId, strnlen(w.busId, sizeof(w.busId)));
@@ -389,7 +397,12 @@ std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector
             if (r < 0) startNext(a, tag, attempt, end);
         }
     }
-    for (Asking &a : asks) giveUp(a);
+    for (size_t h = 0; h < asks.size(); ++h) {
+        giveUp(asks[h]);
+        // Refused: every address of the host was tried and none listens.
+        out[h].refused = !out[h].answered && asks[h].tried == hosts[h].size() && asks[h].attempts &&
+                         asks[h].refused == asks[h].attempts;
+    }
     return out;
 }
 

@@ -48,6 +48,7 @@ void arrivalUnserve(const ArrivalBoard *board);
 // One host's answer.
 struct HostArrivals {
     bool answered = false;
+    bool refused = false; // not answered: every rank's address refused the connection (all its processes gone)
     std::vector<Arrival> slots;
     std::vector<uint8_t> alive; // per slot, as its host sees it
 };

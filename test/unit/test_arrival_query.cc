@@ -83,6 +83,11 @@ START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
                   text.c_str());
     ck_assert_msg(!has(text, "rank 2 "), "%s", text.c_str());
     ck_assert_msg(has(describeOtherHosts(ap, 1, tag, 2, 3.0), "every rank arrived, on every host"), "call 2");
+    // The answer carries the call each rank's GPU started (the watchdog's word).
+    b->started(0, 2);
+    std::vector<HostArrivals> ans = arrivalAsk(tag, {{served}}, 2.0);
+    ck_assert(ans[0].answered && !ans[0].refused);
+    ck_assert_uint_eq(ans[0].slots[0].started, 2);
 
     // Its process gone: dead, as its host sees it.
     ck_assert_int_eq(write(go[1], &c, 1), 1);
@@ -95,6 +100,8 @@ START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
     // Another communicator's tag, or another secret: no answer.
     text = describeOtherHosts(ap, 1, tag + 1, 3, 1.0);
     ck_assert_msg(has(text, "no answer within 1 s from the host of ranks 2, 3"), "%s", text.c_str());
+    ans = arrivalAsk(tag + 1, {{nobodyThere(), served}}, 1.0);
+    ck_assert(!ans[0].answered && !ans[0].refused); // one of them listens: not a host whose processes are gone
     ArrivalPeers forged = ap;
     forged.contacts[3].secret[5] ^= 1;
     ck_assert_msg(has(describeOtherHosts(forged, 1, tag, 3, 1.0), "no answer"), "a wrong secret was answered");
@@ -106,6 +113,8 @@ START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
 
     // Withdrawn: nothing listens; the asker learns it at once (refused).
     arrivalUnserve(b);
+    ans = arrivalAsk(tag, {{nobodyThere(), served}}, 1.0);
+    ck_assert(!ans[0].answered && ans[0].refused);
     const double t0 = seconds();
     text = describeOtherHosts(ap, 1, tag, 3, 3.0);
     ck_assert_msg(has(text, "no answer"), "%s", text.c_str());
