@@ -91,10 +91,12 @@ __device__ inline bool waitGaveUp(const WaitLimit &l, WaitEnd end) {
 }
 
 // A backed-off spin of a wait: false once it must give up. `spins` counts
-// every spin of this wait (the first kWaitSpins do not come here).
-__device__ inline bool waitGoesOn(const WaitLimit &l, WaitClock &c, int spins) {
+// the wait's spins (the first kWaitSpins do not come here); it is wound back
+// at each look, so a wait of hours never overflows it.
+__device__ inline bool waitGoesOn(const WaitLimit &l, WaitClock &c, int &spins) {
     __nanosleep(100);
-    if (spins % kWaitLookEvery) return true;
+    if (spins < kWaitSpins + kWaitLookEvery) return true;
+    spins = kWaitSpins;
     const WaitEnd end = waitCheck(l, c, waitNow());
     return end == kWaitGoesOn || waitGaveUp(l, end);
 }
