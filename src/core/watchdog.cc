@@ -37,9 +37,11 @@ struct Watched {
 
 // The registry; held while the thread looks at a communicator, so that
 // watchStop (before the communicator goes) waits for that look to end.
-std::mutex mu;
-std::condition_variable wake;
-std::vector<Watched *> watched;
+// Never destroyed: a process that exits with a communicator still watched
+// (no MPI_Finalize) must not pull them from under the running thread.
+std::mutex &mu = *new std::mutex;
+std::condition_variable &wake = *new std::condition_variable;
+std::vector<Watched *> &watched = *new std::vector<Watched *>;
 std::thread *thread = nullptr;
 bool stopping = false;
 pid_t owner = 0; // the process whose thread it is (a forked child has none)
