@@ -15,6 +15,8 @@
 #   MIN_GPUS=N        with NEEDS_GPU: skip, with the reason, where there are fewer GPUs
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
 #   EXPECT_LOG="re"   extended regexes, one per line, that the output must each match (e.g. the transport used)
+#   EXPECT_ABORT=S    the job must end with a non-zero status (MPI_Abort) within S seconds, leaving no
+#                     process of PROG behind
 # The build tree's component comes first in mca_base_component_path: Open MPI loads the
 # first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
@@ -25,7 +27,7 @@
 set -u
 . "$1"
 : "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
-: "${NEEDS_ULFM:=0}"
+: "${NEEDS_ULFM:=0}" "${EXPECT_ABORT:=}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
@@ -73,6 +75,7 @@ comp=$(mktemp -d)
 trap 'rm -rf "$log" "$comp"' EXIT
 cp "$B/.libs/mca_coll_loom.so" "$comp/" || { echo "FAIL: no $B/.libs/mca_coll_loom.so"; exit 1; }
 echo "+ $ENV mpirun -np $NP $MCA $PROG $ARGS"
+started=$(date +%s)
 # shellcheck disable=SC2086
 timeout -k 5 "$limit" "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
     --mca mca_base_component_path "$comp:$LOOM_OMPI_PKGLIBDIR" \
@@ -80,7 +83,18 @@ timeout -k 5 "$limit" "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-
 rc=$?
 cat "$log"
 [ $rc -eq 77 ] && { echo "SKIP: $PROG skipped itself (see above)"; exit 77; }
-[ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
+if [ -n "$EXPECT_ABORT" ]; then
+    took=$(($(date +%s) - started))
+    [ $rc -ne 0 ] || { echo "FAIL: $PROG exited with 0, not aborted"; exit 1; }
+    [ $rc -ne 124 ] && [ $rc -ne 137 ] && [ "$took" -le "$EXPECT_ABORT" ] ||
+        { echo "FAIL: the aborted job took ${took} s to end (rc $rc), more than $EXPECT_ABORT"; exit 1; }
+    sleep 1
+    left=$(pgrep -f "$B/$PROG" || true)
+    [ -z "$left" ] || { echo "FAIL: processes of $PROG left behind: $left"; exit 1; }
+    echo "ok: the job ended (rc $rc) ${took} s after it started, no process left"
+else
+    [ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
+fi
 
 while IFS= read -r re; do
     [ -z "$re" ] || grep -Eq -e "$re" "$log" || { echo "FAIL: the output does not show: $re"; exit 1; }
