@@ -406,24 +406,28 @@ std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector
     return out;
 }
 
-std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
-                               double seconds, int me) {
-    // The other hosts, each with its ranks' contacts in rank order.
+OtherHosts otherHosts(const ArrivalPeers &peers, uint64_t myBoard) {
+    OtherHosts o;
     std::vector<uint64_t> hostIds;
-    std::vector<std::vector<ArrivalContact>> contacts;
-    std::vector<std::vector<int>> ranks;
     for (size_t q = 0; q < peers.boardOf.size(); ++q) {
         if (peers.boardOf[q] == myBoard) continue;
         size_t h = std::find(hostIds.begin(), hostIds.end(), peers.boardOf[q]) - hostIds.begin();
         if (h == hostIds.size()) {
             hostIds.push_back(peers.boardOf[q]);
-            contacts.emplace_back();
-            ranks.emplace_back();
+            o.contacts.emplace_back();
+            o.ranks.emplace_back();
         }
-        contacts[h].push_back(peers.contacts[q]);
-        ranks[h].push_back((int)q);
+        o.contacts[h].push_back(peers.contacts[q]);
+        o.ranks[h].push_back((int)q);
     }
-    const std::vector<HostArrivals> answers = arrivalAsk(tag, contacts, seconds, me);
+    return o;
+}
+
+std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
+                               double seconds, int me) {
+    const OtherHosts others = otherHosts(peers, myBoard);
+    const std::vector<std::vector<int>> &ranks = others.ranks;
+    const std::vector<HostArrivals> answers = arrivalAsk(tag, others.contacts, seconds, me);
     std::vector<Arrival> absent, dead;
     std::string silent, unknown;
     for (size_t h = 0; h < answers.size(); ++h) {

@@ -53,6 +53,14 @@ struct HostArrivals {
     std::vector<uint8_t> alive; // per slot, as its host sees it
 };
 
+// The communicator's other hosts (those whose board is not `myBoard`), each
+// with its ranks' contacts and its ranks, in rank order.
+struct OtherHosts {
+    std::vector<std::vector<ArrivalContact>> contacts;
+    std::vector<std::vector<int>> ranks;
+};
+OtherHosts otherHosts(const ArrivalPeers &peers, uint64_t myBoard);
+
 // Asks every host of `hosts` (each the contacts of its ranks, tried in turn
 // from contact `start` modulo their number, until one answers: askers start
 // at different ranks) for its board under `tag`, all hosts at once; gives up

@@ -95,18 +95,9 @@ void readPeers(Watched &w, double now) {
     if (!comm->arrivalPeers || now - w.lastAsk < kAskEverySeconds) return;
     w.lastAsk = now;
     const ArrivalPeers &ap = *comm->arrivalPeers;
-    const uint64_t mine = ap.boardOf[comm->rank];
-    std::vector<uint64_t> hostIds;
-    std::vector<std::vector<ArrivalContact>> contacts;
-    std::vector<std::vector<int>> ranks;
-    for (int q = 0; q < n; ++q) {
-        if (ap.boardOf[q] == mine) continue;
-        size_t h = std::find(hostIds.begin(), hostIds.end(), ap.boardOf[q]) - hostIds.begin();
-        if (h == hostIds.size()) hostIds.push_back(ap.boardOf[q]), contacts.emplace_back(), ranks.emplace_back();
-        contacts[h].push_back(ap.contacts[q]);
-        ranks[h].push_back(q);
-    }
-    const std::vector<HostArrivals> answers = arrivalAsk(comm->commTag, contacts, kAskSeconds, comm->rank);
+    const OtherHosts others = otherHosts(ap, ap.boardOf[comm->rank]);
+    const std::vector<std::vector<int>> &ranks = others.ranks;
+    const std::vector<HostArrivals> answers = arrivalAsk(comm->commTag, others.contacts, kAskSeconds, comm->rank);
     for (size_t h = 0; h < answers.size(); ++h) {
         for (int q : ranks[h]) {
             WatchPeer &p = w.peers[q];
