@@ -89,7 +89,8 @@ if [ -n "$EXPECT_ABORT" ]; then
     [ $rc -ne 124 ] && [ $rc -ne 137 ] && [ "$took" -le "$EXPECT_ABORT" ] ||
         { echo "FAIL: the aborted job took ${took} s to end (rc $rc), more than $EXPECT_ABORT"; exit 1; }
     sleep 1
-    left=$(pgrep -f "$B/$PROG" || true)
+    # the program itself (argv[0] its path), not this script, whose arguments may contain that path
+    left=$(pgrep -f "^$B/$PROG( |\$)" || true)
     [ -z "$left" ] || { echo "FAIL: processes of $PROG left behind: $left"; exit 1; }
     echo "ok: the job ended (rc $rc) ${took} s after it started, no process left"
 else

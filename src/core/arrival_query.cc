@@ -424,16 +424,20 @@ OtherHosts otherHosts(const ArrivalPeers &peers, uint64_t myBoard) {
 }
 
 std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
-                               double seconds, int me) {
+                               double seconds, int me, bool *gone) {
     const OtherHosts others = otherHosts(peers, myBoard);
     const std::vector<std::vector<int>> &ranks = others.ranks;
     const std::vector<HostArrivals> answers = arrivalAsk(tag, others.contacts, seconds, me);
     std::vector<Arrival> absent, dead;
-    std::string silent, unknown;
+    std::string silent, refused, unknown;
     for (size_t h = 0; h < answers.size(); ++h) {
         if (!answers[h].answered) {
             std::string list;
             for (int q : ranks[h]) list += (list.empty() ? "" : ", ") + std::to_string(q);
+            if (answers[h].refused) {
+                refused += (refused.empty() ? "" : ", ") + list;
+                continue;
+            }
             char line[96];
             snprintf(line, sizeof(line), "no answer within %.0f s from the host of rank%s ", seconds,
                      ranks[h].size() > 1 ? "s" : "");
@@ -454,6 +458,10 @@ std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint
     }
     std::string s;
     if (!dead.empty()) s = "dead (process gone): " + describeRanks(dead);
+    if (!refused.empty())
+        s += (s.empty() ? "" : "; ") + std::string("gone (every address of their host refused the connection: no "
+                                                   "process left there): ranks ") + refused;
+    if (gone) *gone = !dead.empty() || !refused.empty();
     if (!absent.empty()) s += (s.empty() ? "" : "; ") + std::string("did not arrive: ") + describeAbsent(absent, call);
     if (!silent.empty())
         s += (s.empty() ? "" : "; ") + silent + " (its processes gone, or its network unreachable)";

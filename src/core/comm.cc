@@ -594,10 +594,13 @@ std::string deadPeers(const loomComm *comm) {
 }
 
 // What this host's arrival board says about the oldest unfinished call
-// (the one that timed out: calls finish in order).
-std::string whoDidNotArrive(const loomComm *comm) {
+// (the one that timed out: calls finish in order), and the other hosts'
+// when everyone here arrived. *gone: a rank is known gone (dead process).
+std::string whoDidNotArrive(const loomComm *comm, bool *gone = nullptr) {
+    if (gone) *gone = false;
     if (!comm->arrivals) return "no arrival board to say who did not arrive";
     std::string dead = deadPeers(comm);
+    if (gone) *gone = !dead.empty();
     if (!dead.empty()) return dead;
     const uint64_t call = comm->collsDone + 1;
     const std::vector<Arrival> absent = absentRanks(*comm->arrivals, call);
@@ -608,7 +611,7 @@ std::string whoDidNotArrive(const loomComm *comm) {
     if (comm->arrivals->slots() == comm->nranks) return "every rank arrived (one is stuck inside the call, or its GPU is)";
     if (!comm->arrivalPeers) return "every rank of this host arrived: the missing one is on another host";
     const ArrivalPeers &ap = *comm->arrivalPeers;
-    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds, comm->rank);
+    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds, comm->rank, gone);
 }
 
 // "call 5" or "calls 5..7" (in flight when the wait failed).
@@ -691,10 +694,14 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
                          (to >= 0 && from >= 0 ? "," : "") +
                          (from >= 0 ? " receiving from rank " + std::to_string(from) : std::string());
         }
-        if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
-            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
+        if (anyNetError(comm) != loomSuccess) { // the proxy's error said what broke (logged at WARN)
+            // A connection that broke because its peer died: that peer's failure, as the watchdog would say.
+            bool gone = false;
+            const std::string who = whoDidNotArrive(comm, &gone);
+            return fail(gone ? loomProcFailed : loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
                         comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
-                        neighbours.c_str(), others, whoDidNotArrive(comm).c_str());
+                        neighbours.c_str(), others, who.c_str());
+        }
         if (comm->resident) // for a bug report: what this rank's resident kernel was doing
             LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str());
         int dead = -1;
