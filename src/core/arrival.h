@@ -40,6 +40,7 @@ struct ArrivalSlot {
     char host[20];
     uint64_t pidNs; // the pid namespace pid belongs to (containers sharing /dev/shm may differ)
     alignas(64) std::atomic<uint64_t> started; // the last call this rank's GPU started (a line of its own: another writer)
+    std::atomic<uint64_t> failedIn; // 0, or the calls it had entered when its side of the communicator failed
 };
 static_assert(sizeof(ArrivalSlot) == 128, "whole cache lines per rank (the extra area starts aligned)");
 
@@ -47,6 +48,7 @@ static_assert(sizeof(ArrivalSlot) == 128, "whole cache lines per rank (the extra
 struct Arrival {
     uint64_t entered;
     uint64_t started; // on its GPU
+    uint64_t failedIn = 0; // 0: its side of the communicator works; else its calls entered when it failed
     int rank, pid, cudaDev;
     uint64_t pidNs;
     std::string busId, host;
@@ -70,6 +72,8 @@ class ArrivalBoard {
     void enter(int slot, uint64_t entered) { slots_[slot].entered.store(entered, std::memory_order_relaxed); }
     // ... and the last call its GPU started.
     void started(int slot, uint64_t call) { slots_[slot].started.store(call, std::memory_order_relaxed); }
+    // ... and that its side of the communicator failed (its calls return errors from now on).
+    void failed(int slot, uint64_t entered) { slots_[slot].failedIn.store(entered ? entered : 1, std::memory_order_relaxed); }
     Arrival read(int slot) const;
     int slots() const { return nslots_; }
     // The area after the slots (null when made without one).

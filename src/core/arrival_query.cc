@@ -24,7 +24,7 @@ namespace {
 
 using net::SideListener;
 
-constexpr uint32_t kAnswerMagic = 0x3272616c; // "lar2"
+constexpr uint32_t kAnswerMagic = 0x3372616c; // "lar3"
 constexpr uint32_t kMaxSlots = 4096;          // more in an answer: not a loom answer
 constexpr double kAnswerSeconds = 2.0;        // for a question to arrive, and the answer to leave
 
@@ -34,12 +34,12 @@ struct AnswerHeader {
     uint32_t slots;
 };
 struct WireSlot {
-    uint64_t entered, started;
+    uint64_t entered, started, failedIn;
     int32_t rank, pid, cudaDev, alive;
     char busId[16];
     char host[24];
 };
-static_assert(sizeof(WireSlot) == 72, "fixed layout on the wire");
+static_assert(sizeof(WireSlot) == 80, "fixed layout on the wire");
 
 double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -116,6 +116,7 @@ std::vector<uint8_t> answerFor(Server *s, uint64_t tag, bool *known) {
             memset(&w, 0, sizeof(w));
             w.entered = a.entered;
             w.started = a.started;
+            w.failedIn = a.failedIn;
             w.rank = a.rank, w.pid = a.pid, w.cudaDev = a.cudaDev;
             w.alive = std::find(dead.begin(), dead.end(), a.rank) == dead.end() || a.pid == 0;
             snprintf(w.busId, sizeof(w.busId), "%s", a.busId.c_str());
@@ -347,6 +348,7 @@ void decode(const std::vector<uint8_t> &got, HostArrivals *out) {
         Arrival a;
         a.entered = w.entered;
         a.started = w.started;
+        a.failedIn = w.failedIn;
         a.rank = w.rank, a.pid = w.pid, a.cudaDev = w.cudaDev;
         a.pidNs = 0;
         a.busId.assign(w.busId, strnlen(w.busId, sizeof(w.busId)));

@@ -31,6 +31,7 @@ struct Watched {
     std::vector<WatchPeer> peers;
     std::vector<std::string> who; // per rank: "host h, pid p, GPU g" once seen
     bool cancelled = false;
+    bool failedSaid = false; // this rank's own failure is on its board slot
     std::string reason;
     int deadRank = -1;
 };
@@ -88,6 +89,7 @@ void readPeers(Watched &w, double now) {
             p.known = true;
             p.entered = a.entered;
             p.started = a.started;
+            p.failedIn = a.failedIn;
             p.dead = p.dead || std::find(dead.begin(), dead.end(), a.rank) != dead.end();
             w.who[a.rank] = describe(a);
         }
@@ -113,6 +115,7 @@ void readPeers(Watched &w, double now) {
             p.known = true;
             p.entered = a.entered;
             p.started = a.started;
+            p.failedIn = a.failedIn;
             p.dead = p.dead || !answers[h].alive[k];
             w.who[a.rank] = describe(a);
         }
@@ -131,6 +134,11 @@ void look(Watched &w, double now) {
     loomComm *comm = w.comm;
     WatchWords *words = comm->watch;
     if (comm->arrivals) comm->arrivals->started(comm->arrivalSlot, words->started);
+    // This rank's side failed (set by the thread that made the calls): the others' watchdogs read it here.
+    if (comm->arrivals && !w.failedSaid && __atomic_load_n(&comm->failed, __ATOMIC_RELAXED)) {
+        comm->arrivals->failed(comm->arrivalSlot, __atomic_load_n(&comm->collsEntered, __ATOMIC_RELAXED));
+        w.failedSaid = true;
+    }
     if (w.cancelled) return;
     const uint64_t stalled = words->stalled, done = words->done;
     // That call is over: the host saw it finish, or this GPU started a later
@@ -150,6 +158,17 @@ void look(Watched &w, double now) {
                    (v.hostsLost ? " gone (its process, or its host, stopped answering for " +
                                       std::to_string((int)kHostLostSeconds) + " s)"
                                 : " gone (process dead)");
+        w.cancelled = true;
+        words->cancel = 1;
+        LOOM_INFO(kColl, "rank %d: call %llu: %s: cancelling this communicator's calls", comm->rank,
+                  (unsigned long long)w.call, w.reason.c_str());
+        return;
+    }
+    if (!v.failed.empty()) {
+        const int q = v.failed[0];
+        w.reason = rankList(w, {q}, "") + " failed its side of this communicator earlier (after it had entered " +
+                   std::to_string(w.peers[q].failedIn) + " calls; its own error says why) and takes part in no "
+                   "call on it again";
         w.cancelled = true;
         words->cancel = 1;
         LOOM_INFO(kColl, "rank %d: call %llu: %s: cancelling this communicator's calls", comm->rank,
@@ -202,11 +221,15 @@ WatchVerdict watchRules(const std::vector<WatchPeer> &peers, uint64_t call, doub
         }
         if (!p.known || p.started < call) v.allStarted = false;
         if (!p.known) continue;
+        if (p.failedIn) {
+            v.failed.push_back(p.rank);
+            continue;
+        }
         if (p.entered < call) v.notEntered.push_back(p.rank);
         else if (p.started < call) v.notStarted.push_back(p.rank);
     }
-    if (!v.dead.empty()) v.allStarted = false;
-    v.warn = v.dead.empty() && !warned && warnAfter > 0 && stalledFor + kStallReportSeconds >= warnAfter;
+    if (!v.dead.empty() || !v.failed.empty()) v.allStarted = false;
+    v.warn = v.dead.empty() && v.failed.empty() && !warned && warnAfter > 0 && stalledFor + kStallReportSeconds >= warnAfter;
     return v;
 }
 

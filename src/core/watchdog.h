@@ -16,6 +16,11 @@
  *  - a dead rank: cancels the communicator's calls (words->cancel): every
  *    pending and later call fails with a message naming it, which the MPI
  *    component returns as MPI_ERR_PROC_FAILED;
+ *  - a live rank whose side of the communicator failed (its board slot's
+ *    failedIn, which each watchdog publishes for its own side): it will
+ *    take part in no call again, so the calls are cancelled too, as
+ *    MPI_ERR_OTHER naming it (without this, a rank whose peer failed a call
+ *    that it finished itself would wait for that peer for ever);
  *  - every rank has started the call on its GPU: tells the kernels so
  *    (words->allStarted), whose waits may then end as stuck after
  *    LOOM_STUCK_TIMEOUT;
@@ -50,7 +55,7 @@ void watchStart(loomComm *comm);
 void watchStop(loomComm *comm);
 
 // Why the communicator's calls were cancelled ("" when they were not);
-// *deadRank: the first rank found dead (-1: none).
+// *deadRank: the first rank found dead (-1: none: a peer's side failed).
 std::string watchReason(const loomComm *comm, int *deadRank);
 
 // The host clock of host-side waits (steady, nanoseconds), and the limits
@@ -69,12 +74,14 @@ struct WatchPeer {
     bool dead = false;       // its process is gone (or its host refused every connection)
     uint64_t entered = 0;    // calls entered on the host
     uint64_t started = 0;    // ... started on its GPU
+    uint64_t failedIn = 0;   // its side of the communicator failed (0: it did not)
     double silentSince = -1; // its host has not answered since (-1: it answers, or never asked)
 };
 
 // What the watchdog does at one tick for one stalled call.
 struct WatchVerdict {
     std::vector<int> dead;       // cancel: these ranks are gone
+    std::vector<int> failed;     // cancel: these live ranks' side of the communicator failed
     bool hostsLost = false;      // ... some of them because their host stopped answering
     bool allStarted = false;     // every rank's GPU has started the call
     bool warn = false;           // say now who has not arrived

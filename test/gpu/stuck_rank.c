@@ -4,8 +4,9 @@
  * GPU would. Every other rank must get an MPI error (not a hang, not
  * MPI_ERR_PROC_FAILED: the process is alive) within LOOM_STUCK_TIMEOUT
  * (argv[2] seconds, default 3) + 5 s; the .mpitest checks that the message
- * says the peer stopped moving inside the call. Exit 0 on every rank when
- * that held. */
+ * says the peer stopped moving inside the call. The stuck rank's next call,
+ * which the others (whose communicator failed) never make, must fail
+ * within 5 s. Exit 0 on every rank when that held. */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -37,6 +38,16 @@ int main(int argc, char **argv)
     if (rank == stuck) {
         printf("stuck_rank: rank %d (the stuck one): %s after %.1f s\n", rank, rc == MPI_SUCCESS ? "returned" : "error",
                took);
+        /* Its own side still works, but the others' failed: its next call,
+         * which they never make, must fail in seconds (their watchdogs put
+         * the failure on their board slots), not wait for them for ever. */
+        const double t1 = MPI_Wtime();
+        rc = MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        const double next = MPI_Wtime() - t1;
+        const int ok = rc != MPI_SUCCESS && next <= 5;
+        printf("stuck_rank: rank %d: its next call: %s after %.1f s: %s\n", rank, rc == MPI_SUCCESS ? "success" : "error",
+               next, ok ? "ok" : "FAIL");
+        bad += !ok;
     } else {
         const int in_time = took >= timeout * 0.9 && took <= timeout + 5;
         const int ok = rc != MPI_SUCCESS && cls == MPI_ERR_OTHER && in_time;

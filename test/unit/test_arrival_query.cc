@@ -88,6 +88,10 @@ START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
     std::vector<HostArrivals> ans = arrivalAsk(tag, {{served}}, 2.0);
     ck_assert(ans[0].answered && !ans[0].refused);
     ck_assert_uint_eq(ans[0].slots[0].started, 2);
+    ck_assert_uint_eq(ans[0].slots[0].failedIn, 0);
+    b->failed(0, 2); // ... and whether its side of the communicator failed
+    ans = arrivalAsk(tag, {{served}}, 2.0);
+    ck_assert_uint_eq(ans[0].slots[0].failedIn, 2);
 
     // Its process gone: dead, as its host sees it.
     ck_assert_int_eq(write(go[1], &c, 1), 1);

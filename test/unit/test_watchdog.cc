@@ -149,6 +149,20 @@ START_TEST(rules_cancel_for_dead_and_lost_ranks_only) {
 }
 END_TEST
 
+START_TEST(rules_cancel_for_a_peer_whose_side_failed) {
+    std::vector<WatchPeer> p = peersAt(4, 4, 3);
+    p[0].entered = 5, p[0].started = 5; // this rank, in call 5
+    p[1].failedIn = 4;                  // alive, but its side failed in call 4: it never enters call 5
+    WatchVerdict v = watchRules(p, 5, 100, 120, 60, false);
+    ck_assert_int_eq(v.failed.size(), 1);
+    ck_assert_int_eq(v.failed[0], 1);
+    ck_assert(v.dead.empty() && !v.warn && !v.allStarted);
+    p[1].failedIn = 0; // the same ranks, nobody failed: rank 1 and 2 are only late
+    v = watchRules(p, 5, 100, 120, 60, false);
+    ck_assert(v.failed.empty() && v.warn);
+}
+END_TEST
+
 START_TEST(the_watchdog_cancels_a_communicator_whose_rank_died) {
     // Rank 1 of a 2-rank communicator is a child process that filled its
     // slot and exited; rank 0 (this process) has a call stalled.
@@ -234,6 +248,58 @@ START_TEST(the_watchdog_tells_kernels_every_rank_started) {
 }
 END_TEST
 
+// Two communicators of one 2-rank communicator in this process (slots 0
+// and 1 of one board): rank 1's side fails after its call 2 (comm->failed,
+// as a failed wait leaves it); its watchdog puts that on its slot, and rank
+// 0's, stalled in call 3, cancels with the reason naming rank 1, not dead.
+START_TEST(a_failed_side_cancels_the_peers_that_wait_for_it) {
+    char name[64];
+    snprintf(name, sizeof(name), "/loom-unit-failed-%d", (int)getpid());
+    ArrivalBoard *board = nullptr;
+    ck_assert_int_eq(ArrivalBoard::create(name, 2, 0, &board), loomSuccess);
+    board->publish(0, 0, 0, "0000:00:00.0");
+    board->publish(1, 1, 1, "0000:00:01.0");
+    board->enter(0, 3);
+    board->enter(1, 2);
+    WatchWords words[2];
+    memset(words, 0, sizeof(words));
+    loomComm *comms[2];
+    for (int r = 0; r < 2; ++r) {
+        comms[r] = new loomComm;
+        comms[r]->nranks = 2;
+        comms[r]->rank = r;
+        comms[r]->arrivals = board;
+        comms[r]->arrivalSlot = r;
+        comms[r]->watch = &words[r];
+        comms[r]->collsEntered = r == 0 ? 3 : 2;
+        watchStart(comms[r]);
+    }
+    words[0].started = 3, words[0].done = 2, words[0].stalled = 3; // rank 0 waits in call 3
+    words[1].started = 2, words[1].done = 2;
+    usleep(800 * 1000);
+    ck_assert_int_eq(words[0].cancel, 0); // rank 1 is only late so far
+    ck_assert_uint_eq(board->read(1).failedIn, 0);
+    comms[1]->failed = true;
+    for (int k = 0; k < 30 && !words[0].cancel; ++k) usleep(100 * 1000);
+    ck_assert_uint_eq(board->read(1).failedIn, 2);
+    ck_assert_int_eq(words[0].cancel, 1);
+    ck_assert_int_eq(words[1].cancel, 0); // the failed side waits for nothing
+    int dead = 7;
+    const std::string why = watchReason(comms[0], &dead);
+    ck_assert_int_eq(dead, -1); // alive: MPI_ERR_OTHER, not MPI_ERR_PROC_FAILED
+    ck_assert_msg(why.find("rank 1 (host ") == 0 && why.find("failed its side of this communicator earlier (after "
+                                                             "it had entered 2 calls") != std::string::npos,
+                  "%s", why.c_str());
+    for (int r = 0; r < 2; ++r) {
+        watchStop(comms[r]);
+        comms[r]->arrivals = nullptr;
+        comms[r]->watch = nullptr;
+        delete comms[r];
+    }
+    delete board;
+}
+END_TEST
+
 Suite *watchdog_suite(void) {
     Suite *s = suite_create("watchdog");
     TCase *t = tcase_create("watchdog");
@@ -246,6 +312,8 @@ Suite *watchdog_suite(void) {
     tcase_add_test(t, rules_cancel_for_dead_and_lost_ranks_only);
     tcase_add_test(t, the_watchdog_cancels_a_communicator_whose_rank_died);
     tcase_add_test(t, the_watchdog_tells_kernels_every_rank_started);
+    tcase_add_test(t, rules_cancel_for_a_peer_whose_side_failed);
+    tcase_add_test(t, a_failed_side_cancels_the_peers_that_wait_for_it);
     suite_add_tcase(s, t);
     return s;
 }
