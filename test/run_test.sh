@@ -10,9 +10,13 @@
 #   EXPECT_PATH=delegated|staged|gpu   path every collective in COLLS must report
 #   COLLS="..."       collectives to look for (default: all loom overrides)
 #   NEEDS_GPU=1       skip, with the reason, where there is no GPU
+#   NEEDS_ULFM=1      skip, with the reason, where Open MPI has no ULFM (its ftmpi extension); else
+#                     mpirun runs with --with-ft ulfm (survivors of a death go on)
 #   MIN_GPUS=N        with NEEDS_GPU: skip, with the reason, where there are fewer GPUs
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
 #   EXPECT_LOG="re"   extended regexes, one per line, that the output must each match (e.g. the transport used)
+#   EXPECT_ABORT=S    the job must end with a non-zero status (MPI_Abort) within S seconds, leaving no
+#                     process of PROG behind
 # The build tree's component comes first in mca_base_component_path: Open MPI loads the
 # first mca_coll_loom.so it finds, and an installed copy must not shadow it.
 # Environment: LOOM_BUILDDIR, LOOM_OMPI_PKGLIBDIR, LOOM_MPIRUN (set by make check
@@ -23,6 +27,7 @@
 set -u
 . "$1"
 : "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
+: "${NEEDS_ULFM:=0}" "${EXPECT_ABORT:=}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
@@ -44,6 +49,13 @@ if [ "$NEEDS_GPU" = 1 ]; then
     [ "$ngpu" -lt "$NP" ] && [ "$ngpu" -ge 2 ] && NP=$ngpu
 fi
 
+if [ "$NEEDS_ULFM" = 1 ]; then
+    run=${LOOM_MPIRUN:-mpirun}
+    "${run%mpirun}ompi_info" 2>/dev/null | grep -q "MPI extensions:.*ftmpi" ||
+        { echo "SKIP: needs an Open MPI with ULFM (ompi_info lists no ftmpi extension: Open MPI 5 has it)"; exit 77; }
+    MCA="--with-ft ulfm $MCA"
+fi
+
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 # Sanitizer builds: Open MPI's libraries have no frame pointers, so leaks in
 # them are only attributed (and suppressed, test/sanitizers/lsan.supp) with
@@ -63,6 +75,7 @@ comp=$(mktemp -d)
 trap 'rm -rf "$log" "$comp"' EXIT
 cp "$B/.libs/mca_coll_loom.so" "$comp/" || { echo "FAIL: no $B/.libs/mca_coll_loom.so"; exit 1; }
 echo "+ $ENV mpirun -np $NP $MCA $PROG $ARGS"
+started=$(date +%s)
 # shellcheck disable=SC2086
 timeout -k 5 "$limit" "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE $fwd \
     --mca mca_base_component_path "$comp:$LOOM_OMPI_PKGLIBDIR" \
@@ -70,7 +83,19 @@ timeout -k 5 "$limit" "${LOOM_MPIRUN:-mpirun}" -np "$NP" --oversubscribe --bind-
 rc=$?
 cat "$log"
 [ $rc -eq 77 ] && { echo "SKIP: $PROG skipped itself (see above)"; exit 77; }
-[ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
+if [ -n "$EXPECT_ABORT" ]; then
+    took=$(($(date +%s) - started))
+    [ $rc -ne 0 ] || { echo "FAIL: $PROG exited with 0, not aborted"; exit 1; }
+    [ $rc -ne 124 ] && [ $rc -ne 137 ] && [ "$took" -le "$EXPECT_ABORT" ] ||
+        { echo "FAIL: the aborted job took ${took} s to end (rc $rc), more than $EXPECT_ABORT"; exit 1; }
+    sleep 1
+    # the program itself (argv[0] its path), not this script, whose arguments may contain that path
+    left=$(pgrep -f "^$B/$PROG( |\$)" || true)
+    [ -z "$left" ] || { echo "FAIL: processes of $PROG left behind: $left"; exit 1; }
+    echo "ok: the job ended (rc $rc) ${took} s after it started, no process left"
+else
+    [ $rc -eq 0 ] || { echo "FAIL: $PROG exited with $rc"; exit 1; }
+fi
 
 while IFS= read -r re; do
     [ -z "$re" ] || grep -Eq -e "$re" "$log" || { echo "FAIL: the output does not show: $re"; exit 1; }

@@ -147,6 +147,7 @@ typedef struct mca_coll_loom_module_t {
     int *vote_buf;      /* [2 in][2 out], heap (leaked if the vote is abandoned) */
     double vote_started;
     bool vote_bounded;  /* this rank's vote call had device buffers: LOOM_TIMEOUT applies */
+    bool vote_warned;   /* LOOM_WARN_AFTER passed during the vote and was said */
     int vote_device;    /* the GPU of that call's buffers (-1: this thread's current one) */
     struct mca_coll_loom_async_t *async;
     struct mca_coll_loom_module_t *defer_next;

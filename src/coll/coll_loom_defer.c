@@ -189,6 +189,7 @@ static void post_vote(mca_coll_loom_module_t *m, kept_t *k)
         return;
     }
     m->vote_started = now_seconds();
+    m->vote_warned = false;
     m->nb_setup = LOOM_NB_VOTING;
 }
 
@@ -196,8 +197,16 @@ static void post_vote(mca_coll_loom_module_t *m, kept_t *k)
 static bool vote_done(mca_coll_loom_module_t *m)
 {
     if (!REQUEST_COMPLETE(m->vote_req)) {
-        const double timeout = (double)loomParamLong("LOOM_TIMEOUT");
-        if (!m->vote_bounded || now_seconds() - m->vote_started <= timeout) return false;
+        const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), waited = now_seconds() - m->vote_started;
+        const double warn_after = (double)loomParamLong("LOOM_WARN_AFTER");
+        if (m->vote_bounded && !m->vote_warned && warn_after > 0 && waited >= warn_after) {
+            m->vote_warned = true;
+            opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s (cid %u): the non-blocking "
+                        "set-up's vote has waited %.0f s for some rank of the %d; waiting on (a late rank is not an "
+                        "error; LOOM_TIMEOUT bounds the wait)", ompi_comm_rank(m->comm), m->comm->c_name,
+                        mca_coll_loom_comm_cid(m->comm), waited, ompi_comm_size(m->comm));
+        }
+        if (!m->vote_bounded || timeout <= 0 || waited <= timeout) return false;
         opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s (cid %u): the non-blocking set-up's "
                     "vote: some rank of the %d did not arrive within %.0f s (LOOM_TIMEOUT); this rank passed device "
                     "buffers and gives up: communicator unusable for collectives", ompi_comm_rank(m->comm),

@@ -87,13 +87,14 @@ const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct omp
 
 const char mca_coll_loom_why_intercomm[] = "an intercommunicator (loom's kernels run within one group)";
 
-static int mpi_error(loomResult_t r)
+int mca_coll_loom_mpi_error(loomResult_t r)
 {
     switch (r) {
     case loomSuccess: return MPI_SUCCESS;
     case loomInvalidArgument: return MPI_ERR_ARG;
     case loomSystemError: return MPI_ERR_NO_MEM;
     case loomInternalError: return MPI_ERR_INTERN;
+    case loomProcFailed: return LOOM_MPI_ERR_PROC_FAILED;
     default: return MPI_ERR_OTHER; /* a peer that failed, a CUDA error, a state loom refuses: the message says which */
     }
 }
@@ -348,7 +349,7 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     __atomic_store_n(&m->busy, false, __ATOMIC_RELEASE);
     mca_coll_loom_timer_stop(&timer);
     if (loomSuccess != r) mca_coll_loom_report_error(m, mca_coll_loom_coll_names[c->coll], r);
-    int rc = mpi_error(r);
+    int rc = mca_coll_loom_mpi_error(r);
     if (NULL != c->req && deferred) /* the request's mark goes on the loom communicator too */
         rc = mca_coll_loom_request_pending(m, c, staged);
     else if (NULL != c->req)

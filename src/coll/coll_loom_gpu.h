@@ -107,7 +107,7 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c);
 int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc);
 
 /* Host-side steps (coll_loom_setup.c), through the previous module. This
- * call's steps are bounded by LOOM_TIMEOUT when device_buffers (a time-out
+ * call's steps are bounded by LOOM_TIMEOUT (where set) when device_buffers (a time-out
  * breaks the module: gpu_state LOOM_GPU_BROKEN, said once). */
 void mca_coll_loom_setup_bound(mca_coll_loom_module_t *m, bool device_buffers);
 /* *any: whether some rank passes device buffers (MAX of mine). */
@@ -129,6 +129,8 @@ bool mca_coll_loom_connect_peers_start(mca_coll_loom_module_t *m);
 bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m);
 /* The one report of a failed loom call. */
 void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r);
+/* The MPI error class of a loom result (a peer's death: MPI_ERR_PROC_FAILED where Open MPI has it). */
+int mca_coll_loom_mpi_error(loomResult_t r);
 
 /* Releases the loom communicator of a module (module destructor). */
 void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m);

@@ -11,6 +11,7 @@
  *   communicator id    c_contextid (uint32_t)            ompi_comm_get_local_cid() (c_contextid is a struct)
  *   nbc request        16-byte data union                24-byte union + release_arrays[7]
  *   persistent colls   MPIX_*_init (pcollreq ext.)       MPI_*_init (MPI-4); same module slots
+ *   a peer's death     MPI_ERR_OTHER (no such class)     MPI_ERR_PROC_FAILED (ULFM, in mpi.h)
  */
 #ifndef COLL_LOOM_OMPI_H
 #define COLL_LOOM_OMPI_H
@@ -26,6 +27,15 @@
 
 #if !defined(OMPI_MAJOR_VERSION) || OMPI_MAJOR_VERSION < 4 || (OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION < 1)
 #error "coll/loom needs Open MPI 4.1 or 5.0"
+#endif
+
+/* The class a call gets when a peer's process is gone. */
+#ifdef MPI_ERR_PROC_FAILED
+#define LOOM_MPI_ERR_PROC_FAILED MPI_ERR_PROC_FAILED
+#elif defined(MPIX_ERR_PROC_FAILED)
+#define LOOM_MPI_ERR_PROC_FAILED MPIX_ERR_PROC_FAILED
+#else
+#define LOOM_MPI_ERR_PROC_FAILED MPI_ERR_OTHER
 #endif
 
 #if OMPI_MAJOR_VERSION >= 5

@@ -270,7 +270,7 @@ static int progress_pass(bool *walked)
                 const loomResult_t sr = finish_staged(r, loomSuccess == lr);
                 if (loomSuccess != lr || loomSuccess != sr)
                     mca_coll_loom_report_error(r->m, mca_coll_loom_coll_names[r->coll], loomSuccess != lr ? lr : sr);
-                r->rc = loomSuccess == lr && loomSuccess == sr ? MPI_SUCCESS : MPI_ERR_OTHER;
+                r->rc = mca_coll_loom_mpi_error(loomSuccess != lr ? lr : loomSuccess != sr ? sr : loomSuccess);
                 r->reached = true;
                 finished = !held;
             }

@@ -8,10 +8,12 @@
  * Every rank runs the one-time steps (probe, creation) as the previous
  * module's non-blocking twins (a blocking and a non-blocking collective never
  * match, and ranks may differ in where their buffers are). A rank that passes
- * device buffers waits for each at most LOOM_TIMEOUT seconds (the same
- * watchdog as loom's kernels): a peer that never arrives gives it an MPI
- * error instead of a hang. Ranks with host buffers only wait as MPI always
- * does. A step that timed out leaves a request in flight that may still
+ * device buffers waits for each as long as MPI would (a late rank is not an
+ * error), saying once after LOOM_WARN_AFTER seconds which ranks have not
+ * arrived; where LOOM_TIMEOUT is set, it gives up after that long with an
+ * MPI error instead (the same bound as loom's kernels). A dead peer is the
+ * MPI library's to report here (ULFM). Ranks with host buffers only wait as
+ * MPI always does. A step that timed out leaves a request in flight that may still
  * complete (the late rank may arrive): it is never freed or waited for again,
  * its buffers are heap memory that is leaked on purpose, and the module is
  * broken from then on (every later call on it fails).
@@ -49,10 +51,12 @@ static double now_seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Completes *req: unbounded on host-buffer ranks; else until LOOM_TIMEOUT,
- * after which the module is broken and the request abandoned. Either way the
- * rank answers roll calls while it waits (coll_loom_roll_call.h), and one
- * that gives up calls the roll to name who is missing. */
+/* Completes *req: unbounded on host-buffer ranks and where LOOM_TIMEOUT is
+ * 0; else until LOOM_TIMEOUT, after which the module is broken and the
+ * request abandoned. Either way the rank answers roll calls while it waits
+ * (coll_loom_roll_call.h); one with device buffers calls the roll once after
+ * LOOM_WARN_AFTER to say who is missing (and waits on), and again when it
+ * gives up. */
 static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const char *step)
 {
     int done = 0;
@@ -61,6 +65,8 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
     mca_coll_loom_roll_listen_t listen = {NULL, 0, NULL};
     bool listening = false;
     const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), start = now_seconds(), end = start + timeout;
+    const double warn_after = (double)loomParamLong("LOOM_WARN_AFTER");
+    bool warned = false;
     for (;;) {
         rc = ompi_request_test(req, &done, MPI_STATUS_IGNORE); /* progresses MPI */
         if (MPI_SUCCESS != rc || done) {
@@ -75,7 +81,17 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
             listening = true;
         }
         mca_coll_loom_roll_answer(m, &listen);
-        if (m->setup_bounded && t > end) break;
+        if (m->setup_bounded && timeout > 0 && t > end) break;
+        if (m->setup_bounded && !warned && warn_after > 0 && t - start >= warn_after) {
+            char host[64] = "?", missing[640];
+            gethostname(host, sizeof(host) - 1);
+            mca_coll_loom_roll_call(m, &listen, missing, sizeof(missing));
+            opal_output(mca_coll_loom_component.output,
+                        "coll/loom %s rank %d comm %s (cid %u): %s has waited %.0f s: %s; waiting on (a late rank is "
+                        "not an error; LOOM_TIMEOUT bounds the wait)", host, ompi_comm_rank(m->comm), m->comm->c_name,
+                        mca_coll_loom_comm_cid(m->comm), step, t - start, missing);
+            warned = true;
+        }
         /* Spin the first millisecond (peers that are there answer in
          * microseconds), then nap: a rank waiting for a late peer must not
          * take a core from the ones still working. A rank with host buffers
@@ -449,7 +465,7 @@ bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m)
             a->rc = a->req->req_status.MPI_ERROR;
             ompi_request_free(&a->req);
             a->job = JOB_DONE;
-        } else if (m->setup_bounded && now_seconds() - a->started > timeout) {
+        } else if (m->setup_bounded && timeout > 0 && now_seconds() - a->started > timeout) {
             /* The request and its buffer are abandoned (it may still complete). */
             m->gpu_state = LOOM_GPU_BROKEN;
             opal_output(mca_coll_loom_component.output,

@@ -88,6 +88,8 @@ Arrival ArrivalBoard::read(int slot) const {
     Arrival a;
     a.pid = __atomic_load_n(&s.pid, __ATOMIC_ACQUIRE);
     a.entered = s.entered.load(std::memory_order_relaxed);
+    a.started = s.started.load(std::memory_order_relaxed);
+    a.failedIn = s.failedIn.load(std::memory_order_relaxed);
     a.rank = s.rank;
     a.cudaDev = s.cudaDev;
     a.pidNs = s.pidNs;

@@ -3,7 +3,9 @@
  * collectives of a communicator. One POSIX shared-memory segment per
  * (communicator, OS instance), one 64-byte slot per rank of that host: who
  * the rank is (rank, pid, GPU, bus id) and how many collectives it has
- * entered, a relaxed store as each call is enqueued (no cost worth naming).
+ * entered, a relaxed store as each call is enqueued (no cost worth naming),
+ * and the last call its GPU started (copied there by the process's watchdog,
+ * core/watchdog.h, from the word its kernels write).
  *
  * When a collective times out, a waiting rank reads its host's board: a rank
  * that has entered fewer calls than the waiting one never arrived, and the
@@ -37,12 +39,16 @@ struct ArrivalSlot {
     char busId[16];
     char host[20];
     uint64_t pidNs; // the pid namespace pid belongs to (containers sharing /dev/shm may differ)
+    alignas(64) std::atomic<uint64_t> started; // the last call this rank's GPU started (a line of its own: another writer)
+    std::atomic<uint64_t> failedIn; // 0, or the calls it had entered when its side of the communicator failed
 };
-static_assert(sizeof(ArrivalSlot) == 64, "one cache line per rank (the extra area starts aligned)");
+static_assert(sizeof(ArrivalSlot) == 128, "whole cache lines per rank (the extra area starts aligned)");
 
 // What a rank's slot said when it was read.
 struct Arrival {
     uint64_t entered;
+    uint64_t started; // on its GPU
+    uint64_t failedIn = 0; // 0: its side of the communicator works; else its calls entered when it failed
     int rank, pid, cudaDev;
     uint64_t pidNs;
     std::string busId, host;
@@ -64,6 +70,10 @@ class ArrivalBoard {
     void publish(int slot, int rank, int cudaDev, const char *busId);
     // ... and counts its collectives.
     void enter(int slot, uint64_t entered) { slots_[slot].entered.store(entered, std::memory_order_relaxed); }
+    // ... and the last call its GPU started.
+    void started(int slot, uint64_t call) { slots_[slot].started.store(call, std::memory_order_relaxed); }
+    // ... and that its side of the communicator failed (its calls return errors from now on).
+    void failed(int slot, uint64_t entered) { slots_[slot].failedIn.store(entered ? entered : 1, std::memory_order_relaxed); }
     Arrival read(int slot) const;
     int slots() const { return nslots_; }
     // The area after the slots (null when made without one).

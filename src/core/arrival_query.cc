@@ -24,7 +24,7 @@ namespace {
 
 using net::SideListener;
 
-constexpr uint32_t kAnswerMagic = 0x7672616c; // "larv"
+constexpr uint32_t kAnswerMagic = 0x3372616c; // "lar3"
 constexpr uint32_t kMaxSlots = 4096;          // more in an answer: not a loom answer
 constexpr double kAnswerSeconds = 2.0;        // for a question to arrive, and the answer to leave
 
@@ -34,12 +34,12 @@ struct AnswerHeader {
     uint32_t slots;
 };
 struct WireSlot {
-    uint64_t entered;
+    uint64_t entered, started, failedIn;
     int32_t rank, pid, cudaDev, alive;
     char busId[16];
     char host[24];
 };
-static_assert(sizeof(WireSlot) == 64, "fixed layout on the wire");
+static_assert(sizeof(WireSlot) == 80, "fixed layout on the wire");
 
 double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -115,6 +115,8 @@ std::vector<uint8_t> answerFor(Server *s, uint64_t tag, bool *known) {
             WireSlot w;
             memset(&w, 0, sizeof(w));
             w.entered = a.entered;
+            w.started = a.started;
+            w.failedIn = a.failedIn;
             w.rank = a.rank, w.pid = a.pid, w.cudaDev = a.cudaDev;
             w.alive = std::find(dead.begin(), dead.end(), a.rank) == dead.end() || a.pid == 0;
             snprintf(w.busId, sizeof(w.busId), "%s", a.busId.c_str());
@@ -248,6 +250,7 @@ namespace {
 struct Asking {
     const std::vector<ArrivalContact> *contacts = nullptr;
     size_t next = 0, tried = 0; // the contact to try after this one (from a rotated start), how many tried
+    size_t attempts = 0, refused = 0; // connections tried, and refused (nobody listens there)
     int fd = -1;
     bool connected = false;
     double deadline = 0; // of this attempt
@@ -274,7 +277,9 @@ bool startNext(Asking &a, uint64_t tag, double attemptSeconds, double end) {
         sa.sin_family = AF_INET;
         sa.sin_addr.s_addr = c.ip;
         sa.sin_port = c.port;
+        ++a.attempts;
         if (connect(fd, (sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS) {
+            a.refused += errno == ECONNREFUSED;
             close(fd); // refused: that process is gone; the next one
             continue;
         }
@@ -295,7 +300,10 @@ int step(Asking &a) {
     if (!a.connected) {
         int err = 0;
         socklen_t len = sizeof(err);
-        if (getsockopt(a.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return -1;
+        if (getsockopt(a.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+            a.refused += err == ECONNREFUSED;
+            return -1;
+        }
         a.connected = true;
     }
     while (a.sent < a.hello.size()) {
@@ -339,6 +347,8 @@ void decode(const std::vector<uint8_t> &got, HostArrivals *out) {
         memcpy(&w, got.data() + sizeof(h) + k * sizeof(w), sizeof(w));
         Arrival a;
         a.entered = w.entered;
+        a.started = w.started;
+        a.failedIn = w.failedIn;
         a.rank = w.rank, a.pid = w.pid, a.cudaDev = w.cudaDev;
         a.pidNs = 0;
         a.busId.assign(w.busId, strnlen(w.busId, sizeof(w.busId)));
@@ -389,34 +399,47 @@ std::vector<HostArrivals> arrivalAsk(uint64_t tag, const std::vector<std::vector
             if (r < 0) startNext(a, tag, attempt, end);
         }
     }
-    for (Asking &a : asks) giveUp(a);
+    for (size_t h = 0; h < asks.size(); ++h) {
+        giveUp(asks[h]);
+        // Refused: every address of the host was tried and none listens.
+        out[h].refused = !out[h].answered && asks[h].tried == hosts[h].size() && asks[h].attempts &&
+                         asks[h].refused == asks[h].attempts;
+    }
     return out;
 }
 
-std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
-                               double seconds, int me) {
-    // The other hosts, each with its ranks' contacts in rank order.
+OtherHosts otherHosts(const ArrivalPeers &peers, uint64_t myBoard) {
+    OtherHosts o;
     std::vector<uint64_t> hostIds;
-    std::vector<std::vector<ArrivalContact>> contacts;
-    std::vector<std::vector<int>> ranks;
     for (size_t q = 0; q < peers.boardOf.size(); ++q) {
         if (peers.boardOf[q] == myBoard) continue;
         size_t h = std::find(hostIds.begin(), hostIds.end(), peers.boardOf[q]) - hostIds.begin();
         if (h == hostIds.size()) {
             hostIds.push_back(peers.boardOf[q]);
-            contacts.emplace_back();
-            ranks.emplace_back();
+            o.contacts.emplace_back();
+            o.ranks.emplace_back();
         }
-        contacts[h].push_back(peers.contacts[q]);
-        ranks[h].push_back((int)q);
+        o.contacts[h].push_back(peers.contacts[q]);
+        o.ranks[h].push_back((int)q);
     }
-    const std::vector<HostArrivals> answers = arrivalAsk(tag, contacts, seconds, me);
+    return o;
+}
+
+std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
+                               double seconds, int me, bool *gone) {
+    const OtherHosts others = otherHosts(peers, myBoard);
+    const std::vector<std::vector<int>> &ranks = others.ranks;
+    const std::vector<HostArrivals> answers = arrivalAsk(tag, others.contacts, seconds, me);
     std::vector<Arrival> absent, dead;
-    std::string silent, unknown;
+    std::string silent, refused, unknown;
     for (size_t h = 0; h < answers.size(); ++h) {
         if (!answers[h].answered) {
             std::string list;
             for (int q : ranks[h]) list += (list.empty() ? "" : ", ") + std::to_string(q);
+            if (answers[h].refused) {
+                refused += (refused.empty() ? "" : ", ") + list;
+                continue;
+            }
             char line[96];
             snprintf(line, sizeof(line), "no answer within %.0f s from the host of rank%s ", seconds,
                      ranks[h].size() > 1 ? "s" : "");
@@ -437,6 +460,10 @@ std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint
     }
     std::string s;
     if (!dead.empty()) s = "dead (process gone): " + describeRanks(dead);
+    if (!refused.empty())
+        s += (s.empty() ? "" : "; ") + std::string("gone (every address of their host refused the connection: no "
+                                                   "process left there): ranks ") + refused;
+    if (gone) *gone = !dead.empty() || !refused.empty();
     if (!absent.empty()) s += (s.empty() ? "" : "; ") + std::string("did not arrive: ") + describeAbsent(absent, call);
     if (!silent.empty())
         s += (s.empty() ? "" : "; ") + silent + " (its processes gone, or its network unreachable)";

@@ -48,9 +48,18 @@ void arrivalUnserve(const ArrivalBoard *board);
 // One host's answer.
 struct HostArrivals {
     bool answered = false;
+    bool refused = false; // not answered: every rank's address refused the connection (all its processes gone)
     std::vector<Arrival> slots;
     std::vector<uint8_t> alive; // per slot, as its host sees it
 };
+
+// The communicator's other hosts (those whose board is not `myBoard`), each
+// with its ranks' contacts and its ranks, in rank order.
+struct OtherHosts {
+    std::vector<std::vector<ArrivalContact>> contacts;
+    std::vector<std::vector<int>> ranks;
+};
+OtherHosts otherHosts(const ArrivalPeers &peers, uint64_t myBoard);
 
 // Asks every host of `hosts` (each the contacts of its ranks, tried in turn
 // from contact `start` modulo their number, until one answers: askers start
@@ -65,9 +74,11 @@ constexpr double kArrivalAskSeconds = 3.0;
 // For a rank whose own board (`myBoard`) shows everyone arrived at call
 // `call`: what the other hosts' boards say. "did not arrive: rank ... entered
 // 4 of 5 calls", "dead (process gone): rank ...", "no answer from the host of
-// ranks 4, 5 within 3 s (...)", or that every rank arrived.
-// `me`: the asking rank (where each host's questions start).
+// ranks 4, 5 within 3 s (...)", "gone (... refused the connection ...)",
+// or that every rank arrived. `me`: the asking rank (where each host's
+// questions start). *gone: whether a rank is known gone (dead, or its host
+// refused every connection), which makes the call's error MPI_ERR_PROC_FAILED.
 std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint64_t tag, uint64_t call,
-                               double seconds, int me = 0);
+                               double seconds, int me = 0, bool *gone = nullptr);
 
 } // namespace loom

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/debug.h"
+#include "core/watchdog.h"
 #include "core/arrival_query.h"
 #include "core/bootstrap.h"
 #include "core/peer_conns.h"
@@ -103,9 +104,17 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     for (int k = 0; k < kAbortWords; ++k) comm->abortFlag[k] = 0;
     CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->abortFlagDev, (void *)comm->abortFlag, 0),
              "cudaHostGetDevicePointer");
+    CUDA_TRY(cudaHostAlloc((void **)&comm->watch, sizeof(WatchWords), cudaHostAllocMapped), "cudaHostAlloc");
+    memset((void *)comm->watch, 0, sizeof(WatchWords));
+    WatchWords *watchDev = nullptr;
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&watchDev, (void *)comm->watch, 0), "cudaHostGetDevicePointer");
     int clockKHz = 0;
     CUDA_TRY(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, comm->cudaDev), "clock rate");
-    comm->timeoutCycles = (unsigned long long)(p.timeoutSeconds * clockKHz * 1000.0);
+    const double cyclesPerSecond = clockKHz * 1000.0;
+    comm->waitLimit.hardCycles = (unsigned long long)(p.timeoutSeconds * cyclesPerSecond);
+    comm->waitLimit.stuckCycles = (unsigned long long)(p.stuckSeconds * cyclesPerSecond);
+    comm->waitLimit.reportCycles = (unsigned long long)(kStallReportSeconds * cyclesPerSecond);
+    comm->waitLimit.words = watchDev;
     return loomSuccess;
 }
 
@@ -403,6 +412,7 @@ void releaseComm(loomComm *comm) {
     residentSettle(comm); // a pending call first: loom's stream may wait for it
     if (comm->stream) cudaStreamSynchronize(comm->stream);
     residentRelease(comm); // before the slots its calls write go
+    watchStop(comm);       // its kernels are done: nothing more to watch
     // One deadline for the sends of all links (a dead peer takes none).
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     for (RingLink &ring : comm->rings) {
@@ -443,6 +453,7 @@ void releaseComm(loomComm *comm) {
     for (void *p : comm->retiredBuffers) cudaFree(p);
     if (comm->stream) cudaStreamDestroy(comm->stream);
     if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
+    if (comm->watch) cudaFreeHost((void *)comm->watch);
     if (comm->arrivals) arrivalUnserve(comm->arrivals); // before the board goes
     delete comm->arrivals;
     delete comm->arrivalPeers;
@@ -483,6 +494,7 @@ extern "C" loomResult_t loomCommInitRank(loomComm_t *out, int nranks, loomUnique
         releaseComm(comm);
         return r;
     }
+    if (nranks > 1) watchStart(comm);
     *out = comm;
     return loomSuccess;
 }
@@ -582,10 +594,13 @@ std::string deadPeers(const loomComm *comm) {
 }
 
 // What this host's arrival board says about the oldest unfinished call
-// (the one that timed out: calls finish in order).
-std::string whoDidNotArrive(const loomComm *comm) {
+// (the one that timed out: calls finish in order), and the other hosts'
+// when everyone here arrived. *gone: a rank is known gone (dead process).
+std::string whoDidNotArrive(const loomComm *comm, bool *gone = nullptr) {
+    if (gone) *gone = false;
     if (!comm->arrivals) return "no arrival board to say who did not arrive";
     std::string dead = deadPeers(comm);
+    if (gone) *gone = !dead.empty();
     if (!dead.empty()) return dead;
     const uint64_t call = comm->collsDone + 1;
     const std::vector<Arrival> absent = absentRanks(*comm->arrivals, call);
@@ -596,7 +611,7 @@ std::string whoDidNotArrive(const loomComm *comm) {
     if (comm->arrivals->slots() == comm->nranks) return "every rank arrived (one is stuck inside the call, or its GPU is)";
     if (!comm->arrivalPeers) return "every rank of this host arrived: the missing one is on another host";
     const ArrivalPeers &ap = *comm->arrivalPeers;
-    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds, comm->rank);
+    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds, comm->rank, gone);
 }
 
 // "call 5" or "calls 5..7" (in flight when the wait failed).
@@ -613,6 +628,15 @@ void abandonNets(loomComm *comm) {
 
 namespace loom {
 std::string describeAbsentPeers(const loomComm *comm) { return whoDidNotArrive(comm); }
+
+loomResult_t failedEarlier(const loomComm *comm, const char *what) {
+    int dead = -1;
+    const std::string gone = watchReason(comm, &dead);
+    if (!gone.empty())
+        return fail(dead >= 0 ? loomProcFailed : loomRemoteError, "%s: rank %d: communicator failed earlier: %s", what,
+                    comm->rank, gone.c_str());
+    return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
+}
 } // namespace loom
 
 
@@ -671,16 +695,30 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
                          (to >= 0 && from >= 0 ? "," : "") +
                          (from >= 0 ? " receiving from rank " + std::to_string(from) : std::string());
         }
-        if (anyNetError(comm) != loomSuccess) // the proxy's error said what broke (logged at WARN)
-            return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
+        if (anyNetError(comm) != loomSuccess) { // the proxy's error said what broke (logged at WARN)
+            // A connection that broke because its peer died: that peer's failure, as the watchdog would say.
+            bool gone = false;
+            const std::string who = whoDidNotArrive(comm, &gone);
+            return fail(gone ? loomProcFailed : loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
                         comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
-                        neighbours.c_str(), others, whoDidNotArrive(comm).c_str());
+                        neighbours.c_str(), others, who.c_str());
+        }
         if (comm->resident) // for a bug report: what this rank's resident kernel was doing
             LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str());
-        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (%s%s) "
-                    "silent for %.0f s; %s; communicator unusable", host, comm->rank, comm->cudaDev, comm->busId,
-                    comm->lastColl, callsInFlight(comm).c_str(), neighbours.c_str(), others,
-                    params().timeoutSeconds, whoDidNotArrive(comm).c_str());
+        int dead = -1;
+        const std::string gone = watchReason(comm, &dead);
+        if (!gone.empty()) // the watchdog cancelled the calls (core/watchdog.h): a dead peer, or a failed one
+            return fail(dead >= 0 ? loomProcFailed : loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): %s; communicator unusable", host, comm->rank,
+                        comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), gone.c_str());
+        char silence[160];
+        if (comm->watch->why == kWaitStuck)
+            snprintf(silence, sizeof(silence), "stopped moving inside the call: silent for %.0f s after every rank "
+                     "had started it (LOOM_STUCK_TIMEOUT)", params().stuckSeconds);
+        else
+            snprintf(silence, sizeof(silence), "silent for %.0f s (LOOM_TIMEOUT)", params().timeoutSeconds);
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (%s%s) %s; %s; communicator unusable",
+                    host, comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
+                    neighbours.c_str(), others, silence, whoDidNotArrive(comm).c_str());
     }
     if (err != cudaSuccess) {
         comm->failed = true;
@@ -690,7 +728,7 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
                     comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
                     dead.empty() ? "" : "; ", dead.c_str());
     }
-    if (all) comm->collsDone = comm->collsEntered;
+    if (all) comm->watch->done = comm->collsDone = comm->collsEntered;
     if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
         comm->abortFlag[kAbortUndelivered] = 0;
         if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/enqueue_zerocopy.h)

@@ -15,6 +15,7 @@
 #include "btl_gpu/net/net_transport.h"
 #include "btl_gpu/shm/shm.h"
 #include "core/arrival.h"
+#include "core/params.h"
 #include "core/resident.h"
 #include "core/ring_link.h"
 #include "device/oneshot_args.h"
@@ -108,7 +109,11 @@ struct loomComm {
     cudaStream_t stream = nullptr;
     volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
     int *abortFlagDev = nullptr;
-    unsigned long long timeoutCycles = 0;
+    // Shared with the watchdog (core/watchdog.h) and every kernel's waits
+    // (device/wait.h): host-mapped words, and the limits every call's waits
+    // get (callWait adds the call's number).
+    loom::WatchWords *watch = nullptr;
+    loom::WaitLimit waitLimit = {};
     void *scratch = nullptr;     // loomCommScratch's buffer (GPU memory)
     size_t scratchBytes = 0;
     void *stageBounce = nullptr; // pinned: host-buffer ranks' copies to and from scratch (core/stage_bounce.cc)
@@ -204,6 +209,14 @@ inline void enterCollective(loomComm *comm, const char *name) {
     if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
 }
 
+// The wait limits of the call that entered last (enterCollective).
+inline WaitLimit callWait(const loomComm *comm) {
+    WaitLimit w = comm->waitLimit;
+    w.seq = comm->collsEntered;
+    if (comm->rank == params().stuckRank && (long)w.seq == params().stuckCall) w.seq |= kCallStuckHere; // tests
+    return w;
+}
+
 // A call that entered (enterCollective) and goes on under another
 // algorithm, which enters it again: the first entry is taken back.
 inline void withdrawEntry(loomComm *comm) {
@@ -226,6 +239,10 @@ inline size_t ringChannelBytes(const loomComm *comm, int proto) {
 // or query said): a silent peer, a failed kernel or an undelivered block as
 // loomCommWait reports them. all: every call enqueued so far finished.
 loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all);
+
+// A call on a communicator that failed earlier: loomProcFailed naming the
+// dead rank where a peer's death was the cause, else loomRemoteError.
+loomResult_t failedEarlier(const loomComm *comm, const char *what);
 
 // What the host's arrival board says about the ranks missing from the
 // oldest unfinished call ("did not arrive: rank 1 (host ...) entered 1 of 2

@@ -132,7 +132,7 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
             setups.push_back(send);
             links.push_back(&ring.netSend);
         }
-        const NetCommon common{comm->nic.c_str(), me, n, params().timeoutSeconds, comm->maxChannels};
+        const NetCommon common{comm->nic.c_str(), me, n, setupWaitSeconds(), comm->maxChannels};
         loomResult_t r = netConnect(common, setups, bs, links);
         if (r != loomSuccess) return r;
     }

@@ -54,7 +54,7 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
         links.push_back(&comm->edgeNet[k]);
         comm->edgesUseNet = true;
     }
-    const NetCommon common{comm->nic.c_str(), me, n, params().timeoutSeconds, kEdgeSlots};
+    const NetCommon common{comm->nic.c_str(), me, n, setupWaitSeconds(), kEdgeSlots};
     r = netConnect(common, setups, bs, links);
     if (r != loomSuccess) return r;
 

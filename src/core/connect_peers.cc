@@ -144,7 +144,7 @@ loomResult_t connectAll(loomComm *comm) {
         links.push_back(&p.net[q]);
         p.useNet = true;
     }
-    const NetCommon common{comm->nic.c_str(), me, n, params().timeoutSeconds, n * C};
+    const NetCommon common{comm->nic.c_str(), me, n, setupWaitSeconds(), n * C};
     r = netConnect(common, setups, bs, links);
     if (r != loomSuccess) return r;
 

@@ -104,7 +104,8 @@ extern "C" const char *loomGetErrorString(loomResult_t result) {
     case loomInternalError: return "internal error";
     case loomInvalidArgument: return "invalid argument";
     case loomInvalidUsage: return "invalid usage";
-    case loomRemoteError: return "remote process failed or exited";
+    case loomRemoteError: return "remote peer failed";
+    case loomProcFailed: return "peer process gone";
     case loomInProgress: return "operation in progress";
     case loomNotSupported: return "not supported";
     default: return "unknown loom result";

@@ -9,6 +9,7 @@
 #include <sched.h>
 
 #include "core/debug.h"
+#include "core/watchdog.h"
 
 namespace loom {
 
@@ -31,26 +32,29 @@ DescBoard::DescBoard(void *area, int nranks, int rank, size_t recordBytes)
                   "a lock-free 64-bit word shared between processes");
 }
 
-loomResult_t DescBoard::exchange(uint64_t seq, const void *mine, void *all, double timeoutSeconds, int *absent) {
+loomResult_t DescBoard::exchange(uint64_t seq, const void *mine, void *all, const WaitLimit &limit, int *absent,
+                                 WaitEnd *why) {
     char *own = line(rank_);
     memcpy(own + kLine + (seq & 1) * slotBytes_, mine, recordBytes_);
     posted(own)->store(seq, std::memory_order_release);
     char *out = static_cast<char *>(all);
     memcpy(out + (size_t)rank_ * recordBytes_, mine, recordBytes_);
-    std::chrono::steady_clock::time_point start{};
-    bool timing = false; // one deadline for all peers, from the first wait that outlasts the spins
+    WaitClock clock{0, 0, false};
+    bool timing = false; // one clock for all peers, from the first wait that outlasts the spins
     for (int q = 0; q < nranks_; ++q) {
         if (q == rank_) continue;
         char *l = line(q);
         for (long spins = 0; posted(l)->load(std::memory_order_acquire) < seq; ++spins) {
             if (spins < 2000) continue; // peers normally arrive within microseconds
-            if (!timing) start = std::chrono::steady_clock::now(), timing = true;
+            if (!timing) clock.start = hostNowNs(), timing = true;
             sched_yield();
-            if ((spins & 1023) == 0 &&
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeoutSeconds) {
+            if ((spins & 1023) != 0) continue;
+            const WaitEnd end = waitCheck(limit, clock, hostNowNs());
+            if (end != kWaitGoesOn) {
                 *absent = q;
-                return fail(loomRemoteError, "rank %d: rank %d posted no record for exchange %llu within %.0f s",
-                            rank_, q, (unsigned long long)seq, timeoutSeconds);
+                *why = end;
+                return fail(loomRemoteError, "rank %d: rank %d posted no record for exchange %llu", rank_, q,
+                            (unsigned long long)seq);
             }
         }
         memcpy(out + (size_t)q * recordBytes_, l + kLine + (seq & 1) * slotBytes_, recordBytes_);

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "device/wait.h"
 #include "loom.h"
 
 namespace loom {
@@ -30,9 +31,12 @@ class DescBoard {
 
     // Posts `mine` as this rank's record of exchange `seq` (>= 1; one more
     // than the last), then copies every rank's record of `seq` into `all`
-    // (nranks records, rank order). A rank that has not posted after
-    // timeoutSeconds: loomRemoteError, *absent = that rank.
-    loomResult_t exchange(uint64_t seq, const void *mine, void *all, double timeoutSeconds, int *absent);
+    // (nranks records, rank order). It waits for a rank that has not posted
+    // as kernels wait (device/wait.h, on the host clock in nanoseconds:
+    // core/watchdog.h's hostWaitLimit); when the wait must end:
+    // loomRemoteError, *absent = that rank, *why = the WaitEnd.
+    loomResult_t exchange(uint64_t seq, const void *mine, void *all, const WaitLimit &limit, int *absent,
+                          WaitEnd *why);
 
   private:
     char *line(int r) const { return area_ + (size_t)r * stride_; }

@@ -180,7 +180,7 @@ namespace loom {
 
 loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
-    if (comm->failed) return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
+    if (comm->failed) return failedEarlier(comm, what);
     beginCall(comm);
     if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
     if (reduction && !loomOpSupported(dtype, op))

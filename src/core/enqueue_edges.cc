@@ -66,10 +66,10 @@ loomResult_t edgeCollective(loomComm *comm, const EdgeCall &c, cudaStream_t stre
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
     a.slotBytes = comm->edgeSlotBytes;
-    a.timeoutCycles = comm->timeoutCycles;
+    enterCollective(comm, c.name);
+    a.wait = callWait(comm);
     a.abortFlag = comm->abortFlagDev;
     for (int k = 0; k < kEdgeSlots; ++k) a.steps[k] = comm->edgeSteps[k];
-    enterCollective(comm, c.name);
     cudaError_t err = c.bytes ? launchEdgeBytes(a, stream) : launchEdgeColl(a, c.dtype, c.op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s) launch: %s", comm->rank, comm->cudaDev,

@@ -96,7 +96,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
                                      size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
     if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
-    if (comm->failed) return fail(loomRemoteError, "loomAllToAllV: rank %d: communicator failed earlier", comm->rank);
+    if (comm->failed) return failedEarlier(comm, "loomAllToAllV");
     beginCall(comm);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
         return fail(loomInvalidArgument, "loomAllToAllV: NULL counts or displacements");
@@ -230,7 +230,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     a.nthreads = exchangeThreads(largest, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
-    a.timeoutCycles = comm->timeoutCycles;
+    a.wait = callWait(comm);
     a.abortFlag = comm->abortFlagDev;
     cudaError_t e = launchExchange(a, stream);
     if (e != cudaSuccess) return cudaFail(comm, "launch", e);

@@ -46,7 +46,7 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
             a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->llOffset +
                                                    (parity + comm->rank) * comm->llSlotBytes);
     }
-    a.timeoutCycles = comm->timeoutCycles;
+    a.wait = callWait(comm);
     a.abortFlag = comm->abortFlagDev;
     const bool moves = coll == kOneShotAllGather || coll == kOneShotBroadcast || coll == kOneShotAllToAll;
     if (residentEligible(comm, units, stream)) { // no launch: the resident kernel runs it (core/resident.h)

@@ -76,11 +76,11 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
     a.slotBytes = ringSlotBytes(comm, c.proto);
-    a.timeoutCycles = comm->timeoutCycles;
+    enterCollective(comm, kRingNames[c.coll]);
+    a.wait = callWait(comm);
     a.abortFlag = comm->abortFlagDev;
     ConnSteps *steps = comm->ringSteps[c.proto];
     for (int ch = 0; ch < a.nchannels; ++ch) a.steps[ch] = steps[ch];
-    enterCollective(comm, kRingNames[c.coll]);
     cudaError_t err = bytes ? launchRingBytes(a, stream) : launchRingColl(a, c.dtype, c.op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s launch: %s", comm->rank, comm->cudaDev,

@@ -71,7 +71,7 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
     a.nthreads = exchangeThreads(bytes, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
-    a.timeoutCycles = comm->timeoutCycles;
+    a.wait = callWait(comm);
     a.abortFlag = comm->abortFlagDev;
     cudaError_t e = launchScan(a, datatype, op, stream);
     if (e != cudaSuccess)

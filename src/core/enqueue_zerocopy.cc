@@ -11,6 +11,7 @@
 #include "core/params.h"
 #include "core/peer_conns.h"
 #include "core/tuning.h"
+#include "core/watchdog.h"
 #include "device/collectives.h"
 #include "device/zerocopy_args.h"
 
@@ -33,7 +34,7 @@ void setFlagsAndCall(loomComm *comm, ZeroCopyArgs *a) {
         if (q != comm->rank)
             a->peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);
     a->call = ++comm->zeroCopy->calls;
-    a->timeoutCycles = comm->timeoutCycles;
+    a->wait = callWait(comm);
     a->abortFlag = comm->abortFlagDev;
 }
 
@@ -61,8 +62,16 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     rec.resize(2 * (size_t)n - 1); // all ranks', then the n - 1 copies of mine to send
     if (z.board) {
         int absent = -1;
-        if (z.board->exchange(++z.exchanges, &mine, rec.data(), params().timeoutSeconds, &absent) != loomSuccess) {
+        WaitEnd why = kWaitGoesOn;
+        if (z.board->exchange(++z.exchanges, &mine, rec.data(), hostWaitLimit(comm, comm->collsEntered), &absent,
+                              &why) != loomSuccess) {
             comm->failed = true; // the board's sequence is broken for every later call
+            int dead = -1;
+            const std::string gone = watchReason(comm, &dead);
+            if (why == kWaitCancelled && !gone.empty())
+                return fail(dead >= 0 ? loomProcFailed : loomRemoteError, "rank %d GPU %d (%s): allreduce: waiting for rank %d's buffer "
+                            "descriptions: %s; communicator unusable", me, comm->cudaDev, comm->busId, absent,
+                            gone.c_str());
             return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d posted no buffer descriptions on "
                         "this host's board within LOOM_TIMEOUT=%.0f s: %s; communicator unusable", me, comm->cudaDev,
                         comm->busId, absent, params().timeoutSeconds, describeAbsentPeers(comm).c_str());

@@ -43,8 +43,16 @@ const loomParamDef kParams[] = {
     {"rings", "LOOM_RINGS", LOOM_PARAM_STRING, 0, 0, 0, "from topology",
      "Ring orders instead of the topology's, / between rings (0,1,2,3/0,3,2,1); channel c runs on ring c % rings; "
      "applies to communicators of as many ranks as each ring lists; set it alike on every rank"},
-    {"timeout", "LOOM_TIMEOUT", LOOM_PARAM_INT, 60, 1, 86400, "60",
-     "Seconds a peer may stay silent (no step moves) before the call fails with an error naming the neighbours"},
+    // waiting (device/wait.h, core/watchdog.h)
+    {"timeout", "LOOM_TIMEOUT", LOOM_PARAM_INT, 0, 0, 86400, "0 (none)",
+     "Seconds any wait may last, for a late rank too, before the call fails with an error naming who did not "
+     "arrive (0: no bound: a late rank is waited for, as MPI does)"},
+    {"stuck_timeout", "LOOM_STUCK_TIMEOUT", LOOM_PARAM_INT, 300, 0, 86400, "300",
+     "Seconds a wait may stay silent once every rank has started the call on its GPU (a peer stopped moving "
+     "inside it) before the call fails naming it (0: never)"},
+    {"warn_after", "LOOM_WARN_AFTER", LOOM_PARAM_INT, 60, 0, 86400, "60",
+     "Seconds a call waits for a late rank before loom says once, at WARN, who has not arrived (0: never); it "
+     "keeps waiting"},
     // one-shot and LL
     {"ll_max_bytes", "LOOM_LL_MAX_BYTES", LOOM_PARAM_INT, 1 * MiB, 0, 16 * MiB, "1 MiB",
      "One-shot LL allreduce up to this size, and the largest piece any one-shot collective sends a peer (0: no "
@@ -223,6 +231,11 @@ const loomParamDef kParams[] = {
     {"direct_map_fail", "LOOM_DIRECT_MAP_FAIL", LOOM_PARAM_INT, -1, -1, 1L << 30, "-1",
      "Testing aid: the rank whose mappings of peers' buffers for in-place exchange blocks fail, as if CUDA IPC "
      "refused them (-1: none)"},
+    {"stuck_rank", "LOOM_STUCK_RANK", LOOM_PARAM_INT, -1, -1, 1L << 30, "-1",
+     "Testing aid: the rank whose GPU says it started call LOOM_STUCK_CALL and then does none of it, as a hung "
+     "GPU would (-1: none)"},
+    {"stuck_call", "LOOM_STUCK_CALL", LOOM_PARAM_INT, 0, 0, 1L << 40, "0",
+     "Testing aid: the call (counted from 1 per communicator) LOOM_STUCK_RANK stops in"},
 };
 
 constexpr int kNumParams = (int)(sizeof(kParams) / sizeof(kParams[0]));

@@ -22,6 +22,8 @@ const Params &params() {
         p.nslots = (int)paramLong("LOOM_NSLOTS");
         p.minChannelBytes = paramLong("LOOM_MIN_CHANNEL_BYTES");
         p.timeoutSeconds = (double)paramLong("LOOM_TIMEOUT");
+        p.stuckSeconds = (double)paramLong("LOOM_STUCK_TIMEOUT");
+        p.warnAfterSeconds = (double)paramLong("LOOM_WARN_AFTER");
         p.llMaxBytes = paramLong("LOOM_LL_MAX_BYTES") & ~7L;
         p.oneShotMaxBytes = paramLong("LOOM_ONESHOT_MAX_BYTES"); // -1: the measured table (select.cc)
         // The LL ring is off by default: on 4x H200 it loses to zero-copy and
@@ -62,6 +64,8 @@ const Params &params() {
         p.residentNonblocking = (int)paramLong("LOOM_RESIDENT_NONBLOCKING");
         p.fakeNodes = (int)paramLong("LOOM_FAKE_NODES");
         p.directMapFail = (int)paramLong("LOOM_DIRECT_MAP_FAIL");
+        p.stuckRank = (int)paramLong("LOOM_STUCK_RANK");
+        p.stuckCall = paramLong("LOOM_STUCK_CALL");
         p.arrivalPerHost = (int)paramLong("LOOM_ARRIVAL_PER_HOST");
         const char *algo = paramString("LOOM_ALGO");
         if (!parseAlgoMask(algo, &p.algoMask)) {
@@ -120,6 +124,11 @@ bool parseRingOrders(const char *text, int nranks, std::vector<std::vector<int>>
         return false;
     }
     return true;
+}
+
+double setupWaitSeconds() {
+    const Params &p = params();
+    return p.timeoutSeconds > 0 ? p.timeoutSeconds : p.stuckSeconds > 0 ? p.stuckSeconds : 365 * 86400.0;
 }
 
 } // namespace loom

@@ -16,7 +16,9 @@ struct Params {
     long slotBytes;         // LOOM_SLOT_BYTES: bytes per FIFO slot
     int nslots;             // LOOM_NSLOTS: slots per channel FIFO
     long minChannelBytes;   // LOOM_MIN_CHANNEL_BYTES: fewer channels below this much data each
-    double timeoutSeconds;  // LOOM_TIMEOUT: a peer silent this long fails the call
+    double timeoutSeconds;  // LOOM_TIMEOUT: a wait silent this long fails the call (0: no bound)
+    double stuckSeconds;    // LOOM_STUCK_TIMEOUT: ... this long once every rank started the call (0: never)
+    double warnAfterSeconds; // LOOM_WARN_AFTER: a late rank is named at WARN after this long (0: never)
     long llMaxBytes;        // LOOM_LL_MAX_BYTES: one-shot LL allreduce up to this size (0: never)
     long oneShotMaxBytes;   // LOOM_ONESHOT_MAX_BYTES: one-shot bcast/reduce/allgather/reduce_scatter while (n-1) x piece <= this (-1: measured table)
     long llRingMaxBytes;    // LOOM_LL_RING_MAX_BYTES: ring on the LL protocol up to this size (0: never)
@@ -54,10 +56,18 @@ struct Params {
     int fakeNodes;          // LOOM_FAKE_NODES: 1 every process a host of its own; k >= 2: k GPUs per pretend host (tests)
     int arrivalPerHost;     // LOOM_ARRIVAL_PER_HOST: arrival boards per counted host, not per OS instance (tests)
     int directMapFail;      // LOOM_DIRECT_MAP_FAIL: this rank's mappings of peers' buffers fail (tests; -1: none)
+    int stuckRank;          // LOOM_STUCK_RANK: this rank's GPU stops inside call LOOM_STUCK_CALL (tests; -1: none)
+    long stuckCall;         // LOOM_STUCK_CALL
 };
 
 // Parsed once per process from the parameter table (param_table.h).
 const Params &params();
+
+// How long a step of communicator creation waits for its peers (network
+// connections): every rank is inside the creation together, so a peer that
+// does not come stopped inside it: LOOM_TIMEOUT where set, else
+// LOOM_STUCK_TIMEOUT, else (both 0) for ever (a year).
+double setupWaitSeconds();
 
 // A tunable of the parameter table by its environment name, read now: its
 // LOOM_* environment value, else the table's default; not a number or out of

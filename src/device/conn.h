@@ -12,6 +12,7 @@
 
 #include "device/fifo.h"
 #include "device/host_device.h"
+#include "device/wait.h"
 
 namespace loom {
 

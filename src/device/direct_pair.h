@@ -48,8 +48,8 @@ __device__ inline void directPublish(const ConnSend &c, uint64_t step) {
 // Sender: waits until the receiver has moved c's head past step `step`:
 // pulled, it has read the step (its credit is back); pushed, it is ready
 // for the step (directReady).
-__device__ inline bool directAwaitHead(const ConnSend &c, uint64_t step, unsigned long long timeoutCycles) {
-    if (threadIdx.x == 0) directShared().failed = !Waiter{timeoutCycles}([&] { return *c.head > step; });
+__device__ inline bool directAwaitHead(const ConnSend &c, uint64_t step, const WaitLimit &limit) {
+    if (threadIdx.x == 0) directShared().failed = !Waiter{limit}([&] { return *c.head > step; });
     __syncthreads();
     const bool ok = !directShared().failed;
     __syncthreads(); // everyone has read the flag before the next step writes it
@@ -67,17 +67,17 @@ __device__ inline void directCopy(const uint8_t *src, uint8_t *dst, size_t len) 
     if ((((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0) {
         head = (16 - ((uintptr_t)src & 15)) & 15;
         if (head > len) head = len;
-        if (head) S::move<uint8_t, OpSum>(0, src, nullptr, nullptr, dst, head, false, 0, 0, 0);
+        if (head) S::move<uint8_t, OpSum>(nullptr, src, nullptr, nullptr, dst, head, false, 0, 0, 0);
     }
-    S::move<uint8_t, OpSum>(0, src + head, nullptr, nullptr, dst + head, len - head, false, 0, 0, 0);
+    S::move<uint8_t, OpSum>(nullptr, src + head, nullptr, nullptr, dst + head, len - head, false, 0, 0, 0);
 }
 
 // Receiver: waits for step `step` of connection c, copies src (the
 // sender's block slice, mapped here) to dst, returns the credit.
 __device__ inline bool directRead(const ConnRecv &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
-                                  unsigned long long timeoutCycles) {
+                                  const WaitLimit &limit) {
     if (threadIdx.x == 0) {
-        directShared().failed = !Waiter{timeoutCycles}([&] { return *c.tail > step; });
+        directShared().failed = !Waiter{limit}([&] { return *c.tail > step; });
         __threadfence(); // the flag before the data
     }
     __syncthreads();
@@ -119,8 +119,8 @@ __device__ inline void directReady(const ConnRecv &c, uint64_t step) {
 // With src == dst (its host could not map the receiver's output) it
 // publishes without marking the step written: the receiver reports it.
 __device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
-                                   unsigned long long timeoutCycles) {
-    if (!directAwaitHead(c, step, timeoutCycles)) return false;
+                                   const WaitLimit &limit) {
+    if (!directAwaitHead(c, step, limit)) return false;
     if (len) directCopy(src, dst, len);
     __syncthreads(); // every store of the CTA is issued
     if (threadIdx.x == 0) {
@@ -136,9 +136,9 @@ __device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8
 
 // One thread's wait (the second kernel's, copy-engine mode: a thread per
 // connection): as directAwaitWritten, false when the sender stayed silent.
-__device__ inline bool directAwaitWrittenThread(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles,
+__device__ inline bool directAwaitWrittenThread(const ConnRecv &c, uint64_t step, const WaitLimit &limit,
                                                 volatile int *undelivered, int peer) {
-    if (!Waiter{timeoutCycles}([&] { return *c.tail > step; })) return false;
+    if (!Waiter{limit}([&] { return *c.tail > step; })) return false;
     __threadfence();
     if (*directWrittenOf(c.tail) != step + 1) *undelivered = peer + 1;
     return true;
@@ -148,10 +148,10 @@ __device__ inline bool directAwaitWrittenThread(const ConnRecv &c, uint64_t step
 // slice is in this rank's output unless the sender could not write it, which
 // sets *undelivered to `peer` + 1 for the host (the call fails, the
 // communicator stays usable).
-__device__ inline bool directAwaitWritten(const ConnRecv &c, uint64_t step, unsigned long long timeoutCycles,
+__device__ inline bool directAwaitWritten(const ConnRecv &c, uint64_t step, const WaitLimit &limit,
                                           volatile int *undelivered, int peer) {
     if (threadIdx.x == 0) {
-        directShared().failed = !Waiter{timeoutCycles}([&] { return *c.tail > step; });
+        directShared().failed = !Waiter{limit}([&] { return *c.tail > step; });
         __threadfence();
         if (!directShared().failed && *directWrittenOf(c.tail) != step + 1) *undelivered = peer + 1;
     }

@@ -23,7 +23,7 @@ struct EdgeArgs {
     int nthreads;
     int nslots;                       // slots per edge FIFO
     size_t slotBytes;
-    unsigned long long timeoutCycles; // a peer silent for this long fails the call
+    WaitLimit wait;                   // how its waits may end (device/wait.h)
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     ConnSteps steps[kEdgeSlots];      // per edge, before this call
 };

@@ -19,7 +19,8 @@ namespace {
 
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kMaxRingThreads) edgeKernel(EdgeArgs a) {
-    Prims<ProtoSimple, T, Op, kEdgeSlots> prims(a.conns, a.steps, a.nslots, a.slotBytes, a.timeoutCycles,
+    if (!callStarted(a.wait)) return;
+    Prims<ProtoSimple, T, Op, kEdgeSlots> prims(a.conns, a.steps, a.nslots, a.slotBytes, a.wait,
                                                 a.abortFlag);
     const T *in = (const T *)a.in;
     T *out = (T *)a.out, *acc = (T *)a.acc;

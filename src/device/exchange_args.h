@@ -30,7 +30,7 @@ struct ExchangeArgs {
     int nthreads;
     int nslots;                       // slots per FIFO
     size_t slotBytes;
-    unsigned long long timeoutCycles; // a peer silent for this long fails the call
+    WaitLimit wait;                   // how its waits may end (device/wait.h)
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     int direct;                       // some pair is direct: the inlined tables include directSend, directSrc
     int enginesFailed;                // deferred copies the host could not enqueue: published as not written

@@ -56,6 +56,7 @@ __device__ ExchangeSched exchangeTables(const ExchangeArgs &a, const ConnSteps *
 // __grid_constant__: the inlined tables are read in place (their address is
 // taken), not copied per thread.
 __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_constant__ ExchangeArgs a) {
+    if (!callStarted(a.wait)) return;
     using P = Prims<ProtoSimple, uint8_t, OpSum, 1>;
     const ConnSteps *stepsOf;
     const ExchangeSched s = exchangeTables(a, &stepsOf);
@@ -84,23 +85,23 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         if (directSend && !sendCopies) directPublish(pair.send, steps.send);
         if (directRecv && !recvCopies) directReady(pair.recv, steps.recv);
         if (directSend && sendCopies && s.deferCopies) {
-            if (!directAwaitHead(pair.send, steps.send, a.timeoutCycles)) return exchangeAbort(a, s, round);
+            if (!directAwaitHead(pair.send, steps.send, a.wait)) return exchangeAbort(a, s, round);
         } else if (directSend && sendCopies) {
             size_t lo, hi;
             exchangeDirectSlice(s.sendCount[toPeer], s.channels, ch, &lo, &hi);
             uint8_t *dst = reinterpret_cast<uint8_t *>(s.directSend[toPeer]) + lo;
-            if (!directWrite(pair.send, steps.send, in + s.sendDispl[toPeer] + lo, dst, hi - lo, a.timeoutCycles))
+            if (!directWrite(pair.send, steps.send, in + s.sendDispl[toPeer] + lo, dst, hi - lo, a.wait))
                 return exchangeAbort(a, s, round);
         }
         if (directRecv && recvCopies) {
             size_t lo, hi;
             exchangeDirectSlice(s.recvCount[fromPeer], s.channels, ch, &lo, &hi);
             const uint8_t *src = reinterpret_cast<const uint8_t *>(s.directSrc[fromPeer]) + lo;
-            if (!directRead(pair.recv, steps.recv, src, out + s.recvDispl[fromPeer] + lo, hi - lo, a.timeoutCycles))
+            if (!directRead(pair.recv, steps.recv, src, out + s.recvDispl[fromPeer] + lo, hi - lo, a.wait))
                 return exchangeAbort(a, s, round);
         }
         if (fifoOps) {
-            P prims(&pair, &steps, a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
+            P prims(&pair, &steps, a.nslots, a.slotBytes, a.wait, a.abortFlag);
             for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
                 EdgeOp o = exchangeOp(s, lane, c);
                 o.send = o.send >= 0 ? 0 : -1;
@@ -108,10 +109,10 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
                 if (!prims.run(o, in, out, nullptr)) return exchangeAbort(a, s, round);
             }
         }
-        if (directSend && !sendCopies && !directAwaitHead(pair.send, steps.send, a.timeoutCycles))
+        if (directSend && !sendCopies && !directAwaitHead(pair.send, steps.send, a.wait))
             return exchangeAbort(a, s, round);
         if (directRecv && !recvCopies && !s.deferWaits && // deferred waits: the second kernel's
-            !directAwaitWritten(pair.recv, steps.recv, a.timeoutCycles, a.abortFlag + kAbortUndelivered, fromPeer))
+            !directAwaitWritten(pair.recv, steps.recv, a.wait, a.abortFlag + kAbortUndelivered, fromPeer))
             return exchangeAbort(a, s, round);
     }
 }
@@ -126,6 +127,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
 // deferred waits (copy-engine mode), every pushed direct receive's writes,
 // awaited only once this rank's own are published.
 __global__ void exchangeAfterCopiesKernel(const __grid_constant__ ExchangeArgs a) {
+    if (!callStarted(a.wait)) return;
     const ConnSteps *stepsOf;
     const ExchangeSched s = exchangeTables(a, &stepsOf);
     const int conns = s.nranks * s.channels;
@@ -145,7 +147,7 @@ __global__ void exchangeAfterCopiesKernel(const __grid_constant__ ExchangeArgs a
     for (int k = threadIdx.x; !a.abortFlag[kAbortSet] && k < conns; k += blockDim.x) {
         const int q = k / s.channels;
         if (q == s.rank || !exchangeRecvDirect(s, q)) continue;
-        if (!directAwaitWrittenThread(a.conns[k].recv, stepsOf[k].recv, a.timeoutCycles,
+        if (!directAwaitWrittenThread(a.conns[k].recv, stepsOf[k].recv, a.wait,
                                       a.abortFlag + kAbortUndelivered, q))
             atomicExch(&failed, q + 1);
     }

@@ -30,12 +30,13 @@ __device__ __forceinline__ bool llLoad(const LLLine *p, uint32_t tag, uint64_t *
     return f0 == tag && f1 == tag;
 }
 
-// Polls until the line carries `tag`; false after timeoutCycles since `start`.
-__device__ __forceinline__ bool llWait(const LLLine *p, uint32_t tag, uint64_t *v, unsigned long long start,
-                                       unsigned long long timeoutCycles) {
+// Polls until the line carries `tag`; false once the wait must give up
+// (device/wait.h; silence counted from clock.start, shared by a thread's lines).
+__device__ __forceinline__ bool llWait(const LLLine *p, uint32_t tag, uint64_t *v, WaitClock &clock,
+                                       const WaitLimit &limit) {
     int spins = 0;
     while (!llLoad(p, tag, v))
-        if (++spins > 1000 && clock64() - start > timeoutCycles) return false;
+        if (++spins > kWaitSpins && !waitGoesOn(limit, clock, spins)) return false;
     return true;
 }
 

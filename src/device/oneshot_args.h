@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/wait.h"
+
 namespace loom {
 
 constexpr int kMaxOneShotRanks = 8;
@@ -41,7 +43,7 @@ struct OneShotArgs {
     // mine[q]: where peer q's lines arrive in our memory.
     LLLine *slot[kMaxOneShotRanks];
     const LLLine *mine[kMaxOneShotRanks];
-    unsigned long long timeoutCycles;
+    WaitLimit wait; // how its waits may end (device/wait.h)
     volatile int *abortFlag;
     // The block tables last: only ragged calls read them (the resident
     // kernel's mailbox carries them only then: device/resident_args.h).

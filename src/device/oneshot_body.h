@@ -26,6 +26,7 @@ namespace loom {
 
 template <typename T, typename Op>
 __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int nctas) {
+    if (!callStarted(a.wait)) return true;
     const int me = a.rank, n = a.nranks;
     const size_t stride = (size_t)nctas * blockDim.x;
     const size_t first = (size_t)cta * blockDim.x + threadIdx.x;
@@ -50,7 +51,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
             llStore(a.slot[q] + u, v, a.flag);
         }
     }
-    const unsigned long long start = clock64();
+    WaitClock clock{waitNow(), 0, false}; // one silence clock for all of this thread's lines
     // The peer whose line did not come, for the host's report (conn.h).
     auto fail = [&](int q) {
         a.abortFlag[kAbortRecvPeer] = q + 1;
@@ -62,7 +63,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
         const int q = threadIdx.x;
         uint64_t v;
         if (oneShotIncoming(a.coll, q, me, a.root, blocks) == 0 &&
-            !llWait(a.mine[q], a.flag, &v, start, a.timeoutCycles)) {
+            !llWait(a.mine[q], a.flag, &v, clock, a.wait)) {
             fail(q);
             return false;
         }
@@ -77,7 +78,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
                 uint64_t v;
                 if (q == me) {
                     v = loadUnit(in + own, u * 8, bytes);
-                } else if (!llWait(a.mine[q] + u, a.flag, &v, start, a.timeoutCycles)) {
+                } else if (!llWait(a.mine[q] + u, a.flag, &v, clock, a.wait)) {
                     fail(q);
                     return false;
                 }
@@ -101,7 +102,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
                 uint64_t v;
                 if (q == me) {
                     v = loadUnit(own, u * 8, bytes);
-                } else if (!llWait(a.mine[q] + u, a.flag, &v, start, a.timeoutCycles)) {
+                } else if (!llWait(a.mine[q] + u, a.flag, &v, clock, a.wait)) {
                     fail(q);
                     return false;
                 }
@@ -115,7 +116,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
             uint64_t v;
             if (me == a.root) {
                 v = loadUnit(in, u * 8, a.bytes);
-            } else if (!llWait(a.mine[a.root] + u, a.flag, &v, start, a.timeoutCycles)) {
+            } else if (!llWait(a.mine[a.root] + u, a.flag, &v, clock, a.wait)) {
                 fail(a.root);
                 return false;
             }

@@ -36,8 +36,8 @@ class Prims {
   public:
     // conns, steps: N entries (device or kernel-parameter memory).
     __device__ Prims(const ConnPair *conns, const ConnSteps *steps, int nslots, size_t slotBytes,
-                     unsigned long long timeoutCycles, volatile int *abortFlag)
-        : conns_(conns), nslots_(nslots), slotBytes_(slotBytes), timeout_(timeoutCycles), abortFlag_(abortFlag) {
+                     const WaitLimit &limit, volatile int *abortFlag)
+        : conns_(conns), nslots_(nslots), slotBytes_(slotBytes), limit_(limit), abortFlag_(abortFlag) {
         for (int k = 0; k < N; ++k) sendStep_[k] = steps[k].send, recvStep_[k] = steps[k].recv;
         if (threadIdx.x == 0) flags().waitFailed = flags().moveFailed = false;
         __syncthreads();
@@ -98,7 +98,7 @@ class Prims {
         const ConnSend *sc = to >= 0 ? &conns_[to].send : nullptr;
         const uint64_t rstep = from >= 0 ? recvStep_[from] : 0, sstep = to >= 0 ? sendStep_[to] : 0;
         if (threadIdx.x == 0) {
-            const Waiter wait{timeout_};
+            const Waiter wait{limit_};
             bool ok = true;
             if (rc) ok = Proto::waitData(*rc, rstep, wait);
             if (ok && sc) ok = wait([&] { return sendCredit(sstep, *sc->head, nslots_); });
@@ -112,14 +112,14 @@ class Prims {
         bool ok;
         if (rawDst) { // an exclusive scan's interior rank
             if constexpr (Proto::kRawOut)
-                ok = Proto::template move<T, Op, false, true>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0);
+                ok = Proto::template move<T, Op, false, true>(&limit_, src, in, dst, out, len, reduce, 0, 0, 0);
             else
                 ok = false; // no schedule asks it of this protocol
         } else if constexpr (N > 1) { // only edge schedules reduce in the sender's order
-            ok = inFirst ? Proto::template move<T, Op, true>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0)
-                         : Proto::template move<T, Op>(timeout_, src, in, dst, out, len, reduce, 0, 0, 0);
+            ok = inFirst ? Proto::template move<T, Op, true>(&limit_, src, in, dst, out, len, reduce, 0, 0, 0)
+                         : Proto::template move<T, Op>(&limit_, src, in, dst, out, len, reduce, 0, 0, 0);
         } else {
-            ok = Proto::template move<T, Op>(timeout_, src, in, dst, out, len, reduce, (uint32_t)(rstep + 1),
+            ok = Proto::template move<T, Op>(&limit_, src, in, dst, out, len, reduce, (uint32_t)(rstep + 1),
                                              (uint32_t)(sstep + 1), clock64());
         }
         if (!ok) moveFailed = true;
@@ -157,7 +157,7 @@ class Prims {
     uint64_t sendStep_[N], recvStep_[N];
     int nslots_;
     size_t slotBytes_;
-    unsigned long long timeout_;
+    WaitLimit limit_;
     volatile int *abortFlag_;
 };
 

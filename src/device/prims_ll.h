@@ -23,16 +23,17 @@ struct ProtoLL {
     // Per 8-byte unit: take it from the slot's lines (tag recvTag) or the
     // input, reduce with the input, store as lines with sendTag and/or to out.
     template <typename T, typename Op>
-    __device__ static bool move(unsigned long long timeoutCycles, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
+    __device__ static bool move(const WaitLimit *limit, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t recvTag, uint32_t sendTag, unsigned long long start) {
         const LLLine *src = (const LLLine *)slotIn;
         LLLine *dst = (LLLine *)slotOut;
         const size_t bytes = len * sizeof(T), units = (bytes + 7) / 8;
         const char *inb = (const char *)in;
+        WaitClock clock{start, 0, false};
         for (size_t u = threadIdx.x; u < units; u += blockDim.x) {
             uint64_t v;
             if (src) {
-                if (!llWait(src + u, recvTag, &v, start, timeoutCycles)) return false;
+                if (!llWait(src + u, recvTag, &v, clock, *limit)) return false;
             } else {
                 v = loadUnit(inb, u * 8, bytes);
             }

@@ -54,7 +54,7 @@ struct ProtoLL128 {
     static constexpr int kUnroll = 1;
 
     template <typename T, typename Op>
-    __device__ static bool move(unsigned long long timeoutCycles, const void *slotIn, const T *in, void *slotOut,
+    __device__ static bool move(const WaitLimit *limit, const void *slotIn, const T *in, void *slotOut,
                                 T *out, size_t len, bool reduceIn, uint32_t recvTag, uint32_t sendTag,
                                 unsigned long long start) {
         const uint64_t *src = (const uint64_t *)slotIn;
@@ -64,6 +64,7 @@ struct ProtoLL128 {
         const char *inb = (const char *)in;
         const int lane = threadIdx.x & 31, sub = lane & 7;
         const size_t warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, span = 4 * kUnroll;
+        WaitClock clock{start, 0, false};
         const uint64_t recvFlag = ll128Flag(recvTag), sendFlag = ll128Flag(sendTag);
         for (size_t first = warp * span; first < lines; first += nwarps * span) { // the same in every lane of a warp
             size_t line[kUnroll];
@@ -80,7 +81,7 @@ struct ProtoLL128 {
 #pragma unroll
                     for (int k = 0; k < kUnroll; ++k) ready = ready && (line[k] >= lines || sub != 7 || v1[k] == recvFlag);
                     if (__all_sync(0xffffffffu, ready)) break; // every line of the warp whole
-                    if (spins > 1000 && __any_sync(0xffffffffu, clock64() - start > timeoutCycles)) return false;
+                    if (spins > kWaitSpins && __any_sync(0xffffffffu, !waitGoesOn(*limit, clock, spins))) return false;
                 }
             } else {
 #pragma unroll

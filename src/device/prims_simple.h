@@ -108,7 +108,7 @@ struct ProtoSimple {
     // only 8- or 4-byte aligned. RawOut: out[i] = slot[i] (an exclusive
     // scan's prefix) while the next slot still gets the reduced value.
     template <typename T, typename Op, bool InFirst = false, bool RawOut = false>
-    __device__ static bool move(unsigned long long, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
+    __device__ static bool move(const WaitLimit *, const void *slotIn, const T *in, void *slotOut, T *out, size_t len,
                                 bool reduceIn, uint32_t, uint32_t, unsigned long long) {
         const T *src = (const T *)slotIn;
         T *dst0 = (T *)slotOut, *dst1 = out;

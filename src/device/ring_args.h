@@ -39,7 +39,7 @@ struct RingArgs {
     int nthreads;  // per channel CTA, a multiple of 32 up to kMaxRingThreads
     int nslots;
     size_t slotBytes;
-    unsigned long long timeoutCycles; // a peer silent for this long fails the call
+    WaitLimit wait;                   // how its waits may end (device/wait.h)
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     ConnSteps steps[kMaxChannels];    // per channel, before this call
 };

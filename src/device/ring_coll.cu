@@ -22,6 +22,7 @@ namespace {
 
 template <typename Proto, typename T, typename Op>
 __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
+    if (!callStarted(a.wait)) return;
     constexpr size_t kAlign = sizeof(T) >= 16 ? 1 : 16 / sizeof(T); // 16-byte vectors
     const RingChannel *c = a.chans + blockIdx.x;
     const size_t slotElems = ringSlotDataBytes(Proto::kId, a.slotBytes) / sizeof(T);
@@ -34,10 +35,10 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
         if (a.coll == kRingAllGather || a.coll == kRingReduceScatter)
             channelRange(ringBlockCount(a.blocks, 0), a.nchannels, blockIdx.x, kAlign * 4, &b, &e);
         if (in + b != out + to + b)
-            ProtoSimple::move<T, Op>(0, nullptr, in + b, nullptr, out + to + b, e - b, false, 0, 0, 0);
+            ProtoSimple::move<T, Op>(nullptr, nullptr, in + b, nullptr, out + to + b, e - b, false, 0, 0, 0);
         return;
     }
-    Prims<Proto, T, Op> prims(&c->conn, &a.steps[blockIdx.x], a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
+    Prims<Proto, T, Op> prims(&c->conn, &a.steps[blockIdx.x], a.nslots, a.slotBytes, a.wait, a.abortFlag);
     const int nsteps = ringStepsPerRound(a.coll, a.nranks);
     const int rootPos = c->posOf[a.root]; // this channel's ring
     for (size_t round = 0; round < g.rounds; ++round) {

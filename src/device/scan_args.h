@@ -25,7 +25,7 @@ struct ScanArgs {
     int nthreads;
     int nslots;
     size_t slotBytes;
-    unsigned long long timeoutCycles; // a peer silent for this long fails the call
+    WaitLimit wait;                   // how its waits may end (device/wait.h)
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
 };
 

@@ -19,6 +19,7 @@ namespace {
 
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kMaxRingThreads) scanKernel(const __grid_constant__ ScanArgs a) {
+    if (!callStarted(a.wait)) return;
     const ScanSched &s = a.s;
     const int lane = blockIdx.x, C = s.channels;
     ConnPair pair = {};
@@ -31,7 +32,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) scanKernel(const __grid_const
         pair.send = a.conns[(s.rank + 1) * C + lane].send;
         steps.send = a.sendSteps[lane];
     }
-    Prims<ProtoSimple, T, Op, 1> prims(&pair, &steps, a.nslots, a.slotBytes, a.timeoutCycles, a.abortFlag);
+    Prims<ProtoSimple, T, Op, 1> prims(&pair, &steps, a.nslots, a.slotBytes, a.wait, a.abortFlag);
     const T *in = (const T *)a.in;
     T *out = (T *)a.out;
     for (size_t j = 0, n = scanOpCount(s, lane); j < n; ++j) {

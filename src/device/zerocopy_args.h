@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/wait.h"
 #include "device/zerocopy_schedule.h"
 
 namespace loom {
@@ -31,7 +32,7 @@ struct ZeroCopyArgs {
     volatile uint64_t *mine;
     volatile uint64_t *peer[kMaxZeroCopyRanks];
     uint64_t call;    // >= 1, counted alike on every rank
-    unsigned long long timeoutCycles;
+    WaitLimit wait; // how its waits may end (device/wait.h)
     volatile int *abortFlag; // conn.h's AbortWord
     // LOOM_PROFILE (core/zerocopy_profile.h): CTA 0's %globaltimer at its
     // start, arrive seen, range moved, done seen (mapped host memory); null: off.

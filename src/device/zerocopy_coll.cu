@@ -60,7 +60,7 @@ __device__ bool zeroCopyExchangeFlags(const ZeroCopyArgs &a, uint64_t value, uin
         // Acquire loads: what the peer wrote before its flag (its data, at
         // done) is visible to this thread, and through the barrier below to
         // the CTA.
-        if (!Waiter{a.timeoutCycles}([&] { return ((seen = loadAcquireSys(w)) & ~kZeroCopyFailed) >= want; }))
+        if (!Waiter{a.wait}([&] { return ((seen = loadAcquireSys(w)) & ~kZeroCopyFailed) >= want; }))
             sh.timedOut = q + 1;
         else if (seen & kZeroCopyFailed)
             sh.failed = q + 1;
@@ -179,6 +179,7 @@ __device__ void stagedCopy(const ZeroCopyArgs &a, const T *src, T *dst, int skip
 
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kZeroCopyThreads) zeroCopyKernel(ZeroCopyArgs a) {
+    if (!callStarted(a.wait)) return;
     __shared__ ZeroCopyShared sh;
     if (threadIdx.x == 0) sh.timedOut = sh.failed = 0;
     stamp(a, 0);

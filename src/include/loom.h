@@ -30,10 +30,11 @@ typedef enum {
     loomInternalError = 3,      /* a bug in loom */
     loomInvalidArgument = 4,    /* a bad pointer, count, type or op */
     loomInvalidUsage = 5,       /* a call that is not allowed in this state */
-    loomRemoteError = 6,        /* a peer failed or went away */
+    loomRemoteError = 6,        /* a peer failed: stuck, timed out, or its connection broke */
     loomInProgress = 7,         /* non-blocking operation not finished */
     loomNotSupported = 8,       /* valid, but loom cannot do it (caller may fall back) */
-    loomNumResults = 9
+    loomProcFailed = 9,         /* a peer's process is gone (MPI_ERR_PROC_FAILED) */
+    loomNumResults = 10
 } loomResult_t;
 
 /* Where a buffer lives, as the CUDA driver sees it. Pinned host memory is host. */

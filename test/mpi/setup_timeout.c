@@ -5,6 +5,11 @@
  *   setup_timeout absent T   rank 1 never calls the first allreduce (it
  *                            sleeps T + 3 s); every other rank must get an
  *                            MPI error within T + 5 s, not hang.
+ *   setup_timeout late T     rank 1 comes T s late to the first allreduce
+ *                            (loom's default: no LOOM_TIMEOUT): every rank
+ *                            must get the right sum, the others after
+ *                            about T s (the .mpitest checks that they named
+ *                            rank 1 after LOOM_WARN_AFTER and waited on).
  *   setup_timeout mixed      even ranks count their buffers as device
  *                            buffers (bounded waits), odd ranks do not: 200
  *                            allreduces must all be right. A bounded rank
@@ -45,6 +50,18 @@ static int absent(int rank, double timeout)
     return bad;
 }
 
+static int late(int rank, int size, double seconds)
+{
+    if (rank == 1) usleep((useconds_t)(seconds * 1e6));
+    double x = rank, y = -1;
+    const double t0 = wall_seconds();
+    const int rc = MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const double took = wall_seconds() - t0;
+    const int bad = rc != MPI_SUCCESS || y != (double)size * (size - 1) / 2 || (rank != 1 && took < seconds - 0.5);
+    printf("rank %d: allreduce %s after %.1f s\n", rank, bad ? "FAILED" : "right", took);
+    return bad;
+}
+
 static int mixed(int rank, int size)
 {
     int wrong = 0;
@@ -62,14 +79,17 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "mixed";
     const char *world_rank = getenv("OMPI_COMM_WORLD_RANK");
     /* Read at MPI_Init: per rank, so ranks differ in where loom thinks their buffers are. */
-    if (0 == strcmp(mode, "absent") || (NULL != world_rank && atoi(world_rank) % 2 == 0))
+    if (0 == strcmp(mode, "absent") || 0 == strcmp(mode, "late") || (NULL != world_rank && atoi(world_rank) % 2 == 0))
         setenv("OMPI_MCA_coll_loom_stage_host_buffers", "1", 1);
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    const int bad = 0 == strcmp(mode, "absent") ? absent(rank, argc > 2 ? atof(argv[2]) : 3) : mixed(rank, size);
+    const double t = argc > 2 ? atof(argv[2]) : 3;
+    const int bad = 0 == strcmp(mode, "absent") ? absent(rank, t)
+                    : 0 == strcmp(mode, "late") ? late(rank, size, t)
+                                                : mixed(rank, size);
     MPI_Finalize();
     return bad;
 }

@@ -83,18 +83,33 @@ START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
                   text.c_str());
     ck_assert_msg(!has(text, "rank 2 "), "%s", text.c_str());
     ck_assert_msg(has(describeOtherHosts(ap, 1, tag, 2, 3.0), "every rank arrived, on every host"), "call 2");
+    // The answer carries the call each rank's GPU started (the watchdog's word).
+    b->started(0, 2);
+    std::vector<HostArrivals> ans = arrivalAsk(tag, {{served}}, 2.0);
+    ck_assert(ans[0].answered && !ans[0].refused);
+    ck_assert_uint_eq(ans[0].slots[0].started, 2);
+    ck_assert_uint_eq(ans[0].slots[0].failedIn, 0);
+    b->failed(0, 2); // ... and whether its side of the communicator failed
+    ans = arrivalAsk(tag, {{served}}, 2.0);
+    ck_assert_uint_eq(ans[0].slots[0].failedIn, 2);
 
     // Its process gone: dead, as its host sees it.
     ck_assert_int_eq(write(go[1], &c, 1), 1);
     int st = 0;
     waitpid(pid, &st, 0);
-    text = describeOtherHosts(ap, 1, tag, 3, 3.0);
+    bool deadGone = false;
+    text = describeOtherHosts(ap, 1, tag, 3, 3.0, 0, &deadGone);
     printf("%s\n", text.c_str());
     ck_assert_msg(has(text, "dead (process gone): rank 3 (host "), "%s", text.c_str());
+    ck_assert_msg(deadGone, "a rank its host sees dead is gone");
 
     // Another communicator's tag, or another secret: no answer.
-    text = describeOtherHosts(ap, 1, tag + 1, 3, 1.0);
+    bool silentGone = true;
+    text = describeOtherHosts(ap, 1, tag + 1, 3, 1.0, 0, &silentGone);
     ck_assert_msg(has(text, "no answer within 1 s from the host of ranks 2, 3"), "%s", text.c_str());
+    ck_assert_msg(!silentGone, "a host that only did not answer is not known gone");
+    ans = arrivalAsk(tag + 1, {{nobodyThere(), served}}, 1.0);
+    ck_assert(!ans[0].answered && !ans[0].refused); // one of them listens: not a host whose processes are gone
     ArrivalPeers forged = ap;
     forged.contacts[3].secret[5] ^= 1;
     ck_assert_msg(has(describeOtherHosts(forged, 1, tag, 3, 1.0), "no answer"), "a wrong secret was answered");
@@ -106,9 +121,14 @@ START_TEST(another_hosts_board_names_who_is_behind_or_dead) {
 
     // Withdrawn: nothing listens; the asker learns it at once (refused).
     arrivalUnserve(b);
+    ans = arrivalAsk(tag, {{nobodyThere(), served}}, 1.0);
+    ck_assert(!ans[0].answered && ans[0].refused);
     const double t0 = seconds();
-    text = describeOtherHosts(ap, 1, tag, 3, 3.0);
-    ck_assert_msg(has(text, "no answer"), "%s", text.c_str());
+    bool gone = false;
+    text = describeOtherHosts(ap, 1, tag, 3, 3.0, 0, &gone);
+    ck_assert_msg(has(text, "gone (every address of their host refused the connection: no process left there): "
+                            "ranks 2, 3"), "%s", text.c_str());
+    ck_assert_msg(gone, "a host that refused every connection: its ranks are gone");
     ck_assert_msg(seconds() - t0 < 1.0, "a refused host took %.2f s", seconds() - t0);
     delete b;
     unsetenv("LOOM_SOCKET_IFADDR");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/desc_board.h"
+#include "core/watchdog.h"
 #include "unit_suites.h"
 
 using namespace loom;
@@ -31,6 +32,13 @@ Record recordOf(int rank, uint64_t seq) {
     return r;
 }
 
+// A host-side wait bounded to `seconds` (as LOOM_TIMEOUT would), no watchdog.
+WaitLimit bounded(double seconds) {
+    WaitLimit l = {};
+    l.hardCycles = (unsigned long long)(seconds * 1e9);
+    return l;
+}
+
 // One rank's part: `calls` exchanges; returns the number of wrong records.
 int runRank(void *area, int n, int rank, uint64_t calls) {
     DescBoard board(area, n, rank, sizeof(Record));
@@ -41,7 +49,8 @@ int runRank(void *area, int n, int rank, uint64_t calls) {
         if (rng() % 64 == 0) usleep(rng() % 200); // fall behind now and then
         const Record mine = recordOf(rank, seq);
         int absent = -1;
-        if (board.exchange(seq, &mine, all.data(), 10.0, &absent) != loomSuccess) return 1000;
+        WaitEnd why;
+        if (board.exchange(seq, &mine, all.data(), bounded(10.0), &absent, &why) != loomSuccess) return 1000;
         for (int q = 0; q < n; ++q) {
             const Record want = recordOf(q, seq);
             wrong += memcmp(&all[(size_t)q], &want, sizeof(Record)) != 0;
@@ -86,11 +95,13 @@ START_TEST(a_rank_that_never_posts_is_named) {
     std::vector<Record> all(3);
     int absent = -1;
     // Rank 1 posts, then waits for rank 0, which has not posted yet.
-    ck_assert_int_eq(other.exchange(1, &one, all.data(), 0.2, &absent), loomRemoteError);
+    WaitEnd why = kWaitGoesOn;
+    ck_assert_int_eq(other.exchange(1, &one, all.data(), bounded(0.2), &absent, &why), loomRemoteError);
     ck_assert_int_eq(absent, 0);
+    ck_assert_int_eq(why, kWaitTimedOut);
     const Record zero = recordOf(0, 1);
     absent = -1;
-    ck_assert_int_eq(board.exchange(1, &zero, all.data(), 0.2, &absent), loomRemoteError);
+    ck_assert_int_eq(board.exchange(1, &zero, all.data(), bounded(0.2), &absent, &why), loomRemoteError);
     ck_assert_int_eq(absent, 2);
     ck_assert(memcmp(&all[1], &one, sizeof(Record)) == 0); // rank 1's record was read before rank 2 was waited for
 }

@@ -34,6 +34,7 @@ int main() {
     srunner_add_suite(sr, arrival_query_suite());
     srunner_add_suite(sr, zerocopy_schedule_suite());
     srunner_add_suite(sr, desc_board_suite());
+    srunner_add_suite(sr, watchdog_suite());
     srunner_add_suite(sr, tuning_suite());
     srunner_add_suite(sr, mapping_closer_suite());
     srunner_run_all(sr, CK_NORMAL);

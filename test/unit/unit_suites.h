@@ -21,5 +21,6 @@ Suite *arrival_suite(void);
 Suite *arrival_query_suite(void);
 Suite *zerocopy_schedule_suite(void);
 Suite *desc_board_suite(void);
+Suite *watchdog_suite(void);
 Suite *tuning_suite(void);
 Suite *mapping_closer_suite(void);
