@@ -69,6 +69,18 @@ std::string describe(const Arrival &a) {
     return s;
 }
 
+// One rank's slot, read from this host's board or from its host's answer.
+void take(Watched &w, const Arrival &a, bool dead) {
+    if (a.pid == 0 || a.rank < 0 || a.rank >= (int)w.peers.size()) return; // never filled, or not a rank of it
+    WatchPeer &p = w.peers[a.rank];
+    p.known = true;
+    p.entered = a.entered;
+    p.started = a.started;
+    p.failedIn = a.failedIn;
+    p.dead = p.dead || dead;
+    w.who[a.rank] = describe(a);
+}
+
 // What the boards say now: this host's directly, the others' when asked.
 void readPeers(Watched &w, double now) {
     loomComm *comm = w.comm;
@@ -84,14 +96,7 @@ void readPeers(Watched &w, double now) {
         for (const Arrival &a : deadRanks(board)) dead.push_back(a.rank);
         for (int k = 0; k < board.slots(); ++k) {
             const Arrival a = board.read(k);
-            if (a.pid == 0 || a.rank < 0 || a.rank >= n) continue;
-            WatchPeer &p = w.peers[a.rank];
-            p.known = true;
-            p.entered = a.entered;
-            p.started = a.started;
-            p.failedIn = a.failedIn;
-            p.dead = p.dead || std::find(dead.begin(), dead.end(), a.rank) != dead.end();
-            w.who[a.rank] = describe(a);
+            take(w, a, std::find(dead.begin(), dead.end(), a.rank) != dead.end());
         }
     }
     if (!comm->arrivalPeers || now - w.lastAsk < kAskEverySeconds) return;
@@ -109,15 +114,7 @@ void readPeers(Watched &w, double now) {
         }
         if (!answers[h].answered) continue;
         for (size_t k = 0; k < answers[h].slots.size(); ++k) {
-            const Arrival &a = answers[h].slots[k];
-            if (a.pid == 0 || a.rank < 0 || a.rank >= n) continue;
-            WatchPeer &p = w.peers[a.rank];
-            p.known = true;
-            p.entered = a.entered;
-            p.started = a.started;
-            p.failedIn = a.failedIn;
-            p.dead = p.dead || !answers[h].alive[k];
-            w.who[a.rank] = describe(a);
+            take(w, answers[h].slots[k], !answers[h].alive[k]);
         }
     }
 }
