@@ -13,6 +13,8 @@
 #   NEEDS_ULFM=1      skip, with the reason, where Open MPI has no ULFM (its ftmpi extension); else
 #                     mpirun runs with --with-ft ulfm (survivors of a death go on)
 #   MIN_GPUS=N        with NEEDS_GPU: skip, with the reason, where there are fewer GPUs
+#   NEEDS_MCA="pml:ucx ..."  skip, with the reason, where Open MPI lacks one of these components
+#                     (e.g. an Open MPI 5 built without UCX)
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
 #   EXPECT_LOG="re"   extended regexes, one per line, that the output must each match (e.g. the transport used)
 #   EXPECT_ABORT=S    the job must end with a non-zero status (MPI_Abort) within S seconds, leaving no
@@ -27,7 +29,7 @@
 set -u
 . "$1"
 : "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
-: "${NEEDS_ULFM:=0}" "${EXPECT_ABORT:=}"
+: "${NEEDS_ULFM:=0}" "${EXPECT_ABORT:=}" "${NEEDS_MCA:=}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
   ibarrier ibcast iexscan igather ireduce ireduce_scatter ireduce_scatter_block iscan iscatter"
@@ -49,6 +51,11 @@ if [ "$NEEDS_GPU" = 1 ]; then
     [ "$ngpu" -lt "$NP" ] && [ "$ngpu" -ge 2 ] && NP=$ngpu
 fi
 
+for fc in $NEEDS_MCA; do
+    run=${LOOM_MPIRUN:-mpirun}
+    "${run%mpirun}ompi_info" 2>/dev/null | grep -q "MCA ${fc%%:*}: ${fc#*:} " ||
+        { echo "SKIP: needs Open MPI's ${fc%%:*}/${fc#*:} component, which this Open MPI lacks (ompi_info)"; exit 77; }
+done
 if [ "$NEEDS_ULFM" = 1 ]; then
     run=${LOOM_MPIRUN:-mpirun}
     "${run%mpirun}ompi_info" 2>/dev/null | grep -q "MPI extensions:.*ftmpi" ||
