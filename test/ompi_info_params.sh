@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every core tunable is an MCA parameter that ompi_info shows with its help
-# text and environment name: the names come from README.md's generated table
+# text and environment name: the names come from docs/parameters.md's generated table
 # (which test/unit/loom_unit holds equal to src/core/param_table.cc).
 set -uo pipefail
 B=${LOOM_BUILDDIR:?} S=${LOOM_SRCDIR:?}
@@ -22,8 +22,8 @@ if nm -D "$comp/mca_coll_loom.so" 2>/dev/null | grep -c " U __asan" >/dev/null; 
 fi
 out=$(LD_PRELOAD="$pre ${LD_PRELOAD:-}" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
     OMPI_MCA_mca_base_component_path="$comp:$LOOM_OMPI_PKGLIBDIR" ompi_info --param coll loom --level 9 2>&1)
-names=$(sed -n '/<!-- core parameters:/,/<!-- end of core parameters -->/s/^| `\(coll_loom_[a-z0-9_]*\)` | `\(LOOM_[A-Z0-9_]*\)`.*/\1:\2/p' "$S/README.md")
-[ -n "$names" ] || { echo "FAIL: no generated parameter table in README.md"; exit 1; }
+names=$(sed -n '/<!-- core parameters:/,/<!-- end of core parameters -->/s/^| `\(coll_loom_[a-z0-9_]*\)` | `\(LOOM_[A-Z0-9_]*\)`.*/\1:\2/p' "$S/docs/parameters.md")
+[ -n "$names" ] || { echo "FAIL: no generated parameter table in docs/parameters.md"; exit 1; }
 n=0
 for pair in $names; do
     name=${pair%%:*} env=${pair#*:}

@@ -2,7 +2,7 @@
 # Builds MPICH's collective tests (test/mpi/coll, with its DTPools datatype
 # library and MTest utilities) against this machine's MPI (mpicc), with
 # CUDA memory types, into OUTDIR with run.sh and the testlists, to run
-# through loom on device buffers (README, "Third-party test suites").
+# through loom on device buffers (docs/testing.md, third-party test suites).
 #
 #   contrib/mpich_tests/build.sh MPICH_SRC OUTDIR
 #

@@ -5,7 +5,7 @@
  * exchange (enqueue_exchange.cc) in which each sender's copy engines write
  * its block straight into every receiver's output, so that no SM moves the
  * data (what overlap with the application's kernels wants; the SM paths stay
- * faster alone, README). Allgather: every rank sends its block to every
+ * faster alone, docs/routing.md). Allgather: every rank sends its block to every
  * peer, received at rank x block. Broadcast: the root sends the buffer to
  * every peer; the others send nothing, so the root's links carry (n - 1) x
  * the buffer (the ring: 1 x): at more than 2 ranks this bcast is slower

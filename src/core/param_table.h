@@ -2,7 +2,7 @@
  * Every tunable of loom in one table (param_table.cc): its MCA parameter
  * (coll_loom_<name>, registered by the component with this help text and
  * range), its LOOM_* environment variable, its type, default and range. Core
- * code reads tunables only through it (params.h); the README's parameter
+ * code reads tunables only through it (params.h); docs/parameters.md's parameter
  * table is generated from it (a unit test fails when they differ). C, so the
  * component can walk it.
  */
@@ -20,7 +20,7 @@ typedef struct {
     const char *env;   /* environment variable */
     loomParamType type;
     long def, lo, hi;  /* integers: default and range */
-    const char *shown; /* the default as the README and ompi_info show it */
+    const char *shown; /* the default as docs/parameters.md and ompi_info show it */
     const char *help;
 } loomParamDef;
 

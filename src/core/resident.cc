@@ -61,7 +61,7 @@ std::atomic<bool> streamWaitBroken{false};
 // communicator passed every run on 2x H200 (5 at -t 3 -n 150, 3 at -t 3 -n
 // 2000, 2 at -t 6 -n 500: 4500-14000 calls posted each), so =2 (any number)
 // is the default. CUDA_DEVICE_MAX_CONNECTIONS=1 still makes any waiting
-// kernel or stream wait hold every stream (README).
+// kernel or stream wait hold every stream (docs/routing.md).
 std::atomic<int> residentComms{0};
 
 void clearPending(ResidentState *r) {

@@ -14,7 +14,7 @@
  *                communicator orders after it), and its result is checked
  *   stream order the input written by cudaMemsetAsync on the legacy default
  *                stream, no synchronize, then MPI_Iallreduce: the call must
- *                see the memset's bytes (README: stream semantics)
+ *                see the memset's bytes (docs/routing.md: stream semantics)
  *   legacy (-l)  only this, run with LOOM_STREAM_BLOCKING=0: the
  *                application's work on the legacy default stream queued
  *                after MPI_Iallreduce does not wait for it: rank 0 waits

@@ -14,7 +14,7 @@
  * work; LOOM_STREAM_BLOCKING=0 orders through an event instead), so a
  * legacy-stream copy in one thread waits for every communicator's kernel in
  * flight, and ranks whose threads interleave differently then wait on each
- * other in a cycle (README: MPI_THREAD_MULTIPLE).
+ * other in a cycle (docs/routing.md: MPI_THREAD_MULTIPLE).
  *
  *   coll_threads [-t THREADS] [-n ITERATIONS]
  */

@@ -1,6 +1,6 @@
 // The parameter table (src/core/param_table.cc): every entry well formed and
 // unique, integers read through it with the default for unset, malformed
-// and out-of-range values, and the README's parameter table exactly the one
+// and out-of-range values, and docs/parameters.md's table exactly the one
 // generated from it (on a mismatch the test prints the table to paste).
 #include <cstdio>
 #include <cstdlib>
@@ -45,7 +45,7 @@ START_TEST(every_entry_is_well_formed_and_unique) {
         ck_assert_msg(names.insert(d->name).second, "%s twice", d->name);
         ck_assert_msg(envs.insert(d->env).second, "%s twice", d->env);
         ck_assert_msg(!strncmp(d->env, "LOOM_", 5), "%s", d->env);
-        ck_assert_msg(!strchr(d->help, '|'), "%s: a | would break the README's table", d->name);
+        ck_assert_msg(!strchr(d->help, '|'), "%s: a | would break docs/parameters.md's table", d->name);
         if (d->type == LOOM_PARAM_INT) ck_assert_msg(d->lo <= d->def && d->def <= d->hi, "%s: default outside its range", d->name);
     }
     ck_assert_ptr_null(loomParamAt(loomParamCount()));
@@ -72,9 +72,9 @@ START_TEST(bad_values_get_the_default) {
 }
 END_TEST
 
-START_TEST(the_readme_table_is_the_generated_one) {
-    std::ifstream f(LOOM_README);
-    ck_assert_msg(f.good(), "cannot read %s", LOOM_README);
+START_TEST(the_documented_table_is_the_generated_one) {
+    std::ifstream f(LOOM_PARAMS_DOC);
+    ck_assert_msg(f.good(), "cannot read %s", LOOM_PARAMS_DOC);
     std::stringstream ss;
     ss << f.rdbuf();
     const std::string readme = ss.str(), want = generatedTable();
@@ -82,10 +82,10 @@ START_TEST(the_readme_table_is_the_generated_one) {
     const bool found = b != std::string::npos && e != std::string::npos && e > b;
     const std::string have = found ? readme.substr(b + strlen(kBegin) + 1, e - b - strlen(kBegin) - 1) : "";
     if (have != want)
-        fprintf(stderr, "README.md's core parameter table differs from src/core/param_table.cc; put this between the "
+        fprintf(stderr, "docs/parameters.md's core parameter table differs from src/core/param_table.cc; put this between the "
                         "markers\n%s\n%s%s\n", kBegin, want.c_str(), kEnd);
-    ck_assert_msg(found, "README.md lacks the markers of the generated parameter table");
-    ck_assert_msg(have == want, "README.md's parameter table is not the generated one (printed above)");
+    ck_assert_msg(found, "docs/parameters.md lacks the markers of the generated parameter table");
+    ck_assert_msg(have == want, "docs/parameters.md's parameter table is not the generated one (printed above)");
 }
 END_TEST
 
@@ -111,7 +111,7 @@ Suite *params_suite(void) {
     TCase *tc = tcase_create("params");
     tcase_add_test(tc, every_entry_is_well_formed_and_unique);
     tcase_add_test(tc, bad_values_get_the_default);
-    tcase_add_test(tc, the_readme_table_is_the_generated_one);
+    tcase_add_test(tc, the_documented_table_is_the_generated_one);
     tcase_add_test(tc, ring_orders_parse_and_refuse);
     suite_add_tcase(s, tc);
     return s;
