@@ -59,12 +59,11 @@ const loomParamDef kParams[] = {
      "one-shot)"},
     {"zero_copy_min_bytes", "LOOM_ZERO_COPY_MIN_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 40, "0",
      "Allreduce inside a host (every pair of GPUs mapped) straight from the ranks' own buffers, mapped with CUDA "
-     "IPC, allowed from this size; within the bounds the time model picks it where it predicts it fastest (4x "
-     "H200: from about 200 KiB at 4 ranks); buffers that cannot be shared take the FIFO path; set it alike on "
-     "every rank"},
+     "IPC, allowed from this size; within the bounds the time model picks it where it predicts it fastest; "
+     "buffers that cannot be shared take the FIFO path; set it alike on every rank"},
     {"zero_copy_max_bytes", "LOOM_ZERO_COPY_MAX_BYTES", LOOM_PARAM_INT, 1L << 40, 0, 1L << 40, "no limit",
-     "The zero-copy allreduce allowed up to this size (the model hands larger calls to the ring: 4x H200, from "
-     "about 34 MiB at 4 ranks, 26 MiB at 3, 18 MiB at 2); 0: never; set it alike on every rank"},
+     "The zero-copy allreduce allowed up to this size (the time model hands larger calls to the ring); 0: "
+     "never; set it alike on every rank"},
     {"zero_copy_oneshot_bytes", "LOOM_ZERO_COPY_ONESHOT_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 40, "0",
      "Zero-copy allreduce up to this size in one shot (every rank reads every input whole) instead of two "
      "(each rank reduces its slice into every output); never in place; set it alike on every rank"},
@@ -81,34 +80,28 @@ const loomParamDef kParams[] = {
      "mapped by its peers once) for calls up to this size that may not wait on the host for their peers (MPI's "
      "non-blocking and persistent calls) or whose buffers cannot be shared (memory pools, VMM, managed memory), "
      "where the time model picks zero-copy: each rank copies its input in and its result out, no per-call host "
-     "agreement. Off (0: the FIFO path) until it wins more widely: 4x H200, MPI_Iallreduce + MPI_Wait at 4 ranks, "
-     "2 MiB 36 us against the FIFO path's 47, 512 KiB and 8 MiB within -6%..+6% of it; at 2 ranks slower (2 MiB 41 "
-     "us against 30); set it alike on every rank"},
+     "agreement. Off (0: the FIFO path) until it wins at every rank count (docs/performance.md); set it alike "
+     "on every rank"},
     {"resident_idle_us", "LOOM_RESIDENT_IDLE_US", LOOM_PARAM_INT, 1000, 0, 1000000, "1000",
      "Blocking one-shot calls inside a host go to a kernel that stays on the GPU between calls (no launch per "
      "call) and leaves after this many microseconds without one; a device-wide synchronize (cudaFree, "
      "cudaDeviceSynchronize) in between waits at most this long; 0: launch every call"},
     {"resident_max_bytes", "LOOM_RESIDENT_MAX_BYTES", LOOM_PARAM_INT, 16 * KiB, 0, 16 * MiB, "16 KiB",
      "One-shot calls up to this many bytes (8-byte units of the call's largest piece) go to the resident kernel "
-     "(4x H200, 4 ranks: 10.7-11.5 vs 14.9-15.9 us launched up to 4 KiB, 13.9-14.3 in OSU at 8-16 KiB, 16.1 vs "
-     "15.3 launched at 32 KiB, where a launch gets more CTAs)"},
+     "(above it a launch, which gets more CTAs, is faster)"},
     {"resident_ctas", "LOOM_RESIDENT_CTAS", LOOM_PARAM_INT, 4, 1, 32, "4",
      "CTAs of the resident kernel (of 512 threads; they stay on the GPU while it waits for calls)"},
     {"resident_nonblocking", "LOOM_RESIDENT_NONBLOCKING", LOOM_PARAM_INT, 2, 0, 2, "2",
-     "Non-blocking one-shot calls post to the resident kernel and return (8 B MPI_Iallreduce + MPI_Wait, 2x H200, "
-     "2 ranks: 9.0-10.1 us vs 13.2-13.5 launched, the blocking call 9.2-10.0); a call behind a pending one waits for it in "
-     "loom's stream (cuStreamWaitValue32). 2: with any number of communicators per process; 1: only while the "
-     "process has one resident-kernel communicator (the earlier gate: with several it hung under lazy loading, "
-     "since removed; coll_threads with posting on three communicators per rank passed 5 of 5 runs on 2x H200); "
-     "0: non-blocking calls launch"},
+     "Non-blocking one-shot calls post to the resident kernel and return; a call behind a pending one waits for "
+     "it in loom's stream (cuStreamWaitValue32). 2: with any number of communicators per process; 1: only while "
+     "the process has one resident-kernel communicator; 0: non-blocking calls launch"},
     {"oneshot_max_bytes", "LOOM_ONESHOT_MAX_BYTES", LOOM_PARAM_INT, -1, -1, 1L << 40, "measured per collective",
      "One-shot LL broadcast, reduce, allgather and reduce_scatter inside a host while the bytes a rank moves, "
      "(ranks - 1) x piece, stay below this (-1: the measured table in select.cc: bcast 768 KiB, the others 1.5 MiB; "
      "0: rings only)"},
     {"ll_ring_max_bytes", "LOOM_LL_RING_MAX_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 30, "0 (off)",
-     "Ring on the LL protocol up to this size (4x H200: slower than zero-copy and one-shot LL at every size, "
-     "so off; outside the time model, which passes it over beside the algorithms it knows: LOOM_ALGO=ll_ring runs "
-     "it)"},
+     "Ring on the LL protocol up to this size (off: slower than zero-copy and one-shot LL where measured; "
+     "outside the time model, which passes it over beside the algorithms it knows: LOOM_ALGO=ll_ring runs it)"},
     {"ll_slot_bytes", "LOOM_LL_SLOT_BYTES", LOOM_PARAM_INT, 64 * KiB, 4096, 16 * MiB, "64 KiB",
      "Bytes of LL lines per LL-ring FIFO slot"},
     {"ll128_max_bytes", "LOOM_LL128_MAX_BYTES", LOOM_PARAM_INT, 0, 0, 1L << 30, "0 (off)",
@@ -120,7 +113,7 @@ const loomParamDef kParams[] = {
      "Bytes of LL128 lines per LL128-ring FIFO slot (a multiple of 4 KiB)"},
     // across hosts
     {"rd_max_bytes", "LOOM_RD_MAX_BYTES", LOOM_PARAM_INT, 128 * KiB, 0, 1L << 40, "128 KiB",
-     "Where ranks span hosts: recursive-doubling allreduce up to this size (0: off); measured at 2-4 ranks"},
+     "Where ranks span hosts: recursive-doubling allreduce up to this size (0: off)"},
     {"doubling", "LOOM_DOUBLING", LOOM_PARAM_INT, -1, -1, 1, "-1",
      "Where ranks span hosts, up to rd_max_bytes: binomial bcast/reduce, recursive-doubling allgather, "
      "recursive-halving reduce_scatter; -1 where they take fewer than half the ring's hops (from 8 ranks), 1 always, "
@@ -139,13 +132,13 @@ const loomParamDef kParams[] = {
     {"stream_blocking", "LOOM_STREAM_BLOCKING", LOOM_PARAM_INT, 1, 0, 1, "1",
      "1: loom's stream is a blocking stream: calls order after the application's legacy-stream work by themselves, "
      "and the application's later legacy-stream work waits for every loom kernel in flight (default-stream compute "
-     "does not overlap a non-blocking collective: overlap_bench -L, 2x H200, 6% of a 64 MiB allreduce hidden); 0: a "
-     "non-blocking stream that asks the legacy stream at every call and waits for its earlier work through an event "
-     "where it has some (core/app_order.cc): 73-78% hidden (NCCL 74-76%), about 1.4 us more per launched call (2 MiB "
-     "allreduce at 2 ranks)"},
+     "does not overlap a non-blocking collective); 0: a non-blocking stream that asks the legacy stream at every "
+     "call and waits for its earlier work through an event where it has some (core/app_order.cc): overlap as "
+     "NCCL's, a little more host time per launched call"},
     {"stream_priority", "LOOM_STREAM_PRIORITY", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: loom's stream at the device's greatest priority, so that its kernels' CTAs are dispatched before those of "
-     "an application kernel that fills the GPU (2x H200, 64 MiB allreduce beside GEMMs: 498 us instead of 3426, GEMMs 11.6% slower instead of 6.5%)"},
+     "an application kernel that fills the GPU (the collective much faster beside such kernels, which slow down "
+     "somewhat more)"},
     {"max_ctas", "LOOM_MAX_CTAS", LOOM_PARAM_INT, 0, 0, 64, "0",
      "At most this many CTAs per ring, one-shot and zero-copy call and channels per pair of the exchanges, "
      "whatever the size (NCCL_MAX_CTAS's twin: fewer SMs taken from the application's kernels, less bandwidth); "
@@ -174,8 +167,7 @@ const loomParamDef kParams[] = {
      "copy), elsewhere the receiver; 2: always the sender; set it alike on every rank"},
     {"gather_direct_bytes", "LOOM_GATHER_DIRECT_BYTES", LOOM_PARAM_INT, 8 * MiB, 0, 1L << 40, "8 MiB",
      "LOOM_EXCHANGE_DIRECT_BYTES for gather(v): below it a root's FIFOs, written by its peers, beat reading "
-     "every block itself (4x H200, 4 ranks: 1-8 MiB per block 1.0-1.04x NCCL through the FIFOs, 0.80-0.89x in "
-     "place); set it alike on every rank"},
+     "every block itself; set it alike on every rank"},
     {"exchange_copy_engine_bytes", "LOOM_EXCHANGE_COPY_ENGINE_BYTES", LOOM_PARAM_INT, 64 * MiB, 0, 1L << 40,
      "64 MiB",
      "gather whose block is at least this size (inside a host over p2p): the root's peers write their blocks into "
@@ -207,8 +199,7 @@ const loomParamDef kParams[] = {
     {"socket_ifaddr", "LOOM_SOCKET_IFADDR", LOOM_PARAM_STRING, 0, 0, 0, "first non-loopback IPv4",
      "ib: IPv4 address of the TCP side channel used to connect QPs"},
     {"ucx_memtype_hint", "LOOM_UCX_MEMTYPE_HINT", LOOM_PARAM_INT, 1, 0, 1, "1",
-     "ucx: tell UCX each buffer's memory type instead of letting a CUDA-aware UCX ask the driver per message (8 B "
-     "at 2 ranks across fake hosts: 50.7 vs 54.9 us)"},
+     "ucx: tell UCX each buffer's memory type instead of letting a CUDA-aware UCX ask the driver per message"},
     // inside a host, topology, tests
     {"p2p_disable", "LOOM_P2P_DISABLE", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: never map peer GPUs (CUDA IPC); GPUs of one host talk through shared host memory"},
