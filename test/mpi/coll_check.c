@@ -55,16 +55,18 @@ static void check_reduce(ctx_t *c, int root)
 }
 
 /* reduce_scatter with counts n + (r % 3), or reduce_scatter_block (block). */
+static int rs_count(const ctx_t *c, int block, int q) { return block ? (int)c->n : (c->n ? (int)c->n + q % 3 : 0); }
+
 static void check_reduce_scatter(ctx_t *c, int block)
 {
     int *counts = malloc(c->size * sizeof(int));
     size_t total = 0, off = 0;
     for (int q = 0; q < c->size; ++q) {
-        counts[q] = block ? (int)c->n : (c->n ? (int)c->n + q % 3 : 0);
+        counts[q] = rs_count(c, block, q);
         if (q < c->rank) off += counts[q];
         total += counts[q];
     }
-    size_t mine = counts[c->rank];
+    size_t mine = rs_count(c, block, c->rank);
     buf_t s = buf_new(c, total), r = buf_new(c, c->in_place ? total : mine);
     int *want = malloc((mine ? mine : 1) * sizeof(int));
     for (size_t j = 0; j < total; ++j) s.host[j] = val(c->rank, j, 5);
@@ -236,7 +238,7 @@ static void check_rooted_v(ctx_t *c, int root, int scatter)
         displs[q] = (int)len;
         len += (size_t)counts[q] + 1;
     }
-    const size_t mine = (size_t)counts[c->rank];
+    const size_t mine = (size_t)rooted_count(c->n, c->rank);
     buf_t big = buf_new(c, len), small = buf_new(c, mine);
     int *want = want_new(len, SENTINEL);
     for (int q = 0; q < size; ++q)
