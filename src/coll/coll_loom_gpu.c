@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "core/param_table.h"
-#include "loom.h"
+#include "loom_component.h"
 #include "opal/util/output.h"
 #include "opal/datatype/opal_datatype_internal.h"
 

@@ -3,7 +3,7 @@
 #include "coll_loom_gpu.h"
 #include "coll_loom_stage.h"
 
-#include "loom.h"
+#include "loom_component.h"
 #include "opal/class/opal_object.h"
 #include "opal/runtime/opal_progress.h"
 

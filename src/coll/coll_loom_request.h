@@ -25,7 +25,7 @@
 #include "coll_loom.h"
 #include "coll_loom_defer.h"
 #include "coll_loom_gpu.h"
-#include "loom.h"
+#include "loom_component.h"
 
 /* After c's launch on m's loom communicator: *c->req becomes a pending
  * request completed by progress, which first copies a staged call's output

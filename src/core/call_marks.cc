@@ -10,7 +10,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/resident.h"
-#include "loom.h"
+#include "loom_component.h"
 
 using loom::CallMarks;
 

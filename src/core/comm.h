@@ -23,7 +23,7 @@
 #include "device/ring_args.h"
 #include "device/edge_args.h"
 #include "device/rd_args.h"
-#include "loom.h"
+#include "loom_component.h"
 #include "topo/search.h"
 
 namespace loom {

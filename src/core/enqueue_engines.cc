@@ -24,7 +24,7 @@
 #include "core/enqueue.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
-#include "loom.h"
+#include "loom_component.h"
 
 namespace loom {
 

@@ -36,7 +36,7 @@
 #include <string>
 
 #include "device/oneshot_args.h"
-#include "loom.h"
+#include "loom_component.h"
 
 struct loomComm;
 

@@ -25,7 +25,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/stage_bounce.h"
-#include "loom.h"
+#include "loom_component.h"
 
 namespace loom {
 
