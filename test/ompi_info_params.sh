@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every core tunable is an MCA parameter that ompi_info shows with its help
 # text and environment name: the names come from docs/parameters.md's generated table
-# (which test/unit/loom_unit holds equal to src/core/param_table.cc).
+# (which test/unit/loom_unit holds equal to src/base/param_table.cc).
 set -uo pipefail
 B=${LOOM_BUILDDIR:?} S=${LOOM_SRCDIR:?}
 command -v ompi_info >/dev/null || { echo "SKIP: no ompi_info"; exit 77; }

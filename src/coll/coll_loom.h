@@ -160,7 +160,7 @@ OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
 /* component / module */
 int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 
-/* Room for the core's tunables (core/param_table.h) as MCA parameters. */
+/* Room for the core's tunables (base/param_table.h) as MCA parameters. */
 #define LOOM_MAX_CORE_PARAMS 96
 /* Sets LOOM_* for every core MCA parameter the user set (environment wins). */
 void mca_coll_loom_export_core_params(void);

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/embed.h"
-#include "core/param_table.h"
+#include "base/embed.h"
+#include "base/param_table.h"
 #include "loom.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
@@ -102,7 +102,7 @@ static int loom_register(void)
     return OMPI_SUCCESS;
 }
 
-/* Every tunable of loom's core (core/param_table.h) as an MCA parameter
+/* Every tunable of loom's core (base/param_table.h) as an MCA parameter
  * coll_loom_<name>, with its help text, environment name, default and range. */
 static long core_int[LOOM_MAX_CORE_PARAMS];
 static char *core_str[LOOM_MAX_CORE_PARAMS];

@@ -12,7 +12,7 @@
 #include "coll_loom_gpu.h"
 #include "coll_loom_request.h"
 #include "coll_loom_stage.h"
-#include "core/param_table.h"
+#include "base/param_table.h"
 #include "loom_component.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"

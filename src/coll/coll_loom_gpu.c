@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/param_table.h"
+#include "base/param_table.h"
 #include "loom_component.h"
 #include "opal/util/output.h"
 #include "opal/datatype/opal_datatype_internal.h"

@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "coll_loom.h"
-#include "core/param_table.h"
+#include "base/param_table.h"
 
 static uint64_t now_ns(void)
 {

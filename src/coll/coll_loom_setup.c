@@ -38,7 +38,7 @@
 
 #include "coll_loom_gpu.h"
 #include "coll_loom_roll_call.h"
-#include "core/param_table.h"
+#include "base/param_table.h"
 #include "loom_component.h"
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"

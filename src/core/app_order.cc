@@ -38,7 +38,7 @@
  * must be synchronized before the call.
  */
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

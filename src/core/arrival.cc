@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

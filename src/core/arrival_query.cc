@@ -16,7 +16,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

@@ -6,7 +6,7 @@
  *  - one thread per process, started with the first such board and joined
  *    with the last, asleep in poll() between questions;
  *  - listening on the side channel's interface (LOOM_SOCKET_IFADDR) behind
- *    a per-process secret (btl_gpu/net/side_channel.h: bound to one
+ *    a per-process secret (base/side_channel.h: bound to one
  *    address, hellos without the secret closed unheard, fuzz-tested); the
  *    address and secret go around at the communicator's set-up, so only the
  *    job's own ranks can ask;
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "btl_gpu/net/side_channel.h"
+#include "base/side_channel.h"
 #include "core/arrival.h"
 
 namespace loom {

@@ -8,7 +8,7 @@
  * stops at the first unfinished one. Events are recycled.
  */
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/resident.h"
 #include "loom_component.h"
 

@@ -19,10 +19,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/watchdog.h"
 #include "core/arrival_query.h"
-#include "core/bootstrap.h"
+#include "base/bootstrap.h"
 #include "core/peer_conns.h"
 #include "core/enqueue_zerocopy.h"
 #include "device/zerocopy_schedule.h"

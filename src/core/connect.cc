@@ -5,10 +5,10 @@
 #include <cstring>
 #include <string>
 
-#include "core/bootstrap.h"
-#include "core/debug.h"
+#include "base/bootstrap.h"
+#include "base/debug.h"
 #include "core/params.h"
-#include "core/setup_write.h"
+#include "base/setup_write.h"
 
 namespace loom {
 

@@ -11,11 +11,11 @@
  */
 #include <cstring>
 
-#include "core/bootstrap.h"
+#include "base/bootstrap.h"
 #include "core/connect.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
-#include "core/setup_write.h"
+#include "base/setup_write.h"
 
 namespace loom {
 

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/bootstrap.h"
+#include "base/bootstrap.h"
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
-#include "core/setup_write.h"
+#include "base/setup_write.h"
 #include "device/fifo.h"
 
 namespace loom {

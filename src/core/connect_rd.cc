@@ -5,7 +5,7 @@
  * Connected by connect_edges.cc with the trees' edges.
  */
 #include "core/connect.h"
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

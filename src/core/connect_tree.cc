@@ -5,7 +5,7 @@
  * algorithms' edges.
  */
 #include "core/connect.h"
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

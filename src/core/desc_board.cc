@@ -8,7 +8,7 @@
 #include <cstring>
 #include <sched.h>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/watchdog.h"
 
 namespace loom {

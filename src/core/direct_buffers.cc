@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/cuda_driver.h"
-#include "core/debug.h"
+#include "base/cuda_driver.h"
+#include "base/debug.h"
 #include "core/mapping_closer.h"
 #include "core/params.h"
 

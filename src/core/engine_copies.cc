@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

@@ -14,7 +14,7 @@
 #include "core/comm.h"
 #include "core/enqueue.h"
 #include "core/enqueue_zerocopy.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
 #include "core/select.h"
 #include "core/tuning.h"

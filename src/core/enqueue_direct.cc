@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
 

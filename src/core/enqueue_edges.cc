@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
 #include "device/collectives.h"
 #include "device/edge_schedule.h"

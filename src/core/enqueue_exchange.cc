@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/enqueue.h"
 #include "core/enqueue_direct.h"
 #include "core/params.h"

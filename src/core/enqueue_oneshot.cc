@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/enqueue.h"
 #include "core/resident.h"
 #include "core/tuning.h"

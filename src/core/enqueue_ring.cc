@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
 #include "core/pinned_uploads.h"
 #include "core/tuning.h"

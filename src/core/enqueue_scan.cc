@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/enqueue.h"
 #include "core/params.h"
 #include "core/peer_conns.h"

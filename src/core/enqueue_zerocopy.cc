@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
 #include "core/peer_conns.h"
 #include "core/tuning.h"

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <set>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "device/collectives.h"
 
 namespace loom {

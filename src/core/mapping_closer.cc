@@ -13,7 +13,7 @@
 
 #include <cuda_runtime.h>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

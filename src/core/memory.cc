@@ -8,9 +8,9 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda_driver.h"
-#include "debug.h"
-#include "setup_write.h"
+#include "base/cuda_driver.h"
+#include "base/debug.h"
+#include "base/setup_write.h"
 #include "loom.h"
 
 using namespace loom;

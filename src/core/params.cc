@@ -5,7 +5,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/select.h"
 #include "device/ring_args.h"
 

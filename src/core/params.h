@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/param_read.h" // paramLong, paramString, parseNameMask
+
 namespace loom {
 
 struct Params {
@@ -68,23 +70,6 @@ const Params &params();
 // does not come stopped inside it: LOOM_TIMEOUT where set, else
 // LOOM_STUCK_TIMEOUT, else (both 0) for ever (a year).
 double setupWaitSeconds();
-
-// A tunable of the parameter table by its environment name, read now: its
-// LOOM_* environment value, else the table's default; not a number or out of
-// range: one warning per variable, and the default.
-long paramLong(const char *env);
-// A string tunable: its value, or null when unset.
-const char *paramString(const char *env);
-
-// A list tunable (LOOM_DEBUG_SUBSYS, LOOM_ALGO): names separated by commas,
-// case-insensitive; a leading ^ means all but the listed ones. Returns the OR
-// of the listed names' bits (all & ~that after ^); *unknown counts names,
-// empty ones included, that are not in the table (they add no bit).
-struct NamedBit {
-    const char *name;
-    unsigned bit;
-};
-unsigned parseNameMask(const char *text, const NamedBit *names, int n, unsigned all, int *unknown);
 
 // LOOM_RINGS: ring orders separated by '/', each the ranks in ring order
 // separated by commas or spaces ("0,1,2,3/0,2,1,3"). True when every ring is

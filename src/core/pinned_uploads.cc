@@ -4,7 +4,7 @@
 #include <new>
 
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

@@ -6,7 +6,7 @@
  */
 #include <cuda_runtime.h>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/kernel_load.h"
 #include "device/collectives.h"
 #include "loom.h"

@@ -10,8 +10,8 @@
 #include <sched.h>
 
 #include "core/comm.h"
-#include "core/cuda_driver.h"
-#include "core/debug.h"
+#include "base/cuda_driver.h"
+#include "base/debug.h"
 #include "core/mapping_closer.h"
 #include "core/params.h"
 #include "device/collectives.h"

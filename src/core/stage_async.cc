@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/stage_bounce.h"
 #include "loom_component.h"
 

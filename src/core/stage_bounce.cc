@@ -23,7 +23,7 @@
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/stage_bounce.h"
 #include "loom_component.h"
 

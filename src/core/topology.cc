@@ -5,8 +5,8 @@
 #include <map>
 #include <mutex>
 
-#include "core/bootstrap.h"
-#include "core/debug.h"
+#include "base/bootstrap.h"
+#include "base/debug.h"
 #include "core/params.h"
 #include "device/ring_args.h"
 #include "topo/detect.h"

@@ -10,7 +10,7 @@
 
 #include "core/arrival_query.h"
 #include "core/comm.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "core/params.h"
 
 namespace loom {

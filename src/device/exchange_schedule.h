@@ -92,14 +92,15 @@
 
 #include <stddef.h>
 
+#include "base/limits.h"
 #include "device/edge_op.h"
 #include "device/host_device.h"
 
 namespace loom {
 
-// CTAs of one exchange: rounds beyond this share lane groups; also the most
-// channels per pair (at 2 ranks every lane can serve the one pair).
-constexpr int kMaxExchangeLanes = 48;
+// CTAs of one exchange (kMaxExchangeLanes, base/limits.h): rounds beyond
+// it share lane groups; also the most channels per pair (at 2 ranks every
+// lane can serve the one pair).
 constexpr int kMaxExchangeChannels = kMaxExchangeLanes;
 
 struct ExchangeSched {

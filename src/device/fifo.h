@@ -10,16 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/limits.h" // kMaxChannels, kMaxRingThreads, kMaxSlots, kMaxNetChannels
+
 namespace loom {
 
-constexpr int kMaxChannels = 64;
 constexpr int kProtoSimple = 0;
 constexpr int kProtoLL = 1;
 constexpr int kProtoLL128 = 2;
 constexpr int kNumRingProtos = 3; // FIFO areas of a ring connection, one per protocol
-constexpr int kMaxRingThreads = 1024;
-constexpr int kMaxSlots = 64;       // LOOM_NSLOTS's bound
-constexpr int kMaxNetChannels = 16; // channels of a communicator that spans hosts
 
 // Payload one FIFO slot of slotBytes carries under a protocol (LL lines carry
 // 8 data bytes in 16, LL128 lines 120 in 128). Host and device must agree on it.

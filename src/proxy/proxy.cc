@@ -4,7 +4,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

@@ -12,7 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "topo/xml.h"
-#include "core/params.h"
+#include "base/param_read.h"
 
 namespace loom {
 namespace topo {

@@ -1,4 +1,4 @@
-// A bounded fuzzer for loom's side channel (src/btl_gpu/net/side_channel.h),
+// A bounded fuzzer for loom's side channel (src/base/side_channel.h),
 // shared by the CPU test of the channel and the ib plugin's test: hostile
 // connections to a listener over loopback, none of which may be accepted.
 // It never sends a whole hello with the right secret: what it sends is
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "btl_gpu/net/side_channel.h"
+#include "base/side_channel.h"
 
 namespace sidefuzz {
 

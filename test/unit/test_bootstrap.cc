@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "btl_gpu/net/net_transport.h"
-#include "core/bootstrap.h"
+#include "base/bootstrap.h"
 #include "loom.h"
 #include "config.h"
 #include "unit_suites.h"

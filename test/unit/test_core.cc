@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/debug.h"
+#include "base/debug.h"
 #include "loom.h"
 #include "unit_suites.h"
 

@@ -1,4 +1,4 @@
-// The parameter table (src/core/param_table.cc): every entry well formed and
+// The parameter table (src/base/param_table.cc): every entry well formed and
 // unique, integers read through it with the default for unset, malformed
 // and out-of-range values, and docs/parameters.md's table exactly the one
 // generated from it (on a mismatch the test prints the table to paste).
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/param_table.h"
+#include "base/param_table.h"
 #include "core/params.h"
 #include "unit_suites.h"
 
@@ -19,7 +19,7 @@ using namespace loom;
 
 namespace {
 
-const char *const kBegin = "<!-- core parameters: generated from src/core/param_table.cc; test/unit/loom_unit checks it -->";
+const char *const kBegin = "<!-- core parameters: generated from src/base/param_table.cc; test/unit/loom_unit checks it -->";
 const char *const kEnd = "<!-- end of core parameters -->";
 
 std::string generatedTable() {
@@ -82,7 +82,7 @@ START_TEST(the_documented_table_is_the_generated_one) {
     const bool found = b != std::string::npos && e != std::string::npos && e > b;
     const std::string have = found ? readme.substr(b + strlen(kBegin) + 1, e - b - strlen(kBegin) - 1) : "";
     if (have != want)
-        fprintf(stderr, "docs/parameters.md's core parameter table differs from src/core/param_table.cc; put this between the "
+        fprintf(stderr, "docs/parameters.md's core parameter table differs from src/base/param_table.cc; put this between the "
                         "markers\n%s\n%s%s\n", kBegin, want.c_str(), kEnd);
     ck_assert_msg(found, "docs/parameters.md lacks the markers of the generated parameter table");
     ck_assert_msg(have == want, "docs/parameters.md's parameter table is not the generated one (printed above)");

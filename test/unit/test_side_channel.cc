@@ -1,4 +1,4 @@
-// The authenticated side channel (src/btl_gpu/net/side_channel.h) over
+// The authenticated side channel (src/base/side_channel.h) over
 // loopback, no RDMA hardware needed: the secret holder gets through while a
 // seeded fuzzer hammers the port; stalled, wrong and flooding connections are
 // dropped, but none pushes out a peer slow to speak within its grace; a

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/cuda_driver.h"
+#include "base/cuda_driver.h"
 #include "core/params.h"
 #include "core/select.h"
 #include "core/tuning.h"

@@ -8,12 +8,12 @@
 #include <cuda_runtime.h>
 
 #include "btl_gpu/net/plugins.h"
-#include "core/bootstrap.h"
-#include "core/cuda_driver.h"
-#include "core/debug.h"
+#include "base/bootstrap.h"
+#include "base/cuda_driver.h"
+#include "base/debug.h"
 #include "device/ring_args.h"
 #include "proxy/proxy.h"
-#include "core/params.h"
+#include "base/param_read.h"
 
 namespace loom {
 

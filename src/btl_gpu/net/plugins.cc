@@ -6,8 +6,8 @@
 
 #include "btl_gpu/net/ib/net_ib.h"
 #include "config.h"
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/param_read.h"
 #include "proxy/proxy.h"
 #ifdef LOOM_HAVE_UCX
 #include "btl_gpu/net/ucx/net_ucx.h"

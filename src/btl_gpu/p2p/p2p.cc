@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "core/debug.h"
-#include "core/setup_write.h"
+#include "base/debug.h"
+#include "base/setup_write.h"
 
 namespace loom {
 

@@ -13,7 +13,7 @@
 
 #include "btl_gpu/net/ib/ibv_api.h"
 #include "btl_gpu/net/net.h"
-#include "btl_gpu/net/side_channel.h"
+#include "base/side_channel.h"
 
 namespace loom {
 namespace net {

@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 #include <mutex>
 
-#include "core/debug.h"
-#include "core/dl_bind.h"
+#include "base/debug.h"
+#include "base/dl_bind.h"
 
 namespace loom {
 namespace net {

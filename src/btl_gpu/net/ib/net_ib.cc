@@ -19,8 +19,8 @@
 #include <sys/socket.h>
 
 #include "btl_gpu/net/ib/ib_internal.h"
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/param_read.h"
 
 namespace loom {
 namespace net {

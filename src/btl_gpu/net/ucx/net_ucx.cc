@@ -22,8 +22,8 @@
 
 
 #include "btl_gpu/net/ucx/ucp_api.h"
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/param_read.h"
 
 namespace loom {
 namespace net {

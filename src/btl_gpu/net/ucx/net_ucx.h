@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "btl_gpu/net/net.h"
-#include "btl_gpu/net/side_channel.h"
+#include "base/side_channel.h"
 
 namespace loom {
 namespace net {

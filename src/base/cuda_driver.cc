@@ -1,10 +1,10 @@
-#include "cuda_driver.h"
+#include "base/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <mutex>
 
-#include "core/dl_bind.h"
-#include "debug.h"
+#include "base/dl_bind.h"
+#include "base/debug.h"
 
 namespace loom {
 

@@ -1,4 +1,4 @@
-#include "btl_gpu/net/side_channel.h"
+#include "base/side_channel.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/param_read.h"
 
 namespace loom {
 namespace net {

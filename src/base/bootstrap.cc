@@ -1,9 +1,9 @@
-#include "core/bootstrap.h"
+#include "base/bootstrap.h"
 
 #include <cstdint>
 #include <cstring>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 

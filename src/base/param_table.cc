@@ -4,7 +4,7 @@
  * else the default; a value that is not a number or lies outside the range
  * gets one warning per variable and the default.
  */
-#include "core/param_table.h"
+#include "base/param_table.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -13,10 +13,9 @@
 #include <string>
 #include <strings.h>
 
-#include "core/debug.h"
-#include "core/params.h"
-#include "device/exchange_schedule.h"
-#include "device/fifo.h"
+#include "base/debug.h"
+#include "base/limits.h"
+#include "base/param_read.h"
 
 namespace {
 
@@ -153,7 +152,7 @@ const loomParamDef kParams[] = {
      "Where ranks span hosts: the tree allreduce up to this size, above recursive doubling's (0: off)"},
     {"edge_slot_bytes", "LOOM_EDGE_SLOT_BYTES", LOOM_PARAM_INT, 128 * KiB, 4096, 64 * MiB, "128 KiB",
      "FIFO slot (one chunk) of the tree and recursive-doubling connections"},
-    {"exchange_channels", "LOOM_EXCHANGE_CHANNELS", LOOM_PARAM_INT, 32, 1, loom::kMaxExchangeChannels, "32",
+    {"exchange_channels", "LOOM_EXCHANGE_CHANNELS", LOOM_PARAM_INT, 32, 1, loom::kMaxExchangeLanes, "32",
      "Most channels (CTAs, FIFOs) per pair of ranks for alltoall(v, w), gather(v), scatter(v): 48 / (ranks - 1) "
      "capped by this; set it alike on every rank"},
     {"exchange_direct_bytes", "LOOM_EXCHANGE_DIRECT_BYTES", LOOM_PARAM_INT, 256 * KiB, 0, 1L << 40, "256 KiB",

@@ -1,6 +1,6 @@
-#include "debug.h"
-#include "core/embed.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/embed.h"
+#include "base/param_read.h"
 
 #include <atomic>
 #include <cstdarg>

@@ -6,7 +6,7 @@
 
 #include <dlfcn.h>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace loom {
 
