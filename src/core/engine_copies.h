@@ -1,16 +1,14 @@
 /*
  * Copy-engine copies of an exchange (device/exchange_schedule.h, deferred
  * copies): a pushed gather's blocks written into the root's output by its
- * peers' copy engines instead of their SMs. Measured on 4x H200, three peers
- * into one GPU (test/perf/copy_paths, _in0 modes): the peers' copy engines
- * moved 368 GB/s into the root at 16 MiB per peer and 388 GB/s at 256 MiB
- * (the root's SMs pulling: 328 and 362 at best); the root's own copy engines
- * pulling the three blocks through IPC mappings moved only 200-216 GB/s
- * (0.46-0.58x NCCL's gather), so pulled pairs never use them. In loom-bench
- * the engines cost ~14 us more per call (the copies wait for the kernel, the
- * publications for the copies) and pay from 64 MiB per block: gather at 4
- * ranks 0.994x NCCL at 256 MiB (SMs 0.965x), 1.044x at 1 GiB (0.988x);
- * hence LOOM_EXCHANGE_COPY_ENGINE_BYTES's default. One stream per block (up
+ * peers' copy engines instead of their SMs. Chosen by measurement
+ * (test/perf/copy_paths, _in0 modes; the numbers: docs/performance.md,
+ * "the measurements behind the defaults"): into one GPU its peers' copy
+ * engines beat the root's SMs pulling, while the root's own copy engines
+ * pulling through IPC mappings are the slowest, so pulled pairs never use
+ * them. The engines cost more per call (the copies wait for the kernel, the
+ * publications for the copies) and pay only for large blocks, hence
+ * LOOM_EXCHANGE_COPY_ENGINE_BYTES's default. One stream per block (up
  * to kEngineStreams, dealt round robin), forked from the call's stream after
  * the exchange kernel and joined back to it before the publications'
  * kernel; made on first use, kept with the all-peer connections.

@@ -34,12 +34,11 @@ namespace loom {
 // What the resident kernel (core/resident.h) saves a one-shot call of one
 // CTA (up to kResidentSavedBytes): its launch and stream synchronize
 // (measured on blocking calls; non-blocking ones post there too).
-// Both ways in one device call, 64 B - 4 KiB: 2x H200, 2 ranks, 12.4-12.9 us
-// launched, 8.2-8.3 us resident; 4x H200, 4 ranks, 14.9-15.2 vs 10.7-11.0.
-// Calls of several CTAs (handed over through device memory) save less or
-// nothing (32 KiB: 13.6 vs 13.0 us at 2 ranks, 15.3 vs 16.1 at 4), which the
-// model leaves out (contrib/bench/results/2026-11-27_h200x{2,4}_{launch,
-// resident}_allreduce_np{2,4}.csv; a unit test checks the constant). The one-shot constants
+// Measured both ways in one device call at 64 B - 4 KiB on 2x and 4x H200
+// (docs/performance.md; contrib/bench/results/2026-11-27_h200x{2,4}_{launch,
+// resident}_allreduce_np{2,4}.csv; a unit test checks the constant against
+// them). Calls of several CTAs (handed over through device memory) save less
+// or nothing, which the model leaves out. The one-shot constants
 // below are the launched path's, and selection uses them alone: whether a
 // rank's calls go to the resident kernel is its own (LOOM_RESIDENT_*), and
 // every rank must choose alike. TUNING's lines say the saving.
