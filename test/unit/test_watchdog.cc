@@ -205,7 +205,7 @@ START_TEST(the_watchdog_cancels_a_communicator_whose_rank_died) {
     ck_assert_msg(why.find("rank 1 (host ") == 0 && why.find("gone (process dead)") != std::string::npos, "%s",
                   why.c_str());
     watchStop(comm);
-    ck_assert_str_eq(watchReason(comm, &dead).c_str(), ""); // forgotten with the communicator
+    ck_assert(watchReason(comm, &dead).empty()); // forgotten with the communicator
     comm->arrivals = nullptr;
     comm->watch = nullptr;
     delete comm;
