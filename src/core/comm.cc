@@ -633,7 +633,7 @@ loomResult_t failedEarlier(const loomComm *comm, const char *what) {
     int dead = -1;
     const std::string gone = watchReason(comm, &dead);
     if (!gone.empty())
-        return fail(dead >= 0 ? loomProcFailed : loomRemoteError, "%s: rank %d: communicator failed earlier: %s", what,
+        return fail(watchCancelledResult(dead), "%s: rank %d: communicator failed earlier: %s", what,
                     comm->rank, gone.c_str());
     return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
 }
@@ -708,7 +708,7 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
         int dead = -1;
         const std::string gone = watchReason(comm, &dead);
         if (!gone.empty()) // the watchdog cancelled the calls (core/watchdog.h): a dead peer, or a failed one
-            return fail(dead >= 0 ? loomProcFailed : loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): %s; communicator unusable", host, comm->rank,
+            return fail(watchCancelledResult(dead), "%s rank %d GPU %d (%s): %s (%s): %s; communicator unusable", host, comm->rank,
                         comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), gone.c_str());
         char silence[160];
         if (comm->watch->why == kWaitStuck)

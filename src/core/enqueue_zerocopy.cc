@@ -69,7 +69,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
             int dead = -1;
             const std::string gone = watchReason(comm, &dead);
             if (why == kWaitCancelled && !gone.empty())
-                return fail(dead >= 0 ? loomProcFailed : loomRemoteError, "rank %d GPU %d (%s): allreduce: waiting for rank %d's buffer "
+                return fail(watchCancelledResult(dead), "rank %d GPU %d (%s): allreduce: waiting for rank %d's buffer "
                             "descriptions: %s; communicator unusable", me, comm->cudaDev, comm->busId, absent,
                             gone.c_str());
             return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d posted no buffer descriptions on "

@@ -127,6 +127,14 @@ std::string rankList(const Watched &w, const std::vector<int> &ranks, const char
     return s;
 }
 
+// Cancels the communicator's calls for w.reason (set by the caller).
+void cancel(Watched &w) {
+    w.cancelled = true;
+    w.comm->watch->cancel = 1;
+    LOOM_INFO(kColl, "rank %d: call %llu: %s: cancelling this communicator's calls", w.comm->rank,
+              (unsigned long long)w.call, w.reason.c_str());
+}
+
 void look(Watched &w, double now) {
     loomComm *comm = w.comm;
     WatchWords *words = comm->watch;
@@ -155,22 +163,14 @@ void look(Watched &w, double now) {
                    (v.hostsLost ? " gone (its process, or its host, stopped answering for " +
                                       std::to_string((int)kHostLostSeconds) + " s)"
                                 : " gone (process dead)");
-        w.cancelled = true;
-        words->cancel = 1;
-        LOOM_INFO(kColl, "rank %d: call %llu: %s: cancelling this communicator's calls", comm->rank,
-                  (unsigned long long)w.call, w.reason.c_str());
-        return;
+        return cancel(w);
     }
     if (!v.failed.empty()) {
         const int q = v.failed[0];
         w.reason = rankList(w, {q}, "") + " failed its side of this communicator earlier (after it had entered " +
                    std::to_string(w.peers[q].failedIn) + " calls; its own error says why) and takes part in no "
                    "call on it again";
-        w.cancelled = true;
-        words->cancel = 1;
-        LOOM_INFO(kColl, "rank %d: call %llu: %s: cancelling this communicator's calls", comm->rank,
-                  (unsigned long long)w.call, w.reason.c_str());
-        return;
+        return cancel(w);
     }
     if (v.allStarted && words->allStarted < w.call) words->allStarted = w.call;
     if (!v.warn) return;

@@ -57,6 +57,9 @@ void watchStop(loomComm *comm);
 // Why the communicator's calls were cancelled ("" when they were not);
 // *deadRank: the first rank found dead (-1: none: a peer's side failed).
 std::string watchReason(const loomComm *comm, int *deadRank);
+// The error class of calls the watchdog cancelled: a dead peer's, or (its
+// process alive, its side failed) a remote error.
+inline loomResult_t watchCancelledResult(int deadRank) { return deadRank >= 0 ? loomProcFailed : loomRemoteError; }
 
 // The host clock of host-side waits (steady, nanoseconds), and the limits
 // such a wait of the communicator gets: LOOM_TIMEOUT, the stall mark and
