@@ -13,7 +13,7 @@ root=${1:?usage: root.sh DIR [-- CMD...]}
 shift
 top=$(cd "$(dirname "$0")/../.." && pwd)
 pkgs="libopenmpi-dev,openmpi-bin,libpmix-dev,check,libhwloc-dev,libibverbs-dev,libucx-dev,build-essential"
-pkgs="$pkgs,autoconf,automake,libtool,pkg-config,dpkg-dev,debhelper,ca-certificates,procps,file"
+pkgs="$pkgs,autoconf,automake,libtool,pkg-config,dpkg-dev,debhelper,ca-certificates,procps,file,ccache"
 mirror=${LOOM_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 if [ ! -f "$root/.loom-root" ]; then
     # A half-made root is made again; never through a bind mount left behind.
@@ -36,6 +36,21 @@ fi
 shift
 binds=("/proc" "/sys" "/dev" "/dev/shm" "$top")
 [ -d /usr/local/cuda ] && binds+=("/usr/local/cuda")
+# The caller's ccache (CCACHE_DIR set), bound at its own path: the builds in
+# the root share objects (nvcc through a wrapper: configure takes a preset
+# NVCC only as an absolute path). Trixie's compilers hash apart from the host's.
+envs=() path=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+if [ -n "${CCACHE_DIR:-}" ] && [ -x "$root/usr/bin/ccache" ]; then
+    mkdir -p "$CCACHE_DIR"
+    binds+=("$CCACHE_DIR")
+    envs+=("CCACHE_DIR=$CCACHE_DIR" "CCACHE_NOHASHDIR=1" "CCACHE_BASEDIR=$top")
+    path=/usr/lib/ccache:$path
+    if [ -d /usr/local/cuda ]; then
+        printf '#!/bin/sh\nexec ccache /usr/local/cuda/bin/nvcc "$@"\n' >"$root/usr/local/bin/nvcc-ccache"
+        chmod +x "$root/usr/local/bin/nvcc-ccache"
+        envs+=("NVCC=/usr/local/bin/nvcc-ccache")
+    fi
+fi
 mounted=()
 cleanup() { local i; for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -45,5 +60,5 @@ for d in "${binds[@]}"; do
     mounted+=("$root$d")
 done
 # shellcheck disable=SC2016
-chroot "$root" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin TERM=dumb \
+chroot "$root" env -i HOME=/root PATH="$path" TERM=dumb "${envs[@]}" \
     ${CI:+CI=$CI} bash -c 'cd "$1" && shift && exec "$@"' loom-root "$top" "$@"

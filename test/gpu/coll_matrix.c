@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "large_count.h"
+
 typedef enum { K_INT, K_UINT, K_FLOAT, K_BOOL } kind_t;
 typedef struct {
     const char *name;
@@ -367,9 +369,9 @@ int main(int argc, char **argv)
         {"byte", MPI_BYTE, 1, K_UINT, 0, 1, 0},
     };
     const size_t ntypes = sizeof(types) / sizeof(types[0]);
-    const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
+    const size_t counts[] = {0, 1, 7, 1023, large_count((1u << 20) + 3)};
     const size_t ncounts = sizeof(counts) / sizeof(counts[0]);
-    const size_t big_bytes = (size_t)1 << 28, max_bytes = ((size_t)(1u << 20) + 4) * 8 * (size_t)wsize;
+    const size_t big_bytes = (size_t)1 << 28, max_bytes = (counts[ncounts - 1] + 1) * 8 * (size_t)wsize;
     /* + the allgatherv's gaps */
     const size_t buf_bytes = (quick || max_bytes > big_bytes ? max_bytes : big_bytes) + 64 * (size_t)wsize;
 

@@ -14,6 +14,7 @@
  * -m mixed: even ranks pass host buffers, odd ranks device buffers.
  */
 #include "exchange_harness.h"
+#include "large_count.h"
 
 enum { GAP = 3, SENTINEL = 0xA5 };
 
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &wn);
     type_t types[HARNESS_TYPES];
     harness_types(types);
-    const int counts[] = {0, 1, 7, 1023, (1 << 20) + 3};
+    const int counts[] = {0, 1, 7, 1023, (int)large_count((1 << 20) + 3)};
     MPI_Comm comms[HARNESS_COMMS];
     harness_comms(comms);
     long bad = 0, calls = 0;

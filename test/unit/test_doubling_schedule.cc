@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "edge_sim.h"
+#include "sim_ranks.h"
 #include "unit_suites.h"
 
 using namespace loom;
@@ -95,7 +96,7 @@ std::string simulate(int coll, int n, size_t count, size_t chunk, int depth, int
 }
 
 void runMatrix(int coll) {
-    for (int n = 1; n <= 70; n += (n < 18 ? 1 : 13)) {
+    for (int n = 1; n <= simRanks(70); n += (n < 18 ? 1 : 13)) {
         int p = 1;
         while (p * 2 <= n) p *= 2;
         std::vector<int> roots = {0, n - 1, n / 2};

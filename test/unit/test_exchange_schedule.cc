@@ -22,6 +22,7 @@
 #include "core/peer_conns.h"
 #include "device/exchange_schedule.h"
 #include "sched_sim.h"
+#include "sim_ranks.h"
 #include "unit_suites.h"
 
 using namespace loom;
@@ -296,7 +297,7 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
 const char *const kKindNames[] = {"alltoall", "gather", "scatter"};
 
 void runMatrix(Kind kind, bool ragged) {
-    for (int n = 1; n <= 64; n += n < 9 ? 1 : 11)
+    for (int n = 1; n <= simRanks(64); n += n < 9 ? 1 : 11)
         for (int groups : {1, 2, 5})
             for (int channels : {1, 3})
                 for (size_t chunk : {4, 12})

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "edge_sim.h"
+#include "sim_ranks.h"
 #include "unit_suites.h"
 
 using namespace loom;
@@ -59,7 +60,7 @@ std::vector<std::vector<Value>> simulate(int n, size_t count, size_t chunkElems,
 } // namespace
 
 START_TEST(recursive_doubling_sums_on_every_rank) {
-    for (int n = 1; n <= 70; ++n)
+    for (int n = 1; n <= simRanks(70); ++n)
         for (size_t count : {(size_t)1, (size_t)5, (size_t)64})
             for (int depth : {1, 4}) {
                 std::string err;
@@ -79,7 +80,7 @@ START_TEST(every_rank_ends_with_the_same_bits) {
     // +0 or a sum that rounds. Identical results need both ends of every
     // exchange (and a host and its extra) to reduce in the same order.
     auto op = [](Value a, Value b) { return a * 3 + b; };
-    for (int n = 2; n <= 70; ++n) {
+    for (int n = 2; n <= simRanks(70); ++n) {
         std::string err;
         auto out = simulate(n, 37, 8, 2, op, &err);
         ck_assert_msg(err.empty(), "%d ranks: %s", n, err.c_str());

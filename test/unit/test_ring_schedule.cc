@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ring_sim.h"
+#include "sim_ranks.h"
 #include "unit_suites.h"
 
 using namespace loom;
@@ -30,7 +31,7 @@ void runMatrix(int coll) {
     const size_t counts[] = {0, 1, 3, 7, 16, 63, 1000, 4099};
     const int channels[] = {1, 3};
     const size_t slots[] = {4, 12};
-    for (int n = 1; n <= 64; n += (n < 8 ? 1 : 14))
+    for (int n = 1; n <= simRanks(64); n += (n < 8 ? 1 : 14))
         for (size_t count : counts)
             for (int nch : channels)
                 for (size_t slot : slots)
@@ -94,7 +95,7 @@ Case raggedCase(int coll, int n, int nch, size_t slot, int depth, unsigned seed)
 }
 
 void runRagged(int coll) {
-    for (int n = 1; n <= 64; n += (n < 9 ? 1 : 11))
+    for (int n = 1; n <= simRanks(64); n += (n < 9 ? 1 : 11))
         for (int nch : {1, 3})
             for (size_t slot : {4, 12, 64})
                 for (unsigned seed = 0; seed < 6; ++seed) {
@@ -122,7 +123,8 @@ Case severalRingsCase(int coll, int n, int nrings, int nch, size_t count, int ro
 }
 
 void runSeveralRings(int coll) {
-    for (int n : {2, 3, 4, 5, 8, 13, 33})
+    for (int n : {2, 3, 4, 5, 8, 13, 33}) {
+        if (n > simRanks(33)) continue;
         for (int nrings : {2, 3})
             for (int nch : {2, 3, 5})
                 for (size_t count : {1, 7, 1000, 4099})
@@ -134,6 +136,7 @@ void runSeveralRings(int coll) {
                             ck_abort_msg("%s on %d rings: nranks %d channels %d count %zu root %d seed %u: %s",
                                          kNames[coll], nrings, n, nch, count, root, seed, err.c_str());
                     }
+    }
 }
 
 // The LL ring: consecutive allreduce calls through the kernels' flow control

@@ -9,6 +9,7 @@
 
 #include "device/scan_schedule.h"
 #include "sched_sim.h"
+#include "sim_ranks.h"
 #include "unit_suites.h"
 
 using namespace loom;
@@ -71,7 +72,7 @@ std::string simulate(int n, bool exclusive, size_t count, size_t chunk, int chan
 }
 
 void runMatrix(bool exclusive) {
-    for (int n = 1; n <= 64; n += n < 9 ? 1 : 11)
+    for (int n = 1; n <= simRanks(64); n += n < 9 ? 1 : 11)
         for (size_t count : {0, 1, 5, 37})
             for (size_t chunk : {4, 12})
                 for (int channels : {1, 3})

@@ -9,6 +9,7 @@
 
 #include "edge_sim.h"
 #include "topo/search.h"
+#include "sim_ranks.h"
 #include "unit_suites.h"
 
 using namespace loom;
@@ -69,7 +70,7 @@ std::string simulate(const std::vector<TreeNode> trees[2], size_t count, size_t 
 
 START_TEST(double_binary_trees_allreduce) {
     const size_t counts[] = {0, 1, 7, 64, 1000, 4099};
-    for (int n = 1; n <= 64; n += (n < 9 ? 1 : 5)) {
+    for (int n = 1; n <= simRanks(64); n += (n < 9 ? 1 : 5)) {
         std::vector<int> p0, p1;
         topo::binaryTree(n, &p0);
         topo::complementaryTree(n, &p1);
