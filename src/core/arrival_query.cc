@@ -437,7 +437,11 @@ std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint
             std::string list;
             for (int q : ranks[h]) list += (list.empty() ? "" : ", ") + std::to_string(q);
             if (answers[h].refused) {
-                refused += (refused.empty() ? "" : ", ") + list;
+                // named as a dead rank is ("rank 2 ..."), one host at a time
+                const bool many = ranks[h].size() > 1;
+                refused += (refused.empty() ? "" : "; ") + std::string(many ? "ranks " : "rank ") + list +
+                           (many ? " are gone (every address of their host" : " is gone (every address of its host") +
+                           " refused the connection: no process left there)";
                 continue;
             }
             char line[96];
@@ -460,9 +464,7 @@ std::string describeOtherHosts(const ArrivalPeers &peers, uint64_t myBoard, uint
     }
     std::string s;
     if (!dead.empty()) s = "dead (process gone): " + describeRanks(dead);
-    if (!refused.empty())
-        s += (s.empty() ? "" : "; ") + std::string("gone (every address of their host refused the connection: no "
-                                                   "process left there): ranks ") + refused;
+    if (!refused.empty()) s += (s.empty() ? "" : "; ") + refused;
     if (gone) *gone = !dead.empty() || !refused.empty();
     if (!absent.empty()) s += (s.empty() ? "" : "; ") + std::string("did not arrive: ") + describeAbsent(absent, call);
     if (!silent.empty())

@@ -74,7 +74,7 @@ constexpr double kArrivalAskSeconds = 3.0;
 // For a rank whose own board (`myBoard`) shows everyone arrived at call
 // `call`: what the other hosts' boards say. "did not arrive: rank ... entered
 // 4 of 5 calls", "dead (process gone): rank ...", "no answer from the host of
-// ranks 4, 5 within 3 s (...)", "gone (... refused the connection ...)",
+// ranks 4, 5 within 3 s (...)", "rank 4 is gone (... refused the connection ...)",
 // or that every rank arrived. `me`: the asking rank (where each host's
 // questions start). *gone: whether a rank is known gone (dead, or its host
 // refused every connection), which makes the call's error MPI_ERR_PROC_FAILED.
