@@ -73,7 +73,7 @@ typedef struct {
     mca_coll_loom_after_t *after; /* NULL, or what follows the output (above): exec takes it */
     ompi_request_t **req; /* non-blocking: the request to return (coll_loom_request.h); NULL: blocking */
     bool located;         /* in_info / out_info hold where in and out are (queried by the caller in this
-                           * call: flag_latency measured 0.12-0.18 us per driver query) */
+                           * call: a driver query is not free, test/perf/flag_latency) */
     loomPointerInfo_t in_info, out_info;
 } loom_gpu_call_t;
 

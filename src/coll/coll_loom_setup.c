@@ -23,8 +23,8 @@
  *
  * The per-call agreement stays blocking and unbounded: every host-buffer
  * call pays it until a loom communicator exists, and the non-blocking twin
- * costs twice as much (4-byte MAX at 2 ranks, no loom: allreduce 0.64 us,
- * iallreduce + wait 1.34 us). So a rank that never arrives at a
+ * costs about twice as much (docs/performance.md, "Measurements behind the
+ * code"). So a rank that never arrives at a
  * communicator's first device-buffer call is caught only where that call is
  * also the communicator's first collective (the probe).
  */

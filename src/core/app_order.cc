@@ -8,19 +8,20 @@
  * at no cost; but then every later legacy-stream operation of the
  * application waits for every loom kernel in flight: a GEMM launched on the
  * default stream behind an MPI_Iallreduce does not start until the
- * collective ends (overlap_bench -L, 2x H200: 6% of a 64 MiB allreduce
- * hidden), and threads whose collectives run on different communicators
+ * collective ends (test/perf/overlap_bench -L: almost none of a large
+ * allreduce hidden), and threads whose collectives run on different communicators
  * wait on each other through their legacy-stream copies.
  *
  * With LOOM_STREAM_BLOCKING=0 it is a non-blocking stream, and every call's
  * first step (beginCall) orders it explicitly: the legacy stream is asked
- * (cudaStreamQuery, about 1.5 us on the GPU hosts), and only where it still
+ * (cudaStreamQuery, a microsecond or two), and only where it still
  * holds work is an event recorded on it and waited for on loom's stream.
  * Asking first matters: an event recorded on the legacy stream completes
  * only after the earlier work of every blocking stream of the application
  * (cudaStreamCreate's default), which the call must not wait for (an
- * application's NCCL or compute stream). 73-78% of the allreduce hidden,
- * at about 1.4 us more per launched call (2 MiB allreduce, 2 ranks).
+ * application's NCCL or compute stream). Most of the allreduce is hidden
+ * then, at a little more per launched call (docs/performance.md,
+ * LOOM_STREAM_BLOCKING).
  *
  * Invariants: the call's own work goes on loom's stream after this step, so
  * it comes after the legacy work queued before the call; so do the copies

@@ -11,8 +11,8 @@
  * The descriptions travel through the host's shared-memory board
  * (core/desc_board.h, in the arrival board's segment) where every rank has
  * it, else as n - 1 point-to-point messages each way on the MPI PML (the
- * bootstrap's pairwise exchange): 4x H200, 4 ranks, 1 MiB: the PML exchange
- * took 2.9-3.1 us per call, skew included.
+ * bootstrap's pairwise exchange), which costs a few microseconds a call
+ * (docs/performance.md, "Measurements behind the code").
  *
  * Cost per call on a cache hit: two cuPointerGetAttributes, the exchange,
  * one event record; on a miss add cudaIpcGetMemHandle at the owner and

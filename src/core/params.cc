@@ -26,19 +26,18 @@ const Params &params() {
         p.warnAfterSeconds = (double)paramLong("LOOM_WARN_AFTER");
         p.llMaxBytes = paramLong("LOOM_LL_MAX_BYTES") & ~7L;
         p.oneShotMaxBytes = paramLong("LOOM_ONESHOT_MAX_BYTES"); // -1: the measured table (select.cc)
-        // The LL ring is off by default: on 4x H200 it loses to zero-copy and
-        // one-shot LL at every size (contrib/bench/results, ll_ring_fixed);
+        // The LL ring is off by default: it loses to zero-copy and one-shot
+        // LL (docs/performance.md, LOOM_LL_RING_MAX_BYTES);
         // its deadlock at ragged sizes is fixed (device/conn.h: sendCredit).
         p.llRingMaxBytes = paramLong("LOOM_LL_RING_MAX_BYTES");
         p.llSlotBytes = paramLong("LOOM_LL_SLOT_BYTES") & ~255L;
         p.ll128RingMaxBytes = paramLong("LOOM_LL128_MAX_BYTES");
         p.ll128SlotBytes = paramLong("LOOM_LL128_SLOT_BYTES") & ~4095L; // whole 128-byte lines, aligned
         p.treeMaxBytes = paramLong("LOOM_TREE_MAX_BYTES");
-        // Recursive doubling won up to 128 KiB at 2-4 ranks (trees 2x its hops,
-        // rings 2(n-1)x), 4x H200 over ucx/TCP; from 256 KiB the ring won.
+        // Where recursive doubling wins: docs/performance.md, LOOM_RD_MAX_BYTES.
         p.rdMaxBytes = paramLong("LOOM_RD_MAX_BYTES");
-        // An edge hop costs about twice a ring hop across fake hosts (4x H100,
-        // ucx/TCP): see doublingFits in select.cc.
+        // An edge hop costs about twice a ring hop across hosts: see
+        // doublingFits in select.cc.
         p.doubling = (int)paramLong("LOOM_DOUBLING");
         p.edgeSlotBytes = paramLong("LOOM_EDGE_SLOT_BYTES") & ~255L;
         p.netChannels = (int)paramLong("LOOM_NET_NCHANNELS");

@@ -115,10 +115,9 @@ inline void exchangeFifoShape(int n, int channels, size_t edgeSlotBytes, int edg
 }
 
 // Threads per CTA of an exchange or scan whose largest block (bytes one pair
-// moves) is `largest`: small calls on 128 threads, which took 1-3 us off
-// alltoall and scatter at 4 ranks and up to 16 KiB per peer (4x H100:
-// alltoall 25.2 -> 22.9 us, scatter 22.5 -> 21.0 us at 1 KiB); larger ones
-// on LOOM_NTHREADS for bandwidth. A rank's own choice: threads change
+// moves) is `largest`: small calls on 128 threads, which were faster for
+// alltoall and scatter up to 16 KiB per peer (docs/performance.md); larger
+// ones on LOOM_NTHREADS for bandwidth. A rank's own choice: threads change
 // nothing its peers see.
 constexpr size_t kExchangeSmallBlock = 16 << 10;
 inline int exchangeThreads(size_t largest, int ringThreads) {
@@ -128,11 +127,10 @@ inline int exchangeThreads(size_t largest, int ringThreads) {
 // Lanes that copy a rank's own block of `bytes` beside the pairs' rounds
 // (exchange_schedule.h), so that the copy ends with the pairs' traffic
 // (`other` bytes: the larger of what this rank sends to and receives from
-// its peers). Measured on 4x H200 (NV18): one lane copies ~28 GB/s on its
-// GPU, a rank's pairs move ~330 GB/s, so the copy wants ~12 lanes per byte
-// of pair traffic; kSelfLanesPerShare 16 leaves a margin (2 ranks, own
-// block = other: 8 lanes ran at 0.84x NCCL's alltoall at 256 MiB, 16 at
-// 1.14x). At most a pair's channels and the block's chunks of `chunk`, at
+// its peers). One lane copies about a twelfth of what a rank's pairs move
+// (docs/performance.md, "Measurements behind the code"), so the copy wants
+// ~12 lanes per byte of pair traffic; kSelfLanesPerShare 16 leaves a margin
+// (8 lanes lost to NCCL's alltoall at 256 MiB, 16 won). At most a pair's channels and the block's chunks of `chunk`, at
 // least one. A rank's own choice: its peers never see these lanes.
 constexpr int kSelfLanesPerShare = 16;
 inline int exchangeSelfLanes(size_t bytes, size_t other, size_t chunk, int channels) {

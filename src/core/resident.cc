@@ -49,18 +49,16 @@ constexpr int kAnyKey = -1;
 std::atomic<bool> streamWaitBroken{false};
 // Communicators of this process with resident-kernel state (for
 // LOOM_RESIDENT_NONBLOCKING=1, which posts only while this one is the only
-// one). Posting was off by default until 2026-11-29, and on only behind that
-// gate, because with three threads on a
-// communicator each (coll_threads_np2) posting hung in the first iterations
-// (2x H200, 3 of 4 runs; cuda-gdb showed threads inside cudaLaunchKernel, and
-// a launched call queued behind another communicator's waiting kernel).
+// one). Posting was off by default, and on only behind that gate, because
+// with three threads on a communicator each (coll_threads_np2) posting hung
+// in the first iterations (cuda-gdb showed threads inside cudaLaunchKernel,
+// and a launched call queued behind another communicator's waiting kernel).
 // test/perf/queue_sharing then found no stream held up by another's waiting
 // kernel, event wait or cuStreamWaitValue32 on the default 8 connections,
 // only by a kernel's first launch under lazy loading. With kernels loaded up
 // front (device/kernel_load.h) coll_threads with posting on every
-// communicator passed every run on 2x H200 (5 at -t 3 -n 150, 3 at -t 3 -n
-// 2000, 2 at -t 6 -n 500: 4500-14000 calls posted each), so =2 (any number)
-// is the default. CUDA_DEVICE_MAX_CONNECTIONS=1 still makes any waiting
+// communicator passed every run (docs/performance.md,
+// LOOM_RESIDENT_NONBLOCKING), so =2 (any number) is the default. CUDA_DEVICE_MAX_CONNECTIONS=1 still makes any waiting
 // kernel or stream wait hold every stream (docs/routing.md).
 std::atomic<int> residentComms{0};
 

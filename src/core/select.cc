@@ -15,12 +15,9 @@ namespace loom {
 namespace {
 
 // Bytes one rank may move over its links, (n-1) x piece, up to which each
-// one-shot collective beats the ring (4x H100 NV18, 4 ranks, loom-bench):
-// broadcast 13.4-17.8 us vs the ring's 17.3-20.1 up to 256 KiB, 21.7 vs 20.1
-// at 512 KiB; reduce 15.5-18.6 vs 19.7 up to 512 KiB, 25.9 vs 21.3 at 1 MiB;
-// allgather and reduce_scatter 26.7-27.7 vs 34.7-35.2 at 2 MiB in all
-// (512 KiB a piece), 43-44.5 vs 39.5-40.7 at 4 MiB. Ragged calls count their
-// largest block as the piece. LOOM_ONESHOT_MAX_BYTES replaces the table.
+// one-shot collective beats the ring (measured: docs/performance.md,
+// "Measurements behind the code"). Ragged calls count their largest block as
+// the piece. LOOM_ONESHOT_MAX_BYTES replaces the table.
 constexpr size_t kOneShotLinkBytes[kRingNumColls] = {
     0,           // allreduce: LOOM_LL_MAX_BYTES alone decides
     1536 * 1024, // reduce_scatter
@@ -46,17 +43,16 @@ bool oneShotFits(const loomComm *comm, const CallShape &s) {
     return oneShotPieceFits(comm, s.piece, kOneShotLinkBytes[s.coll]);
 }
 
-// Recursive doubling won up to 128 KiB at 2-4 ranks across hosts (trees 2x
-// its hops, rings 2(n-1)x), 4x H200 over ucx/TCP.
+// Recursive doubling (log2 n hops; trees 2x that, rings 2(n-1)) up to
+// LOOM_RD_MAX_BYTES, where it won across hosts (docs/performance.md).
 bool rdFits(const loomComm *comm, const CallShape &s) { return comm->rdReady && s.bytes <= comm->rdMaxBytes; }
 bool treesFit(const loomComm *comm, const CallShape &s) { return comm->treeReady && s.bytes <= comm->treeMaxBytes; }
 
 // The doubling family takes log2(ranks) network hops (one or two more with
 // extras) where the ring takes n - 1; but an edge hop costs about twice a
-// ring hop today (4x H100, every rank a host of its own, ucx over TCP, loom
-// alone: binomial broadcast 27.5 us at 2 levels vs the chain's 20 us at 3
-// hops; at 3 ranks halving's 4 hops 110 us vs the ring's 2 at 55 us), so it
-// runs where it takes fewer than half the ring's hops (from 8 ranks).
+// ring hop today (measured across fake hosts over ucx/TCP:
+// docs/performance.md), so it runs where it takes fewer than half the
+// ring's hops (from 8 ranks).
 // LOOM_DOUBLING=1/0 forces it on/off. Equal blocks only.
 bool doublingFits(const loomComm *comm, const CallShape &s) {
     if (s.ragged || !comm->rdReady || s.bytes > comm->rdMaxBytes || params().doubling == 0) return false;
@@ -68,7 +64,7 @@ bool doublingFits(const loomComm *comm, const CallShape &s) {
     return 2 * hops < comm->nranks - 1;
 }
 
-// The LL ring (off by default: on 4x H200 it won only at 1-4 MiB).
+// The LL ring (off by default: it won only in a narrow band of sizes).
 bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->llRingMaxBytes && s.esize <= 8; }
 
 // The LL128 ring (off by default, LOOM_LL128_MAX_BYTES): NVLink rings only
@@ -113,12 +109,8 @@ const Rule kRules[] = {
 } // namespace
 
 // Link bytes (n-1) x block up to which one-shot runs alltoall, gather and
-// scatter instead of the exchange kernel. 4x H200, 4 ranks, loom-bench, the
-// whole buffer (one-shot vs exchange kernel): alltoall 64 KiB 21.1 vs 23.5
-// us, 1 MiB (768 KiB of link bytes) 25.8 vs 30.6; gather 1 MiB 21.1 vs
-// 24.5; scatter 1 MiB 21.4 vs 25.7; at 4-64 KiB gather and scatter within
-// 1.5 us either way. Not measured past 768 KiB of link bytes: allgather's
-// crossover (1.5 MiB) is kept.
+// scatter instead of the exchange kernel (measured up to 768 KiB of link
+// bytes: docs/performance.md; past that, allgather's crossover is kept).
 constexpr size_t kExchangeOneShotLinkBytes = 1536 * 1024;
 
 bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
@@ -134,8 +126,8 @@ bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
 
 // Gathers: through the root's FIFOs (its peers' SMs write, the root copies
 // locally) below gatherDirectBytes; pushed by the peers' copy engines from
-// copyEngineBytes (4x H200: contrib/bench/results/README.md, 2026-11-27
-// direct_bytes and engines entries; core/engine_copies.h).
+// copyEngineBytes (docs/performance.md, LOOM_GATHER_DIRECT_BYTES and the
+// copy-engine entry; core/engine_copies.h).
 ExchangeKnobs exchangeKnobs() {
     return ExchangeKnobs{(size_t)params().exchangeDirectBytes, (size_t)params().gatherDirectBytes,
                          params().exchangeDirectPush, (size_t)params().exchangeCopyEngineBytes,

@@ -10,8 +10,8 @@
  *
  * Why not cudaMemcpy from the caller's (pageable) memory: it goes through
  * the driver's staging and the legacy stream, and on the GPU hosts a staged
- * 4-byte MPI_Allreduce cost 50-250 us per call that way (2x H200) against
- * 10.6 us for the same call on device buffers.
+ * 4-byte MPI_Allreduce cost many times the same call on device buffers that
+ * way (docs/performance.md, "Measurements behind the code").
  *
  * Invariants: the bounce buffer is the communicator's, used by one copy at a
  * time (the component serialises a communicator's calls and the progress

@@ -22,9 +22,8 @@ struct AlgoModel {
 };
 
 // Fitted by minimising the largest relative error over the measured points
-// (4x H200, NV18; see tuning.h); the per-CTA bandwidths from LOOM_NCHANNELS
-// sweeps at 4 ranks (2026-11-27_h200x4_channels_*: zero-copy on 4 CTAs
-// moves 195 GB/s at 256 MiB, the ring on 8 channels 164 GB/s).
+// (see tuning.h); the per-CTA bandwidths from LOOM_NCHANNELS sweeps at 4
+// ranks (contrib/bench/results/2026-11-27_h200x4_channels_*).
 constexpr AlgoModel kAllReduceModels[] = {
     {kAlgoOneShot, 15.5, 0.5, 222.0, 0.0, true},
     {kAlgoZeroCopy, 17.25, 1.5, 288.0, 48.0, false},

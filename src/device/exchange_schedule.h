@@ -16,8 +16,8 @@
  * pair are in flight. Round 0 is the rank's own block: local copies of its
  * chunks on `selfLanes` lanes of their own after the groups' (chunk i on
  * self lane i % selfLanes), so that it runs beside the pairs' rounds instead
- * of before group 0's (4x H100, 2 ranks, 256 MiB: the copy of the own half
- * took about 100 us ahead of the peer's). Inside a round a channel's send
+ * of before group 0's (ahead of them, it delayed the peers' traffic by the
+ * copy's whole time). Inside a round a channel's send
  * chunks and receive chunks alternate (send c, then receive c), which keeps
  * every FIFO of depth >= 1 moving (the CPU simulator checks it). A pair with
  * nothing to move has no op on either end.
@@ -65,8 +65,8 @@
  * ready, given on entering its round, never on a second kernel. Elsewhere
  * two deferring ends wait for each other's second kernel (the CPU simulator
  * shows the deadlock). Pulled pairs are not deferred: the root's own copy
- * engines reading three peers' blocks moved 200-216 GB/s on 4x H200, 0.46-
- * 0.58x NCCL's gather (core/engine_copies.h).
+ * engines reading its peers' blocks were about half as fast as NCCL's
+ * gather (core/engine_copies.h; docs/performance.md).
  *
  * Copy-engine mode (LOOM_EXCHANGE_COPY_ENGINES=1, alike on every rank): every
  * direct pair of every exchange is pushed and deferred (exchangeDeferAll),

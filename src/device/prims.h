@@ -129,8 +129,8 @@ class Prims {
             // One fence for the CTA's stores: the barrier orders them before
             // this thread's, and a system-scope fence is cumulative (what its
             // thread has observed, through the barrier, lands before the
-            // tail). Every thread fencing is not needed, and costs: the
-            // resident kernel measured 3 us per call for it (contrib/bench/results/README.md).
+            // tail). Every thread fencing is not needed, and costs
+            // microseconds a call on the resident kernel (docs/performance.md).
             if (sc) Proto::fenceSend();
             if (sc) Proto::publish(*sc, sstep, len * sizeof(T), nslots_);
             if (rc) *rc->head = rstep + 1;

@@ -49,8 +49,8 @@ struct ProtoLL128 {
     // kUnroll consecutive lines at a time (its loads all in flight before it
     // looks at any flag), every lane of the warp in every iteration (the
     // votes below need them all). blockDim.x: a multiple of 32. kUnroll 4
-    // measured slower (2x H200, 2 ranks: 32 us against 27 at 64 KiB - 1 MiB)
-    // and no faster from 16 MiB (260 GB/s either way).
+    // measured slower at mid sizes and no faster at large ones
+    // (docs/performance.md, "Measurements behind the code").
     static constexpr int kUnroll = 1;
 
     template <typename T, typename Op>

@@ -64,8 +64,8 @@ class Proxy {
     // A collective enqueued on the GPU will move `steps` more steps on
     // connection `id`: stay awake until they are done. Lock-free while the
     // thread spins (it is on every collective's path: taking the mutex from
-    // the spinning thread cost 18 us a call on a 2-core host); wakes it if
-    // it sleeps.
+    // the spinning thread cost tens of microseconds a call on a 2-core
+    // host); wakes it if it sleeps.
     void post(int id, uint64_t steps);
     // The collective was abandoned (the GPU gave up): forget the steps
     // post() promised on connection `id` and its sends in flight (a peer that

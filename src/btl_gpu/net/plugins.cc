@@ -57,9 +57,9 @@ struct ProxySlot {
 ProxySlot g_proxies[kNumNetPlugins][kMaxProxyThreads];
 
 // One proxy thread per process moves everything where the NIC moves the
-// bytes (ib). Over the ucx plugin the CPU may copy every byte (TCP): one
-// thread topped out at 2.4-3.1 GB/s at 2 ranks on the 4x H200 host where 2 gave
-// 4.8 and 4 gave 7.5, so ucx gets 4 by default. LOOM_PROXY_THREADS overrides.
+// bytes (ib). Over the ucx plugin the CPU may copy every byte (TCP), and
+// bandwidth grew with threads up to 4 (docs/performance.md, "Measurements
+// behind the code"), so ucx gets 4 by default. LOOM_PROXY_THREADS overrides.
 int proxyThreads(const net::NetPlugin *plugin) {
     long v = paramLong("LOOM_PROXY_THREADS");
     if (v == 0) v = strcmp(plugin->name, "ucx") == 0 ? 4 : 1;

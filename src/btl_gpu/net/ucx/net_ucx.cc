@@ -219,10 +219,10 @@ loomResult_t ucxInit() {
     if (!U()) return fail(loomNotSupported, "ucx: libucp.so.0 not available");
     ucp_config_t *cfg;
     // TCP moves a message in segments of TX/RX_SEG_SIZE (8 KiB by default):
-    // with loom's 512 KiB steps, 256 KiB segments doubled the bandwidth over
-    // TCP (4x H200 host, 2 ranks, 4 proxy threads: 2.8 -> 7.5 GB/s). Unless
-    // the user chose. Set in the environment (not with ucp_config_modify,
-    // which did not reach the TCP transport of UCX 1.16 in that measurement)
+    // with loom's 512 KiB steps, 256 KiB segments more than doubled the
+    // bandwidth over TCP (docs/performance.md, "Measurements behind the
+    // code"). Unless the user chose. Set in the environment (not with
+    // ucp_config_modify, which did not reach the TCP transport of UCX 1.16)
     // before UCX reads it; once, on the thread creating loom's first network
     // communicator.
     for (const char *name : {"UCX_TCP_TX_SEG_SIZE", "UCX_TCP_RX_SEG_SIZE"})
