@@ -1,8 +1,9 @@
 /* The largest element count of a matrix test: its own default, or
  * LOOM_TEST_LARGE_COUNT where that is set and larger than 1023 (the next
- * count down). A sanitizer build's make check sets it smaller (Makefile.am):
- * the instrumented host-side fills and checks of 2^20 elements per call were
- * most of that stage's MPI time, and memory errors show at any size. */
+ * count down). `make check` sets it smaller (Makefile.am; `make check-full`
+ * and the GPU suite run the default): the host-side fills and checks of
+ * 2^20 elements per call were most of the suite's MPI time, most of all
+ * under the sanitizers. */
 #ifndef LOOM_TEST_LARGE_COUNT_H
 #define LOOM_TEST_LARGE_COUNT_H
 

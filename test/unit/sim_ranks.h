@@ -1,8 +1,8 @@
-// How many ranks the schedule simulators go up to. They are pure logic and
-// cover every size up to 64-70 ranks in a plain build; a sanitizer build's
-// `make check` sets LOOM_TEST_SIM_RANKS (Makefile.am), and there they stop at
-// that many ranks: the same code paths, at a fraction of the instrumented
-// cost (the simulators were most of the sanitizer stage's time).
+// How many ranks the schedule simulators go up to: every size up to 64-70
+// ranks, or LOOM_TEST_SIM_RANKS where that is set above 0. `make check` sets
+// it to 16 (Makefile.am; `make check-full` runs every size): the same code
+// paths at a fraction of the time (the simulators were the unit suite's
+// longest part, and most of the sanitizer stage's).
 #pragma once
 
 #include <cstdlib>
