@@ -20,7 +20,7 @@ struct CudaDriver {
     // NIC registers with ibv_reg_dmabuf_mr (GPUDirect RDMA without nvidia-peermem).
     CUresult (*cuMemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);
     // Optional: a stream waits, on the GPU, for a 32-bit word to reach a
-    // value (the resident kernel's `done`, core/resident.h).
+    // value (the resident kernel's `done`, core/stream/resident.h).
     CUresult (*cuStreamWaitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 };
 

@@ -2,7 +2,7 @@
  * Reading one tunable of the parameter table (param_table.h) from its LOOM_*
  * environment variable (the component maps its coll_loom_* MCA parameters
  * onto the same names). The parsed set the runtime runs with is core's
- * (core/params.h).
+ * (core/comm/params.h).
  */
 #pragma once
 

@@ -42,7 +42,7 @@ const loomParamDef kParams[] = {
     {"rings", "LOOM_RINGS", LOOM_PARAM_STRING, 0, 0, 0, "from topology",
      "Ring orders instead of the topology's, / between rings (0,1,2,3/0,3,2,1); channel c runs on ring c % rings; "
      "applies to communicators of as many ranks as each ring lists; set it alike on every rank"},
-    // waiting (device/wait.h, core/watchdog.h)
+    // waiting (device/wait.h, core/ras/watchdog.h)
     {"timeout", "LOOM_TIMEOUT", LOOM_PARAM_INT, 0, 0, 86400, "0 (none)",
      "Seconds any wait may last, for a late rank too, before the call fails with an error naming who did not "
      "arrive (0: no bound: a late rank is waited for, as MPI does)"},
@@ -132,7 +132,7 @@ const loomParamDef kParams[] = {
      "1: loom's stream is a blocking stream: calls order after the application's legacy-stream work by themselves, "
      "and the application's later legacy-stream work waits for every loom kernel in flight (default-stream compute "
      "does not overlap a non-blocking collective); 0: a non-blocking stream that asks the legacy stream at every "
-     "call and waits for its earlier work through an event where it has some (core/app_order.cc): overlap as "
+     "call and waits for its earlier work through an event where it has some (core/stream/app_order.cc): overlap as "
      "NCCL's, a little more host time per launched call"},
     {"stream_priority", "LOOM_STREAM_PRIORITY", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: loom's stream at the device's greatest priority, so that its kernels' CTAs are dispatched before those of "

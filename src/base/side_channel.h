@@ -9,7 +9,7 @@
  *  - then stops listening: it accepts one connection in its life, so a
  *    replayed hello afterwards finds no listener (a serving listener, made
  *    with once = false, keeps listening and hands back every proved one:
- *    for read-only queries, core/arrival_query.h);
+ *    for read-only queries, core/ras/arrival_query.h);
  *  - closes everything else that connects without acting on it: garbage, a
  *    wrong secret, magic, version or size, a hello truncated or stalled past
  *    its deadline. Up to kSidePending handshakes are read at once; beyond

@@ -4,7 +4,7 @@
  * returns a pending request; Open MPI's progress engine completes it when a
  * progress callback sees the stream get past the mark (loomCommTest, which
  * never blocks); a rank whose buffers were staged (host memory) gets its
- * output copied back then (core/stage_async.cc). One communicator's requests
+ * output copied back then (core/stage/stage_async.cc). One communicator's requests
  * complete in issue order, whatever thread progresses: those on its stream,
  * those of staged calls (which follow the previous module's request) and
  * those of calls that finished inside, of kept calls, and started

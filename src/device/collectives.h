@@ -72,7 +72,7 @@ struct LocalReduceArgs {
 cudaError_t launchLocalReduce(const LocalReduceArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream);
 
 // Load every instance of each file's kernels without running them
-// (device/kernel_load.h says why; core/kernel_load.cc calls them).
+// (device/kernel_load.h says why; core/comm/kernel_load.cc calls them).
 cudaError_t loadRingKernels(KernelLoad *l);
 cudaError_t loadEdgeKernels(KernelLoad *l);
 cudaError_t loadExchangeKernels(KernelLoad *l);

@@ -66,7 +66,7 @@
  * two deferring ends wait for each other's second kernel (the CPU simulator
  * shows the deadlock). Pulled pairs are not deferred: the root's own copy
  * engines reading its peers' blocks were about half as fast as NCCL's
- * gather (core/engine_copies.h; docs/performance.md).
+ * gather (core/enqueue/engine_copies.h; docs/performance.md).
  *
  * Copy-engine mode (LOOM_EXCHANGE_COPY_ENGINES=1, alike on every rank): every
  * direct pair of every exchange is pushed and deferred (exchangeDeferAll),

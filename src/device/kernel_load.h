@@ -11,7 +11,7 @@
  * peer rank, whose first launch of another kernel waits the other way
  * round: both ranks stay inside cudaLaunchKernel for ever (coll_threads_np2
  * hung so in its first iterations). cudaFuncGetAttributes loads a kernel
- * without running it; core/kernel_load.cc calls the loaders below once per
+ * without running it; core/comm/kernel_load.cc calls the loaders below once per
  * device, when its first communicator is made, before any loom kernel runs
  * in this process on that device.
  */

@@ -1,5 +1,5 @@
 /*
- * The resident kernel (resident_coll.cu, core/resident.cc): one kernel per
+ * The resident kernel (resident_coll.cu, core/stream/resident.cc): one kernel per
  * communicator that stays on the GPU between small one-shot calls and takes
  * each call from a mailbox in host memory, so a blocking call costs no
  * launch. Shared by host (core) and device code.

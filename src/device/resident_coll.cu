@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 if (blockIdx.x == 0)
                     *(volatile unsigned long long *)&dev->published = (unsigned long long)kResidentGone << 32;
                 // `done` all the same, after the abort words: loom's stream
-                // may wait for it (a pending call, core/resident.h); the
+                // may wait for it (a pending call, core/stream/resident.h); the
                 // host reads the abort words before it trusts a call done.
                 __threadfence_system();
                 r.host->done = seq;

@@ -1,6 +1,6 @@
 /*
  * MPI_Scan and MPI_Exscan along a chain in rank order, over the all-peer
- * connections (core/peer_conns.h: connection q x channels + c leads to rank
+ * connections (core/connect/peer_conns.h: connection q x channels + c leads to rank
  * q). Rank r receives the prefix of ranks 0..r-1 from r - 1, chunk by chunk,
  * and passes the prefix through r on to r + 1:
  *

@@ -3,7 +3,7 @@
  * spin, then back off with __nanosleep. A peer that is only late (still on
  * the host before the call, or its GPU busy with earlier work) is waited for
  * without limit, as MPI and NCCL do. A wait ends early only when
- *  - the host's watchdog cancels the call (core/watchdog.h: a peer's process
+ *  - the host's watchdog cancels the call (core/ras/watchdog.h: a peer's process
  *    died, or its host is gone): words->cancel != 0;
  *  - it is stuck: silent for stuckCycles counted from the moment every rank
  *    of the communicator had started this call on its GPU (words->allStarted

@@ -1,6 +1,6 @@
 /*
  * The zero-copy allreduce's launch arguments (zerocopy_schedule.h), shared by
- * host (core/enqueue_zerocopy.cc) and device (zerocopy_coll.cu).
+ * host (core/enqueue/enqueue_zerocopy.cc) and device (zerocopy_coll.cu).
  */
 #pragma once
 
@@ -34,7 +34,7 @@ struct ZeroCopyArgs {
     uint64_t call;    // >= 1, counted alike on every rank
     WaitLimit wait; // how its waits may end (device/wait.h)
     volatile int *abortFlag; // conn.h's AbortWord
-    // LOOM_PROFILE (core/zerocopy_profile.h): CTA 0's %globaltimer at its
+    // LOOM_PROFILE (core/enqueue/zerocopy_profile.h): CTA 0's %globaltimer at its
     // start, arrive seen, range moved, done seen (mapped host memory); null: off.
     uint64_t *stamps;
 };

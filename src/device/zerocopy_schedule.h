@@ -1,6 +1,6 @@
 /*
  * Zero-copy allreduce inside a host (every pair of GPUs maps the other's
- * memory): each rank maps its peers' *user* buffers (core/direct_buffers.h,
+ * memory): each rank maps its peers' *user* buffers (core/ipc/direct_buffers.h,
  * described per call) and reduces straight from them; no FIFO, no staging.
  * Compiled for host and device: the kernel (zerocopy_coll.cu) follows it,
  * the host sizes the launch with it, and the CPU simulator

@@ -38,7 +38,7 @@ loomResult_t loomCommStageIn(loomComm_t comm, void *scratch, const void *src, si
 loomResult_t loomCommStageOut(loomComm_t comm, void *dst, const void *scratch, size_t bytes);
 
 /* The same for a call that must not block (MPI's non-blocking collectives;
- * core/stage_async.cc): loomStagedCreate gives the call a device buffer of
+ * core/stage/stage_async.cc): loomStagedCreate gives the call a device buffer of
  * its own (*staged = NULL where none can be had: stage inside the call as
  * above); loomStagedIn copies into it, finished on return, without waiting
  * for loom's stream; loomStagedOut records a copy back to the caller's

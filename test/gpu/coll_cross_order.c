@@ -237,7 +237,7 @@ int main(int argc, char **argv)
     }
     ++round;
     { /* direct-pair alltoalls on B, each on a new input once the cache is full, crossed with iallreduce on A */
-        /* kept: core/direct_buffers.h's kMappedPerPeer; the mpitest checks that evictions happened */
+        /* kept: core/ipc/direct_buffers.h's kMappedPerPeer; the mpitest checks that evictions happened */
         enum { kept = 8, crossings = 3 };
         const size_t total = direct_block * np;
         float *ins[kept + crossings], *out = dalloc(total * sizeof(float));

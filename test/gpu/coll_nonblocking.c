@@ -251,7 +251,7 @@ static void exchanges(MPI_Comm comm)
  * displacements all different: a table overwritten before its upload was
  * done would move the wrong blocks. Allgatherv's blocks exceed one-shot's
  * slots (1 MiB), so the ring runs with uploaded block tables
- * (core/pinned_uploads.h); at these rank counts alltoallv's tables ride in
+ * (core/stream/pinned_uploads.h); at these rank counts alltoallv's tables ride in
  * the launch (kExchangeInlineWords), and test/gpu/pinned_uploads checks the
  * slots directly. The gaps between blocks hold a sentinel that must stay.
  * Counts and displacements stay untouched until the Waitall (MPI's rule). */
@@ -469,7 +469,7 @@ static void derived_type(MPI_Comm comm)
 
 /* busy: bytes of a memset queued on the legacy stream first, so that the
  * stream still holds work when the call enters (the event path of
- * LOOM_STREAM_BLOCKING=0, core/app_order.cc). */
+ * LOOM_STREAM_BLOCKING=0, core/stream/app_order.cc). */
 static void stream_order(MPI_Comm comm, size_t busy)
 {
     const size_t n = (1u << 20) + 7; /* ints */

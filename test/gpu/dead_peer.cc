@@ -5,7 +5,7 @@
 // allgather over shared memory, create a communicator and run 64 MiB
 // allreduces back to back. Once every rank has finished a few, the launcher
 // kills the last rank with SIGKILL. With loom's default settings (no
-// LOOM_TIMEOUT: the watchdog, core/watchdog.h, finds the death) every
+// LOOM_TIMEOUT: the watchdog, core/ras/watchdog.h, finds the death) every
 // survivor's loomCommWait must return loomProcFailed within 5 s whose
 // message names the dead rank; loomCommDestroy must then return (within
 // 35 s), and no shared-memory object of the job may be left in /dev/shm.
@@ -14,8 +14,8 @@
 //   host shared memory); net: every rank a host of its own
 //   (LOOM_FAKE_NODES=1, ucx over loopback TCP); hosts: net with an arrival
 //   board per pretend host (LOOM_ARRIVAL_PER_HOST=1), so the survivors name
-//   the victim from its host's silence (core/arrival_query.h); resident: p2p with 16 KiB
-//   allreduces, which the resident kernel runs on 4 CTAs (core/resident.h).
+//   the victim from its host's silence (core/ras/arrival_query.h); resident: p2p with 16 KiB
+//   allreduces, which the resident kernel runs on 4 CTAs (core/stream/resident.h).
 // Exit status 0: passed, 77: skipped (fewer than 2 GPUs), else failed.
 #include <atomic>
 #include <cerrno>

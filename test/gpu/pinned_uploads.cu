@@ -1,4 +1,4 @@
-// core/pinned_uploads.h on a GPU, without MPI: a kernel holds the stream so
+// core/stream/pinned_uploads.h on a GPU, without MPI: a kernel holds the stream so
 // that every upload stays pending; each upload must take a slot of its own
 // (a slot reused before its copy ran would send a later table), past
 // kMaxSlots they go from pageable memory, and once the stream drains every
@@ -11,7 +11,7 @@
 
 #include <cuda_runtime.h>
 
-#include "core/pinned_uploads.h"
+#include "core/stream/pinned_uploads.h"
 
 __global__ void spin(volatile int *release) {
     while (*release == 0) {}

@@ -1,4 +1,4 @@
-/* The resident kernel (core/resident.h) through MPI: blocking small calls on
+/* The resident kernel (core/stream/resident.h) through MPI: blocking small calls on
  * device buffers, each checked element by element against a host reference,
  * with what may meet the kernel between them:
  *  - reductions of other types and ops (the kernel leaves for another

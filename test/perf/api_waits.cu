@@ -10,7 +10,7 @@
 // calls that wait are checked again with the kernel on a non-blocking
 // stream. Last, without a kernel: whether a child's new allocation over the
 // range of one still mapped here can be mapped before the old mapping is
-// closed (core/direct_buffers.cc closes it first).
+// closed (core/ipc/direct_buffers.cc closes it first).
 //   api_waits
 #include <atomic>
 #include <chrono>

@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
            "with a kernel running on another stream: %.2f, %.2f, %.2f us\n",
            query[0][0], query[0][1], query[0][2], query[1][0], query[1][1], query[1][2]);
     // What ordering a non-blocking stream after the legacy stream's work
-    // costs a call (core/app_order.cc): an event recorded on the legacy
+    // costs a call (core/stream/app_order.cc): an event recorded on the legacy
     // stream and waited for on the non-blocking one, the legacy stream idle.
     cudaEvent_t mark;
     cudaEventCreateWithFlags(&mark, cudaEventDisableTiming);

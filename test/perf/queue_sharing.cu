@@ -10,7 +10,7 @@
 //           wait for a posted call)
 //   value   stream 0 waits (cuStreamWaitValue32) for a word in host memory
 //           that the host sets on release (the resident kernel's posted
-//           calls: core/resident.cc)
+//           calls: core/stream/resident.cc)
 //   lazy    spin alone, and the other streams' kernel is one never launched
 //           before: under CUDA's lazy loading its first launch loads it,
 //           which synchronizes the device (device/kernel_load.h); every

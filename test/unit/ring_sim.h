@@ -34,7 +34,7 @@ struct Case {
     std::vector<int> order; // rank at each ring position (empty: identity)
     std::vector<size_t> counts, displs; // ragged blocks (reduce_scatter, allgather); empty: equal
     std::vector<size_t> walkCounts;     // mutations: the counts the walk uses instead (the reference keeps counts)
-    // Several rings (core/ring_link.h): channel ch runs on rings[ch % size],
+    // Several rings (core/connect/ring_link.h): channel ch runs on rings[ch % size],
     // each an order of the ranks; empty: every channel on `order`.
     std::vector<std::vector<int>> rings = {};
     bool walkFirstRing = false; // mutation: every channel's walk takes its positions from the first ring

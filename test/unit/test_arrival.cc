@@ -1,4 +1,4 @@
-// The arrival board (src/core/arrival.h) between two processes: created
+// The arrival board (src/core/ras/arrival.h) between two processes: created
 // 0600, opened by another process, unlinked with both still mapped; the
 // slots say who entered how many calls, a rank behind is named, and so is
 // one whose process is gone.
@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/arrival.h"
+#include "core/ras/arrival.h"
 #include "unit_suites.h"
 
 using namespace loom;

@@ -1,4 +1,4 @@
-// Questions about another host's arrival board (src/core/arrival_query.h),
+// Questions about another host's arrival board (src/core/ras/arrival_query.h),
 // on loopback: a rank behind is named from its host's answer, then as dead
 // once its process is gone; a host reached through its second rank when the
 // first is gone; a wrong communicator tag or secret gets no answer; a fuzzer
@@ -17,7 +17,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "core/arrival_query.h"
+#include "core/ras/arrival_query.h"
 #include "side_fuzz.h"
 #include "unit_suites.h"
 

@@ -1,4 +1,4 @@
-// The descriptor board (src/core/desc_board.h) between processes: three
+// The descriptor board (src/core/ipc/desc_board.h) between processes: three
 // forked ranks run thousands of exchanges over one shared mapping, with
 // random pauses so that ranks run ahead of each other; every record read is
 // the one its rank posted for that exchange. A rank that never posts is
@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "core/desc_board.h"
-#include "core/watchdog.h"
+#include "core/ipc/desc_board.h"
+#include "core/ras/watchdog.h"
 #include "unit_suites.h"
 
 using namespace loom;

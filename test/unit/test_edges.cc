@@ -1,5 +1,5 @@
 // Edges of the small-message algorithms as the connection set-up sees them
-// (core/connect_tree.cc, core/connect_rd.cc): each rank's edge slots and the
+// (core/connect/connect_tree.cc, core/connect/connect_rd.cc): each rank's edge slots and the
 // slot its peer uses for the same edge. The two ends of an edge must name
 // each other — in the same tree, one as parent and the other as child; in
 // the same recursive-doubling step — else a rank writes a FIFO its peer
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/connect.h"
+#include "core/connect/connect.h"
 #include "topo/search.h"
 #include "unit_suites.h"
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/peer_conns.h"
+#include "core/connect/peer_conns.h"
 #include "device/exchange_schedule.h"
 #include "sched_sim.h"
 #include "sim_ranks.h"
@@ -490,7 +490,7 @@ START_TEST(pairs_meet_in_one_round_on_both_ends) {
 END_TEST
 
 START_TEST(all_peer_fifos_stay_within_budget) {
-    // core/peer_conns.h: channels and slot shapes per rank count, for every
+    // core/connect/peer_conns.h: channels and slot shapes per rank count, for every
     // channel cap LOOM_EXCHANGE_CHANNELS allows.
     for (int cap = 1; cap <= kMaxExchangeChannels; cap += cap < 16 ? 15 : 16)
         for (int n = 2; n <= 8192; n += n < 80 ? 1 : n / 8) {
@@ -521,7 +521,7 @@ START_TEST(all_peer_fifos_stay_within_budget) {
 END_TEST
 
 START_TEST(self_lanes_follow_the_own_share) {
-    // core/peer_conns.h: the own block's lanes grow with its share of the
+    // core/connect/peer_conns.h: the own block's lanes grow with its share of the
     // pair traffic, within [1, channels] and the block's chunks.
     const size_t MiB = 1 << 20, chunk = 128 * 1024;
     ck_assert_int_eq(exchangeSelfLanes(128 * MiB, 128 * MiB, chunk, 32), 16);        // 2 ranks, alltoall

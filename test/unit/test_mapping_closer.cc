@@ -1,4 +1,4 @@
-// The closer of core/mapping_closer.h with a close of the test's own (no
+// The closer of core/ipc/mapping_closer.h with a close of the test's own (no
 // GPU): closes run once each, in posting order, off the posting thread; a
 // close not started can be taken back and then never runs; waitClosed
 // returns only once a running close is done; the newest `keep` closes wait
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/mapping_closer.h"
+#include "core/ipc/mapping_closer.h"
 #include "unit_suites.h"
 
 using namespace loom;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/param_table.h"
-#include "core/params.h"
+#include "core/comm/params.h"
 #include "unit_suites.h"
 
 using namespace loom;

@@ -1,12 +1,12 @@
-// The selection table (src/core/select.cc) on communicators of known shape:
+// The selection table (src/core/select/select.cc) on communicators of known shape:
 // one host with every peer mapped, ranks spanning hosts at 3, 4, 8 and 16
 // ranks, LL thresholds at their defaults. Each case is the algorithm the
 // measurements behind the table call for.
 #include <cstring>
 
-#include "core/params.h"
-#include "core/select.h"
-#include "core/tuning.h"
+#include "core/comm/params.h"
+#include "core/select/select.h"
+#include "core/select/tuning.h"
 #include "device/oneshot_args.h"
 #include "device/ring_schedule.h"
 #include "unit_suites.h"
@@ -176,7 +176,7 @@ START_TEST(loom_nchannels_fixes_the_count) {
 END_TEST
 
 // Allreduce inside a host where every algorithm may run: the time model
-// (core/tuning.h) picks one-shot LL, then zero-copy, then the ring, at the
+// (core/select/tuning.h) picks one-shot LL, then zero-copy, then the ring, at the
 // crossovers measured on 4x H200 (contrib/bench/results/2026-11-27_h200x4_
 // model_*.csv: at 4 ranks one-shot still won at 128 KiB and zero-copy at 256
 // KiB; zero-copy at 16 MiB and the ring at 64 MiB; at 2 ranks zero-copy at

@@ -1,4 +1,4 @@
-// The allreduce time model (src/core/tuning.h) against the measurements it
+// The allreduce time model (src/core/select/tuning.h) against the measurements it
 // was fitted to (contrib/bench/results/2026-11-27_h200x4_model_*.csv: loom
 // alone, each algorithm forced, 2-4 ranks, 8 B - 1 GiB): every prediction
 // within 25% of the measured time, on the sizes' CTAs or a fixed number of
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "base/cuda_driver.h"
-#include "core/params.h"
-#include "core/select.h"
-#include "core/tuning.h"
+#include "core/comm/params.h"
+#include "core/select/select.h"
+#include "core/select/tuning.h"
 #include "device/ring_schedule.h"
 #include "unit_suites.h"
 

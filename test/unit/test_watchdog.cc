@@ -1,6 +1,6 @@
 // A late rank is waited for, a stuck or dead one is not: the rule every
 // kernel wait follows (device/wait.h: waitCheck), the watchdog's rule
-// (core/watchdog.h: watchRules), and the watchdog thread itself on a
+// (core/ras/watchdog.h: watchRules), and the watchdog thread itself on a
 // communicator whose arrival board names a live and a dead process.
 #include <cstring>
 #include <string>
@@ -8,9 +8,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "core/arrival.h"
-#include "core/comm.h"
-#include "core/watchdog.h"
+#include "core/ras/arrival.h"
+#include "core/comm/comm.h"
+#include "core/ras/watchdog.h"
 #include "unit_suites.h"
 
 using namespace loom;

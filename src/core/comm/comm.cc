@@ -1,0 +1,752 @@
+/*
+ * Communicator life cycle: unique id, peer exchange over the caller's
+ * bootstrap (MPI in the component), ring connections over p2p, teardown.
+ */
+#include "core/comm/comm.h"
+#include "core/stream/pinned_uploads.h"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <sched.h>
+#include <unistd.h>
+#include <vector>
+
+#include "base/debug.h"
+#include "core/ras/watchdog.h"
+#include "core/ras/arrival_query.h"
+#include "base/bootstrap.h"
+#include "core/connect/peer_conns.h"
+#include "core/enqueue/enqueue_zerocopy.h"
+#include "device/zerocopy_schedule.h"
+#include "core/connect/connect.h"
+#include "core/comm/kernel_load.h"
+#include "core/comm/params.h"
+#include "btl_gpu/net/net_transport.h"
+#include "core/comm/topology.h"
+
+using namespace loom;
+
+namespace {
+
+uint64_t fnv1a(const std::string &s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+// Same value for every process of one OS instance (hostname + boot id);
+// computed once per process.
+uint64_t hostHash() {
+    static const uint64_t h = [] {
+        char host[256] = "";
+        gethostname(host, sizeof(host) - 1);
+        std::string id = host;
+        std::ifstream boot("/proc/sys/kernel/random/boot_id");
+        std::string b;
+        if (boot >> b) id += b;
+        return fnv1a(id);
+    }();
+    return h;
+}
+
+// The host this rank counts as. LOOM_FAKE_NODES splits one box into
+// pretend hosts so the net transport can be tested there: 1 makes every
+// process a host of its own (every ring connection crosses hosts); k >= 2
+// groups GPUs by CUDA index / k (rings with p2p inside a group, net between).
+uint64_t rankHostHash(int cudaDev) {
+    const int k = params().fakeNodes;
+    if (k <= 0) return hostHash();
+    std::string part = k == 1 ? ":pid" + std::to_string(getpid()) : ":gpus" + std::to_string(cudaDev / k);
+    static std::once_flag once;
+    std::call_once(once, [&] {
+        LOOM_INFO(kInit, "LOOM_FAKE_NODES=%d: this process (pid %d, GPU %d) counts as host '%s'", k, (int)getpid(),
+                  cudaDev, part.c_str() + 1);
+    });
+    return fnv1a(std::to_string(hostHash()) + part);
+}
+
+#define CUDA_TRY(call, what)                                                                         \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess)                                                                       \
+            return fail(loomUnhandledCudaError, "rank %d GPU %d: %s: %s", comm->rank, comm->cudaDev, \
+                        what, cudaGetErrorString(e_));                                               \
+    } while (0)
+
+// Phase 1, local: the GPU, loom's stream, the abort flag.
+loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
+    const Params &p = params();
+    CUDA_TRY(cudaSetDevice(comm->cudaDev), "cudaSetDevice");
+    if (loomResult_t r = loadDeviceKernels(comm->rank, comm->cudaDev)) return r;
+    CUDA_TRY(cudaDeviceGetPCIBusId(me->busId, sizeof(me->busId), comm->cudaDev), "cudaDeviceGetPCIBusId");
+    memcpy(comm->busId, me->busId, sizeof(comm->busId));
+    // A blocking stream: loom's kernels are ordered after the application's
+    // work on the legacy default stream (cudaMemset, pageable cudaMemcpy whose
+    // DMA may still run when the call returns), as CUDA-aware MPI users
+    // expect. LOOM_STREAM_BLOCKING=0: a non-blocking one, which each call
+    // orders so explicitly (core/stream/app_order.cc).
+    int least = 0, greatest = 0;
+    if (p.streamPriority) CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
+    comm->streamBlocking = p.streamBlocking != 0;
+    CUDA_TRY(cudaStreamCreateWithPriority(&comm->stream, comm->streamBlocking ? cudaStreamDefault : cudaStreamNonBlocking,
+                                          p.streamPriority ? greatest : 0),
+             "cudaStreamCreate");
+    CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, kAbortWords * sizeof(int), cudaHostAllocMapped),
+             "cudaHostAlloc");
+    for (int k = 0; k < kAbortWords; ++k) comm->abortFlag[k] = 0;
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->abortFlagDev, (void *)comm->abortFlag, 0),
+             "cudaHostGetDevicePointer");
+    CUDA_TRY(cudaHostAlloc((void **)&comm->watch, sizeof(WatchWords), cudaHostAllocMapped), "cudaHostAlloc");
+    memset((void *)comm->watch, 0, sizeof(WatchWords));
+    WatchWords *watchDev = nullptr;
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&watchDev, (void *)comm->watch, 0), "cudaHostGetDevicePointer");
+    int clockKHz = 0;
+    CUDA_TRY(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, comm->cudaDev), "clock rate");
+    const double cyclesPerSecond = clockKHz * 1000.0;
+    comm->waitLimit.hardCycles = (unsigned long long)(p.timeoutSeconds * cyclesPerSecond);
+    comm->waitLimit.stuckCycles = (unsigned long long)(p.stuckSeconds * cyclesPerSecond);
+    comm->waitLimit.reportCycles = (unsigned long long)(kStallReportSeconds * cyclesPerSecond);
+    comm->waitLimit.words = watchDev;
+    return loomSuccess;
+}
+
+// Another process on this GPU, seen by any communicator of this process (two
+// communicators may each hold one process per GPU while the GPU has two).
+std::atomic<bool> gpuSharedSeen{false};
+void noteGpuShared() { gpuSharedSeen = true; }
+
+} // namespace
+
+namespace loom {
+bool gpuSharedInProcess() { return gpuSharedSeen.load(); }
+} // namespace loom
+
+namespace {
+
+// Phase 2, collective and deterministic: ring neighbours and channel count.
+loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const RankIdentity &me) {
+    std::vector<RankIdentity> ids(comm->nranks);
+    if (bs->allgather(bs->ctx, &me, ids.data(), sizeof(me)) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of GPU identities failed", comm->rank);
+    topo::Graphs g;
+    std::vector<RingNics> nics;
+    loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic, &nics);
+    if (r != loomSuccess) return r;
+    for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
+    for (int q = 0; q < comm->nranks; ++q)
+        comm->gpuShared |= q != comm->rank && ids[q].hostHash == me.hostHash && strcmp(ids[q].busId, me.busId) == 0;
+    if (comm->gpuShared) noteGpuShared();
+    // The same graphs on every rank: every rank decides alike.
+    comm->intraNvlink = !comm->spansHosts && g.intraType <= topo::PathType::Nvl;
+    comm->trees[0] = g.trees[0];
+    comm->trees[1] = g.trees[1];
+    std::vector<std::vector<int>> orders;
+    for (const topo::Ring &ring : g.rings) orders.push_back(ring.ranks);
+    if (const char *given = paramString("LOOM_RINGS")) { // agreed across ranks with the FIFO geometry
+        std::vector<std::vector<int>> mine;
+        std::string why;
+        if (parseRingOrders(given, comm->nranks, &mine, &why)) {
+            orders = mine;
+            // The topology vouched for its own rings' links only: a given
+            // order may cross PCIe, where LL128's lines could tear.
+            comm->intraNvlink = false;
+            nics.assign(orders.size(), RingNics{});
+            if (comm->rank == 0) LOOM_INFO(kGraph, "LOOM_RINGS: %zu ring(s) instead of the topology's", orders.size());
+        } else if (comm->rank == 0) {
+            LOOM_INFO(kGraph, "LOOM_RINGS not used on this communicator of %d ranks (%s): the topology's rings",
+                      comm->nranks, why.c_str());
+        }
+    }
+    int ch = params().maxChannels > 0 ? params().maxChannels : g.channels;
+    if (comm->spansHosts) {
+        // Across hosts a channel is a network connection, each with its own
+        // FIFOs; hosts without a known NIC (sockets, fake nodes) get 4.
+        if (params().netChannels > 0) ch = params().netChannels;
+        else if (params().maxChannels <= 0) ch = g.ringBw > 0 ? g.channels : 4;
+        ch = ch > kMaxNetChannels ? kMaxNetChannels : ch;
+    }
+    comm->maxChannels = ch < 1 ? 1 : ch > kMaxChannels ? kMaxChannels : ch;
+    // Channel c runs on ring c % nrings: rings beyond the channel count go unused.
+    const int nr = (int)orders.size() < comm->maxChannels ? (int)orders.size() : comm->maxChannels;
+    comm->rings.assign((size_t)nr, RingLink{});
+    int handles = 0;
+    for (int k = 0; k < nr; ++k) {
+        RingLink &ring = comm->rings[k];
+        ring.order = orders[k];
+        const int n = (int)ring.order.size();
+        ring.posOf.assign((size_t)comm->nranks, 0);
+        for (int i = 0; i < n; ++i) ring.posOf[ring.order[i]] = i;
+        ring.pos = ring.posOf[comm->rank];
+        ring.next = ring.order[(ring.pos + 1) % n];
+        ring.prev = ring.order[(ring.pos + n - 1) % n];
+        ring.nchannels = (comm->maxChannels - k + nr - 1) / nr;
+        ring.handleBase = handles;
+        handles += ring.nchannels;
+        ring.recvNic = nics[k].recv.empty() ? comm->nic : nics[k].recv;
+        ring.sendNic = nics[k].send.empty() ? comm->nic : nics[k].send;
+    }
+    return loomSuccess;
+}
+
+// Phase 3, local: FIFO sizes and this rank's region.
+loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
+    const Params &p = params();
+    comm->nslots = p.nslots;
+    comm->slotBytes = (size_t)p.slotBytes;
+    comm->channelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->slotBytes;
+    comm->llMaxBytes = comm->nranks <= kMaxOneShotRanks ? (size_t)p.llMaxBytes : 0;
+    comm->llSlotBytes = (llBytes(comm->llMaxBytes) + 255) / 256 * 256;
+    comm->llOffset = (size_t)comm->maxChannels * comm->channelBytes;
+    // The LL ring is not carried by the proxy: off on every rank when the
+    // ranks span hosts — decided here, before the region's layout, which the
+    // edge FIFOs' offset must not depend on LOOM_LL_SLOT_BYTES through.
+    comm->llRingMaxBytes = comm->spansHosts ? 0 : (size_t)p.llRingMaxBytes;
+    comm->llRingSlotBytes = (size_t)p.llSlotBytes;
+    comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
+    comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
+    // LL128 likewise (its FIFOs in this region only: never in host memory).
+    comm->ll128RingMaxBytes = comm->spansHosts || !comm->intraNvlink ? 0 : (size_t)p.ll128RingMaxBytes;
+    comm->ll128RingSlotBytes = (size_t)p.ll128SlotBytes;
+    comm->ll128RingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->ll128RingSlotBytes;
+    comm->ll128RingOffset =
+        comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
+    comm->edgeOffset = comm->ll128RingOffset +
+                       (comm->ll128RingMaxBytes ? (size_t)comm->maxChannels * comm->ll128RingChannelBytes : 0);
+    // Edge FIFOs only where trees or recursive doubling may run (ranks on
+    // several hosts).
+    comm->treeMaxBytes = comm->spansHosts ? (size_t)p.treeMaxBytes : 0;
+    comm->rdMaxBytes = comm->spansHosts ? (size_t)p.rdMaxBytes : 0;
+    comm->edgeSlotBytes = (size_t)p.edgeSlotBytes;
+    comm->edgeFifoBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->edgeSlotBytes;
+    const bool edges = comm->treeMaxBytes || comm->rdMaxBytes;
+    size_t regionBytes = comm->edgeOffset + (edges ? kEdgeSlots * comm->edgeFifoBytes : 0);
+    // The zero-copy allreduce's flag words (zeroed with the region: calls count from 1).
+    comm->zeroCopyOffset = (regionBytes + 255) / 256 * 256;
+    if (comm->nranks <= kMaxZeroCopyRanks) regionBytes = comm->zeroCopyOffset + zeroCopyFlagBytes(comm->nranks);
+    // The staged two-shot's scratch (inside one host only; whether every
+    // pair is mapped is known later: unused then).
+    if (comm->nranks <= kMaxZeroCopyRanks && comm->nranks > 1 && !comm->spansHosts && p.zeroCopyStagedBytes > 0) {
+        comm->stagedBytes = ((size_t)p.zeroCopyStagedBytes + 255) / 256 * 256;
+        comm->stagedOffset = (regionBytes + 255) / 256 * 256;
+        regionBytes = comm->stagedOffset + 2 * comm->stagedBytes;
+    }
+    return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
+}
+
+// The arrival board of this rank's OS instance (arrival.h). Only a
+// diagnostic: a board that cannot be made leaves the communicator without
+// one (said at WARN), never fails it. The two agreements order create before
+// open before unlink on every host at once.
+// The host whose board holds rank q: its OS instance, or with
+// LOOM_ARRIVAL_PER_HOST the host it counts as (arrival_query.h's tests).
+// Only where every rank set it (geometry word 29): the boards are made
+// before the geometry check fails a communicator whose ranks differ.
+bool boardsPerHost(const std::vector<PeerInfo> &peers) {
+    for (const PeerInfo &p : peers)
+        if (!p.fifoGeometry[29]) return false;
+    return true;
+}
+uint64_t boardHost(const PeerInfo &p, bool perHost) { return perHost ? p.hostHash : p.osHost; }
+
+loomResult_t makeArrivalBoard(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
+    const int me = comm->rank, n = comm->nranks;
+    const bool perHost = boardsPerHost(peers);
+    std::vector<int> locals;
+    for (int q = 0; q < n; ++q)
+        if (boardHost(peers[q], perHost) == boardHost(peers[me], perHost)) locals.push_back(q);
+    const bool leader = locals[0] == me;
+    char name[64];
+    snprintf(name, sizeof(name), "/loom-arrive-%d-%016llx", peers[locals[0]].pid, (unsigned long long)comm->commTag);
+    ArrivalBoard *board = nullptr;
+    // Every rank on this host: room for the zero-copy allreduce's per-call
+    // buffer descriptions (core/ipc/desc_board.h) after the slots.
+    const size_t extra = (int)locals.size() == n && n <= kMaxZeroCopyRanks ? zeroCopyBoardBytes(n) : 0;
+    loomResult_t made = leader ? ArrivalBoard::create(name, (int)locals.size(), extra, &board) : loomSuccess;
+    loomResult_t r = agreeAll(bs, me, n, loomSuccess, "arrival board creation");
+    if (r != loomSuccess) {
+        delete board;
+        return r;
+    }
+    if (!leader) made = ArrivalBoard::open(name, (int)locals.size(), extra, &board);
+    r = agreeAll(bs, me, n, loomSuccess, "arrival board mapping");
+    if (board) board->unlink();
+    if (r != loomSuccess) {
+        delete board;
+        return r;
+    }
+    if (made != loomSuccess) {
+        LOOM_WARN(kInit, "rank %d: no arrival board (%s): a timeout will not name the ranks that did not arrive",
+                  me, loomGetLastError());
+        return loomSuccess;
+    }
+    for (size_t k = 0; k < locals.size(); ++k)
+        if (locals[k] == me) comm->arrivalSlot = (int)k;
+    board->publish(comm->arrivalSlot, me, comm->cudaDev, comm->busId);
+    comm->arrivals = board;
+    return loomSuccess;
+}
+
+// The board, and where ranks span hosts (agreed), every rank's contact for
+// questions about its host's board (arrival_query.h): the host's ranks
+// serve it when the board leaves some rank out.
+loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers) {
+    loomResult_t r = makeArrivalBoard(comm, bs, peers);
+    if (r != loomSuccess || !comm->spansHosts) return r;
+    const int n = comm->nranks;
+    ArrivalContact mine;
+    memset(&mine, 0, sizeof(mine));
+    if (comm->arrivals && comm->arrivals->slots() < n) arrivalServe(comm->commTag, comm->arrivals, &mine);
+    // Loopback (no other interface) reaches no other OS instance: not handed
+    // to ranks there, whose own loopback would get the secret.
+    bool otherOs = false;
+    for (int q = 0; q < n; ++q) otherOs |= peers[q].osHost != peers[comm->rank].osHost;
+    if (otherOs && mine.ip == htonl(INADDR_LOOPBACK)) memset(&mine, 0, sizeof(mine));
+    ArrivalPeers *ap = new ArrivalPeers;
+    ap->contacts.resize(n);
+    if (bs->allgather(bs->ctx, &mine, ap->contacts.data(), sizeof(mine)) != 0) {
+        delete ap;
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of arrival contacts failed", comm->rank);
+    }
+    const bool perHost = boardsPerHost(peers);
+    for (int q = 0; q < n; ++q) ap->boardOf.push_back(boardHost(peers[q], perHost));
+    comm->arrivalPeers = ap;
+    return loomSuccess;
+}
+
+// Every phase that can fail on one rank is followed by agreeAll, so all ranks
+// leave together instead of some waiting in the next exchange.
+loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
+    const int rank = comm->rank, n = comm->nranks;
+    RankIdentity me{};
+    me.hostHash = rankHostHash(comm->cudaDev);
+    loomResult_t r = agreeAll(bs, rank, n, setupGpu(comm, &me), "GPU setup");
+    if (r == loomSuccess) r = planFromTopology(comm, bs, me);
+    if (r != loomSuccess) return r;
+
+    PeerInfo mine{};
+    mine.hostHash = me.hostHash;
+    mine.osHost = hostHash();
+    mine.pid = (int)getpid();
+    mine.cudaDev = comm->cudaDev;
+    const char *rings = paramString("LOOM_RINGS");
+    const uint64_t geometry[31] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
+                                   (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
+                                   (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
+                                   (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
+                                   (uint64_t)(int64_t)params().doubling, (uint64_t)params().algoMask,
+                                   rings ? fnv1a(rings) : 0, (uint64_t)params().exchangeChannels,
+                                   (uint64_t)params().exchangeDirectBytes, (uint64_t)params().exchangeDirectPush,
+                                   (uint64_t)params().exchangeCopyEngineBytes, (uint64_t)params().gatherDirectBytes,
+                                   (uint64_t)params().zeroCopyMinBytes, (uint64_t)params().zeroCopyMaxBytes,
+                                   (uint64_t)params().zeroCopyOneShotBytes, (uint64_t)params().zeroCopyCtas,
+                                   (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels,
+                                   (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes,
+                                   (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes,
+                                   (uint64_t)params().maxCtas, (uint64_t)params().exchangeCopyEngines,
+                                   (uint64_t)params().arrivalPerHost, (uint64_t)params().zeroCopyStagedBytes};
+    static_assert(sizeof(geometry) == sizeof(mine.fifoGeometry), "PeerInfo::fifoGeometry holds every word");
+    memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
+    comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
+    r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
+    if (r != loomSuccess) return r;
+    std::vector<PeerInfo> peers(n);
+    if (bs->allgather(bs->ctx, &mine, peers.data(), sizeof(PeerInfo)) != 0)
+        return fail(loomRemoteError, "rank %d: bootstrap allgather of peer info failed", rank);
+    if (n > 1) {
+        r = setupArrivals(comm, bs, peers);
+        if (r != loomSuccess) return r;
+    }
+    if (n > 1) {
+        Reach reach;
+        r = gatherReach(comm, bs, peers, &reach);
+        if (r == loomSuccess) r = connectRing(comm, bs, peers, reach);
+        if (r == loomSuccess) r = connectEdges(comm, bs, peers, reach);
+        if (r != loomSuccess) return r;
+        // What the all-peer connections need later (core/connect/peer_conns.h).
+        PeerConns *pc = new PeerConns;
+        comm->peers = pc;
+        pc->bootstrap = *bs;
+        for (int q = 0; q < n; ++q) {
+            pc->hostOf.push_back(peers[q].hostHash);
+            pc->p2pWith.push_back(reach.p2p(rank, q));
+        }
+        // Zero-copy allreduce: from agreed facts only (every pair mapped, one host).
+        comm->zeroCopyReady = comm->allPeersMapped && !comm->spansHosts && n <= kMaxZeroCopyRanks &&
+                              bs->pairwise && params().zeroCopyMaxBytes > 0;
+        if (comm->zeroCopyReady) {
+            comm->zeroCopy = new ZeroCopyState;
+            // Its descriptions through the host's board where every rank has
+            // one (agreed), else through the PML.
+            const uint8_t mineOk =
+                params().zeroCopyBoard && comm->arrivals && comm->arrivals->extra() && comm->arrivalSlot == rank;
+            std::vector<uint8_t> ok((size_t)n);
+            if (bs->allgather(bs->ctx, &mineOk, ok.data(), 1) != 0)
+                return fail(loomRemoteError, "rank %d: bootstrap allgather of the descriptor board failed", rank);
+            if (std::count(ok.begin(), ok.end(), 1) == n)
+                comm->zeroCopy->board.reset(
+                    new DescBoard(comm->arrivals->extra(), n, rank, sizeof(ZeroCopyRecord)));
+        }
+    }
+    r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
+    if (r != loomSuccess) return r;
+    LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): %s; %d channels x %d slots x %zu KiB (LL ring up to %zu KiB: %zu KiB "
+              "slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB", rank, n, comm->cudaDev, comm->busId,
+              describeRings(comm).c_str(), comm->maxChannels, comm->nslots, comm->slotBytes >> 10,
+              comm->llRingMaxBytes >> 10, comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10,
+              comm->allPeersMapped ? "yes" : "no", comm->region.bytes / 1048576.0);
+    return loomSuccess;
+}
+
+void releaseComm(loomComm *comm) {
+    int current = -1;
+    cudaGetDevice(&current);
+    if (comm->cudaDev >= 0) cudaSetDevice(comm->cudaDev);
+    residentSettle(comm); // a pending call first: loom's stream may wait for it
+    if (comm->stream) cudaStreamSynchronize(comm->stream);
+    residentRelease(comm); // before the slots its calls write go
+    watchStop(comm);       // its kernels are done: nothing more to watch
+    // One deadline for the sends of all links (a dead peer takes none).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (RingLink &ring : comm->rings) {
+        netClose(&ring.netSend, end);
+        netClose(&ring.netRecv, end);
+    }
+    for (NetLinks &l : comm->edgeNet) netClose(&l, end);
+    releasePeers(comm, end);
+    if (comm->zeroCopy) comm->zeroCopy->profile.report(comm->rank, comm->cudaDev);
+    delete comm->zeroCopy; // its mappings close (the stream is idle)
+    for (char *m : comm->peerBase)
+        if (m) p2pClose(m);
+    for (RingLink &ring : comm->rings) {
+        shmClose(&ring.shmSend);
+        shmClose(&ring.shmRecv);
+        cudaFree(ring.orderDev);
+        cudaFree(ring.posOfDev);
+    }
+    p2pFreeRegion(&comm->region);
+    for (RingChannel *t : comm->ringChansDev) cudaFree(t);
+    cudaFree(comm->scratch);
+    if (comm->stageBounce) cudaFreeHost(comm->stageBounce);
+    if (comm->stageStream) { // staged calls were finished (the component drains its requests first)
+        for (void *p : comm->stageParked) cudaFreeAsync(p, comm->stageStream); // loom's stream is idle (above)
+        cudaStreamSynchronize(comm->stageStream);
+        cudaStreamDestroy(comm->stageStream);
+    }
+    if (comm->stagePool) cudaMemPoolDestroy(comm->stagePool); // its memory goes once every buffer is back
+    cudaFree(comm->blockTablesDev);
+    delete comm->uploads; // under the communicator's device: its events and pinned slots
+    cudaFree(comm->vInput);
+    cudaFree(comm->edgeConnsDev);
+    cudaFree(comm->edgeAcc);
+    if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
+    if (comm->legacyMark) cudaEventDestroy(comm->legacyMark);
+    for (const loom::CallMarks::Mark &m : comm->marks.pending) cudaEventDestroy(m.event);
+    for (cudaEvent_t e : comm->marks.spare) cudaEventDestroy(e);
+    for (void *p : comm->retiredBuffers) cudaFree(p);
+    if (comm->stream) cudaStreamDestroy(comm->stream);
+    if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
+    if (comm->watch) cudaFreeHost((void *)comm->watch);
+    if (comm->arrivals) arrivalUnserve(comm->arrivals); // before the board goes
+    delete comm->arrivals;
+    delete comm->arrivalPeers;
+    if (current >= 0) cudaSetDevice(current);
+    delete comm;
+}
+
+} // namespace
+
+extern "C" loomResult_t loomGetUniqueId(loomUniqueId *id) {
+    if (!id) return fail(loomInvalidArgument, "loomGetUniqueId: id is NULL");
+    memset(id, 0, sizeof(*id));
+    std::random_device rd;
+    uint64_t words[3] = {hostHash(), ((uint64_t)rd() << 32) | rd(), (uint64_t)getpid()};
+    memcpy(id->internal, words, sizeof(words));
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommInitRank(loomComm_t *out, int nranks, loomUniqueId id, int rank, int cudaDev,
+                                         const loomBootstrap_t *bootstrap) {
+    // Peers meet through the bootstrap; the id names the communicator's
+    // shared objects (the same on every rank, random per communicator).
+    if (!out || !bootstrap || !bootstrap->allgather) return fail(loomInvalidArgument, "loomCommInitRank: NULL argument");
+    if (nranks < 1 || rank < 0 || rank >= nranks)
+        return fail(loomInvalidArgument, "loomCommInitRank: rank %d of %d", rank, nranks);
+    *out = nullptr;
+    loomComm *comm = new (std::nothrow) loomComm;
+    if (!comm) return fail(loomSystemError, "loomCommInitRank: out of memory");
+    comm->rank = rank;
+    comm->nranks = nranks;
+    comm->commTag = fnv1a(std::string(id.internal, sizeof(id.internal)));
+    int current = -1;
+    cudaGetDevice(&current);
+    comm->cudaDev = cudaDev >= 0 ? cudaDev : current < 0 ? 0 : current;
+    loomResult_t r = initComm(comm, bootstrap);
+    if (current >= 0) cudaSetDevice(current);
+    if (r != loomSuccess) {
+        releaseComm(comm);
+        return r;
+    }
+    if (nranks > 1) watchStart(comm);
+    *out = comm;
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommDestroy(loomComm_t comm) {
+    if (comm) releaseComm(comm);
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommCount(loomComm_t comm, int *count) {
+    if (!comm || !count) return fail(loomInvalidArgument, "loomCommCount: NULL argument");
+    *count = comm->nranks;
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommUserRank(loomComm_t comm, int *rank) {
+    if (!comm || !rank) return fail(loomInvalidArgument, "loomCommUserRank: NULL argument");
+    *rank = comm->rank;
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommDevice(loomComm_t comm, int *device) {
+    if (!comm || !device) return fail(loomInvalidArgument, "loomCommDevice: NULL argument");
+    *device = comm->cudaDev;
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommMemoryBytes(loomComm_t comm, size_t *bytes) {
+    if (!comm || !bytes) return fail(loomInvalidArgument, "loomCommMemoryBytes: NULL argument");
+    *bytes = comm->region.bytes + comm->grownBytes; // grownBytes includes the scratch
+    return loomSuccess;
+}
+
+loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, size_t need, const char *what) {
+    if (need <= *have) return loomSuccess;
+    // cudaFree waits for the whole device, kernels of other communicators
+    // waiting for peers included, and a peer's kernel may wait for what this
+    // thread launches next (two communicators in flight at once): the old
+    // buffer is retired, freed with the communicator. Growing twofold keeps
+    // the retired ones smaller than the live one together; where that much
+    // is not to be had, just what is needed.
+    const size_t mib = size_t(1) << 20;
+    const size_t least = (need + mib - 1) / mib * mib;
+    size_t want = std::max(least, (2 * *have + mib - 1) / mib * mib);
+    int current = -1;
+    cudaGetDevice(&current);
+    cudaSetDevice(comm->cudaDev);
+    void *fresh = nullptr;
+    cudaError_t e = cudaMalloc(&fresh, want);
+    if (e != cudaSuccess && want > least) {
+        cudaGetLastError(); // not sticky
+        want = least;
+        e = cudaMalloc(&fresh, want);
+    }
+    if (current >= 0) cudaSetDevice(current);
+    if (e != cudaSuccess) // the old buffer stays: a later, smaller call may still use it
+        return fail(loomUnhandledCudaError, "rank %d GPU %d: %s of %zu bytes: %s", comm->rank, comm->cudaDev, what,
+                    want, cudaGetErrorString(e));
+    if (*buf) comm->retiredBuffers.push_back(*buf);
+    comm->grownBytes += want;
+    *buf = fresh;
+    *have = want;
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr) {
+    if (!comm || !ptr) return fail(loomInvalidArgument, "loomCommScratch: NULL argument");
+    loomResult_t r = growDeviceBuffer(comm, &comm->scratch, &comm->scratchBytes, bytes, "scratch buffer");
+    if (r != loomSuccess) return r;
+    *ptr = comm->scratch;
+    return loomSuccess;
+}
+
+namespace {
+
+// Every net link of the communicator: the rings' and the edges'.
+template <typename F> void forEachNet(loomComm *comm, F f) {
+    for (RingLink &ring : comm->rings) {
+        f(&ring.netSend);
+        f(&ring.netRecv);
+    }
+    for (NetLinks &l : comm->edgeNet) f(&l);
+}
+
+loomResult_t anyNetError(loomComm *comm) {
+    loomResult_t r = loomSuccess;
+    forEachNet(comm, [&](NetLinks *l) { if (r == loomSuccess) r = netError(l); });
+    return r;
+}
+
+// "dead (process gone): rank ..." for ranks of this host whose process is
+// gone (a peer's death can also fail a kernel that reads its memory), else "".
+std::string deadPeers(const loomComm *comm) {
+    if (!comm->arrivals) return "";
+    const std::vector<Arrival> dead = deadRanks(*comm->arrivals);
+    return dead.empty() ? "" : "dead (process gone): " + describeRanks(dead);
+}
+
+// What this host's arrival board says about the oldest unfinished call
+// (the one that timed out: calls finish in order), and the other hosts'
+// when everyone here arrived. *gone: a rank is known gone (dead process).
+std::string whoDidNotArrive(const loomComm *comm, bool *gone = nullptr) {
+    if (gone) *gone = false;
+    if (!comm->arrivals) return "no arrival board to say who did not arrive";
+    std::string dead = deadPeers(comm);
+    if (gone) *gone = !dead.empty();
+    if (!dead.empty()) return dead;
+    const uint64_t call = comm->collsDone + 1;
+    const std::vector<Arrival> absent = absentRanks(*comm->arrivals, call);
+    if (!absent.empty()) return "did not arrive: " + describeAbsent(absent, call);
+    if (int unknown = unfilledSlots(*comm->arrivals))
+        return std::to_string(unknown) + " rank(s) of this host are not on its arrival board (see the warning at "
+               "set-up): whether they arrived is unknown";
+    if (comm->arrivals->slots() == comm->nranks) return "every rank arrived (one is stuck inside the call, or its GPU is)";
+    if (!comm->arrivalPeers) return "every rank of this host arrived: the missing one is on another host";
+    const ArrivalPeers &ap = *comm->arrivalPeers;
+    return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds, comm->rank, gone);
+}
+
+// "call 5" or "calls 5..7" (in flight when the wait failed).
+std::string callsInFlight(const loomComm *comm) {
+    const unsigned long long a = comm->collsDone + 1, b = comm->collsEntered;
+    return a >= b ? "call " + std::to_string(b) : "calls " + std::to_string(a) + ".." + std::to_string(b);
+}
+
+void abandonNets(loomComm *comm) {
+    forEachNet(comm, [](NetLinks *l) { netAbandon(l); });
+}
+
+} // namespace
+
+namespace loom {
+std::string describeAbsentPeers(const loomComm *comm) { return whoDidNotArrive(comm); }
+
+loomResult_t failedEarlier(const loomComm *comm, const char *what) {
+    int dead = -1;
+    const std::string gone = watchReason(comm, &dead);
+    if (!gone.empty())
+        return fail(watchCancelledResult(dead), "%s: rank %d: communicator failed earlier: %s", what,
+                    comm->rank, gone.c_str());
+    return fail(loomRemoteError, "%s: rank %d: communicator failed earlier", what, comm->rank);
+}
+} // namespace loom
+
+
+extern "C" loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected) {
+    if (!comm || !connected) return fail(loomInvalidArgument, "loomCommPeersConnected: NULL argument");
+    *connected = comm->peers && comm->peers->ready;
+    return loomSuccess;
+}
+
+extern "C" loomResult_t loomCommConnectPeers(loomComm_t comm) {
+    if (!comm) return fail(loomInvalidArgument, "loomCommConnectPeers: comm is NULL");
+    if (!comm->peers) return fail(loomNotSupported, "loomCommConnectPeers: no all-peer connections on this communicator");
+    if (comm->peers->ready) return loomSuccess;
+    int current = -1;
+    cudaGetDevice(&current);
+    if (current != comm->cudaDev) cudaSetDevice(comm->cudaDev);
+    const loomResult_t r = connectPeers(comm);
+    if (current >= 0 && current != comm->cudaDev) cudaSetDevice(current);
+    return r;
+}
+
+extern "C" loomResult_t loomCommWait(loomComm_t comm) {
+    if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
+    // A pending resident call first: loom's stream may wait for it.
+    if (loomResult_t r = loom::residentSettle(comm)) return r;
+    // Nothing enqueued since a wait saw the stream drain (calls the resident
+    // kernel ran finished inside them): no synchronize to pay.
+    if (comm->streamIdle) return loom::callsFinished(comm, cudaSuccess, true);
+    cudaError_t err;
+    if (comm->ringsUseNet || comm->edgesUseNet) {
+        // The proxy threads move this collective's data: a rank bound to one
+        // core (mpirun's default binding) must not spin them out of it.
+        while ((err = cudaStreamQuery(comm->stream)) == cudaErrorNotReady) sched_yield();
+    } else {
+        err = cudaStreamSynchronize(comm->stream);
+    }
+    comm->streamIdle = err == cudaSuccess;
+    return loom::callsFinished(comm, err, true);
+}
+
+namespace loom {
+
+loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
+    if (*comm->abortFlag) {
+        comm->failed = true;
+        abandonNets(comm);
+        char host[64] = "?";
+        gethostname(host, sizeof(host) - 1);
+        const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
+        std::string neighbours = "ring neighbours " + ringNeighbours(comm);
+        const int to = comm->abortFlag[kAbortSendPeer] - 1, from = comm->abortFlag[kAbortRecvPeer] - 1;
+        if (to >= 0 || from >= 0) { // an exchange or the scan chain: the peers of the stalled step
+            others = "";
+            neighbours = std::string(comm->lastColl) + " peers:" +
+                         (to >= 0 ? " sending to rank " + std::to_string(to) : std::string()) +
+                         (to >= 0 && from >= 0 ? "," : "") +
+                         (from >= 0 ? " receiving from rank " + std::to_string(from) : std::string());
+        }
+        if (anyNetError(comm) != loomSuccess) { // the proxy's error said what broke (logged at WARN)
+            // A connection that broke because its peer died: that peer's failure, as the watchdog would say.
+            bool gone = false;
+            const std::string who = whoDidNotArrive(comm, &gone);
+            return fail(gone ? loomProcFailed : loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
+                        comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
+                        neighbours.c_str(), others, who.c_str());
+        }
+        if (comm->resident) // for a bug report: what this rank's resident kernel was doing
+            LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str());
+        int dead = -1;
+        const std::string gone = watchReason(comm, &dead);
+        if (!gone.empty()) // the watchdog cancelled the calls (core/ras/watchdog.h): a dead peer, or a failed one
+            return fail(watchCancelledResult(dead), "%s rank %d GPU %d (%s): %s (%s): %s; communicator unusable", host, comm->rank,
+                        comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), gone.c_str());
+        char silence[160];
+        if (comm->watch->why == kWaitStuck)
+            snprintf(silence, sizeof(silence), "stopped moving inside the call: silent for %.0f s after every rank "
+                     "had started it (LOOM_STUCK_TIMEOUT)", params().stuckSeconds);
+        else
+            snprintf(silence, sizeof(silence), "silent for %.0f s (LOOM_TIMEOUT)", params().timeoutSeconds);
+        return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (%s%s) %s; %s; communicator unusable",
+                    host, comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
+                    neighbours.c_str(), others, silence, whoDidNotArrive(comm).c_str());
+    }
+    if (err != cudaSuccess) {
+        comm->failed = true;
+        abandonNets(comm);
+        const std::string dead = deadPeers(comm);
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s): kernel failed: %s%s%s", comm->rank,
+                    comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
+                    dead.empty() ? "" : "; ", dead.c_str());
+    }
+    if (all) comm->watch->done = comm->collsDone = comm->collsEntered;
+    if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
+        comm->abortFlag[kAbortUndelivered] = 0;
+        if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/enqueue/enqueue_zerocopy.h)
+            return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d could not take part (it could "
+                        "not map a peer's buffer with CUDA IPC, or it timed out waiting for another rank; its error "
+                        "says which), so this rank moved no data and this call's result is missing; unless a rank "
+                        "timed out the communicator stays usable (LOOM_ALGO=^zerocopy: the FIFO path only)",
+                        comm->rank, comm->cudaDev, comm->busId, q - 1);
+        return fail(loomRemoteError, "rank %d GPU %d (%s): %s: rank %d could not map this rank's output (CUDA IPC), "
+                    "or its copy engines could not be given the block (its error says which), so its block was not "
+                    "delivered; the communicator stays usable (%s)", comm->rank, comm->cudaDev, comm->busId,
+                    comm->lastColl, q - 1,
+                    params().exchangeCopyEngines ? "LOOM_EXCHANGE_COPY_ENGINES=0 and LOOM_EXCHANGE_DIRECT_PUSH=0: "
+                                                   "receivers map their senders' inputs instead"
+                                                 : "LOOM_EXCHANGE_DIRECT_PUSH=0: receivers map their senders' inputs "
+                                                   "instead");
+    }
+    return loomSuccess;
+}
+
+} // namespace loom

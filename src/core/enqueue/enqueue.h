@@ -1,0 +1,77 @@
+/*
+ * Inside enqueue: one call as planned for an algorithm. The path of every
+ * collective is call (enqueue.cc: checks, then algorithm and protocol from
+ * the selection rules there) -> plan -> launch -> commit (each algorithm's
+ * file: enqueue_ring.cc for the ring and its chains, enqueue_edges.cc for
+ * the small-message algorithms across hosts).
+ */
+#pragma once
+
+#include <cstddef>
+
+#include "core/comm/comm.h"
+#include "device/edge_schedule.h"
+#include "loom.h"
+
+namespace loom {
+
+struct RingCall {
+    int coll;            // RingColl
+    int proto;           // kProtoSimple, kProtoLL or kProtoLL128
+    const void *in;
+    void *out;
+    size_t count;        // elements; per block for reduce_scatter / allgather
+    const size_t *counts, *displs; // ragged blocks (host memory, elements), or null
+    size_t totalBytes;   // of the largest buffer: sets the channel count
+    loomDataType_t dtype;
+    loomRedOp_t op;      // reductions only
+    int root;            // broadcast, reduce
+};
+
+// Plans, launches and commits one ring collective on stream. Ragged blocks
+// go to the kernel through the communicator's block tables.
+loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stream);
+
+// A collective over the edges (device/edge_schedule.h): its schedule, from
+// one of the builders below, and buffers.
+struct EdgeCall {
+    EdgeSched s;
+    const void *in;
+    void *out;
+    loomDataType_t dtype;
+    loomRedOp_t op;     // reductions only
+    bool bytes;         // data movement: the kernel over bytes (s counts bytes)
+    const char *name;   // the collective
+    const char *algoName;
+};
+
+// A one-shot call (enqueue_oneshot.cc, device/oneshot_schedule.h; coll:
+// OneShotColl). Ragged blocks: counts/displs in bytes (else null); alltoall:
+// counts/displs this rank's send tables, rcounts/rdispls its receive tables.
+loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,
+                               loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts = nullptr,
+                               const size_t *displs = nullptr, const size_t *rcounts = nullptr,
+                               const size_t *rdispls = nullptr);
+
+// The checks every collective's entry shares: comm, its state, the datatype
+// and (reduction) the op; loomSuccess means go on.
+// Copy-engine mode's broadcast and allgather (enqueue_engines.cc): whether
+// a call of this block takes it (the same answer on every rank), and the
+// calls as exchanges whose pairs the senders' copy engines move.
+bool movementOnEngines(const loomComm *comm, size_t block);
+loomResult_t allGatherOnEngines(loomComm *comm, const void *in, void *out, size_t block, cudaStream_t stream);
+loomResult_t broadcastOnEngines(loomComm *comm, const void *in, void *out, size_t bytes, int root,
+                                cudaStream_t stream);
+
+loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op);
+
+EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize);
+EdgeSched rdSched(const loomComm *comm, size_t count, size_t esize);
+// coll: DblColl; count: elements of the message, or per block (allgather,
+// reduce_scatter), in units of elemBytes.
+EdgeSched doublingSched(const loomComm *comm, int coll, size_t count, size_t elemBytes, int root);
+
+// Plans, launches and commits one collective over the edges on stream.
+loomResult_t edgeCollective(loomComm *comm, const EdgeCall &c, cudaStream_t stream);
+
+} // namespace loom
