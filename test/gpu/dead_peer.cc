@@ -1,10 +1,14 @@
 // A peer that dies, through loom's C API with a fork-based launcher (no
-// mpirun to tear the job down):  test/gpu/dead_peer [p2p|shm|net|hosts|resident]
+// mpirun to tear the job down):
+//   test/gpu/dead_peer [p2p|shm|net|hosts|resident] [SEED]
 //
 // The launcher forks one process per GPU (up to 4); they meet through an
 // allgather over shared memory, create a communicator and run 64 MiB
 // allreduces back to back. Once every rank has finished a few, the launcher
-// kills the last rank with SIGKILL. With loom's default settings (no
+// kills the last rank with SIGKILL. With a SEED (> 0) the ranks run a mix
+// instead (allreduce, broadcast, allgather, reduce_scatter, reduce; 16 KiB,
+// 1 MiB or 64 MiB, roots moving), and the kill comes at a point the seed
+// picks: after 3 to 12 calls, 0 to 20 ms into the next. With loom's default settings (no
 // LOOM_TIMEOUT: the watchdog, core/ras/watchdog.h, finds the death) every
 // survivor's loomCommWait must return loomProcFailed within 5 s whose
 // message names the dead rank; loomCommDestroy must then return (within
@@ -42,6 +46,7 @@ constexpr int kMaxRanks = 4;
 constexpr size_t kGatherBytes = 256 << 10; // per rank and parity
 constexpr double kWithin = 5;              // seconds from the death to the survivors' error
 size_t g_count = 16u << 20;                // floats per allreduce (64 MiB: each call takes a while)
+unsigned g_seed = 0;                       // > 0: mixed collectives, a kill point of the seed's
 
 double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -97,12 +102,28 @@ int rankMain(int rank, loomUniqueId id) {
         return 3;
     }
     const size_t n = g_count;
-    float *buf = nullptr;
+    const int nr = g_sh->nranks;
+    float *buf = nullptr, *out = nullptr;
     if (cudaMalloc((void **)&buf, n * sizeof(float)) != cudaSuccess) return 4;
+    if (cudaMalloc((void **)&out, n * sizeof(float)) != cudaSuccess) return 4;
     cudaMemset(buf, 0, n * sizeof(float));
     cudaDeviceSynchronize();
     for (int call = 1; call <= 100000; ++call) {
-        loomResult_t r = loomAllReduce(buf, buf, n, loomFloat32, loomSum, comm, nullptr);
+        loomResult_t r;
+        if (!g_seed) {
+            r = loomAllReduce(buf, buf, n, loomFloat32, loomSum, comm, nullptr);
+        } else { // every rank picks the same call: it depends on the call and the seed only
+            const size_t sizes[3] = {4096, 256u << 10, n}, pick = sizes[(call + g_seed) % 3];
+            const size_t c = pick < n ? pick : n;
+            const int root = (int)((call + g_seed) % (unsigned)nr);
+            switch ((call + g_seed / 3) % 5) {
+            case 0: r = loomAllReduce(buf, buf, c, loomFloat32, loomSum, comm, nullptr); break;
+            case 1: r = loomBroadcast(buf, buf, c, loomFloat32, root, comm, nullptr); break;
+            case 2: r = loomAllGather(buf, out, c / nr, loomFloat32, comm, nullptr); break;
+            case 3: r = loomReduceScatter(buf, out, c / nr, loomFloat32, loomSum, comm, nullptr); break;
+            default: r = loomReduce(buf, out, c, loomFloat32, loomSum, root, comm, nullptr); break;
+            }
+        }
         if (r == loomSuccess) r = loomCommWait(comm);
         if (r != loomSuccess) {
             g_sh->failedAt[rank] = now();
@@ -114,6 +135,7 @@ int rankMain(int rank, loomUniqueId id) {
     }
     const double t0 = now();
     loomCommDestroy(comm);
+    cudaFree(out);
     g_sh->destroySeconds[rank] = now() - t0;
     return 0;
 }
@@ -152,6 +174,7 @@ int leftovers(const pid_t *pids, int n) {
 
 int main(int argc, char **argv) {
     const std::string mode = argc > 1 ? argv[1] : "p2p";
+    g_seed = argc > 2 ? (unsigned)strtoul(argv[2], nullptr, 10) : 0;
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     if (mode == "shm") setenv("LOOM_P2P_DISABLE", "1", 1);
     else if (mode == "resident") g_count = 4096; // 16 KiB: 4 CTAs of the resident kernel
@@ -187,26 +210,29 @@ int main(int argc, char **argv) {
         pids[r] = fork();
         if (pids[r] == 0) _exit(rankMain(r, id));
     }
-    // Every rank a few calls in, then the victim goes, mid-collective.
+    // Every rank a few calls in, then the victim goes, mid-collective (with
+    // a seed: after 3 to 12 calls, 0 to 20 ms later).
+    const int before = g_seed ? 3 + (int)(g_seed * 7 % 10) : 3;
+    const useconds_t delay = g_seed ? (useconds_t)(g_seed * 2654435761u % 20000) : 3000;
     bool running = false;
     for (double end = now() + 120; !running && now() < end; usleep(1000)) {
         running = true;
-        for (int r = 0; r < n; ++r) running &= g_sh->calls[r].load() >= 3;
+        for (int r = 0; r < n; ++r) running &= g_sh->calls[r].load() >= before;
     }
     int failures = 0;
     if (!running) {
-        printf("FAIL: the ranks did not get 3 calls in within 120 s\n");
+        printf("FAIL: the ranks did not get %d calls in within 120 s\n", before);
         for (int r = 0; r < n; ++r) printf("  rank %d: %d calls %s\n", r, g_sh->calls[r].load(), g_sh->error[r]);
         for (int r = 0; r < n; ++r) kill(pids[r], SIGKILL);
         for (int r = 0; r < n; ++r) waitpid(pids[r], nullptr, 0);
         return 1;
     }
-    usleep(3000);
+    usleep(delay);
     const double killedAt = now();
     kill(pids[victim], SIGKILL);
     waitpid(pids[victim], nullptr, 0);
-    printf("%s: %d ranks; rank %d (pid %d) killed after %d calls\n", mode.c_str(), n, victim, (int)pids[victim],
-           g_sh->calls[victim].load());
+    printf("%s%s: %d ranks; rank %d (pid %d) killed after %d calls\n", mode.c_str(), g_seed ? " (mixed)" : "", n,
+           victim, (int)pids[victim], g_sh->calls[victim].load());
     // Survivors: an error naming the victim in time, then a destroy that returns.
     const double deadline = now() + kWithin + 40;
     for (int r = 0; r < victim; ++r) {
