@@ -22,10 +22,23 @@ typedef struct {
     long def, lo, hi;  /* integers: default and range */
     const char *shown; /* the default as docs/parameters.md and ompi_info show it */
     const char *help;
+    int agreed; /* 1: every rank of a communicator must hold it alike (it shapes
+                 * the connections or the choice of algorithm): checked when
+                 * the communicator is made, and the error names it */
 } loomParamDef;
 
 int loomParamCount(void);
 const loomParamDef *loomParamAt(int i);
+
+/* The agreed tunables (agreed = 1), in table order: at most this many. */
+#define LOOM_MAX_AGREED 48
+int loomAgreedCount(void);
+const loomParamDef *loomAgreedAt(int i);
+/* Index of `env` among them, or -1. */
+int loomAgreedIndex(const char *env);
+/* What this rank holds for each, one word each (integers: the value as core
+ * reads it; strings: a hash of the value, 0 when unset). */
+void loomAgreedWords(unsigned long long out[LOOM_MAX_AGREED]);
 /* An integer tunable's value as loom's core reads it (its environment value,
  * else the default; a bad value warns once and gives the default). */
 long loomParamLong(const char *env);

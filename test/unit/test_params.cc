@@ -29,6 +29,7 @@ std::string generatedTable() {
         const loomParamDef *d = loomParamAt(i);
         o << "| `coll_loom_" << d->name << "` | `" << d->env << "` | " << d->shown << " | " << d->help;
         if (d->type == LOOM_PARAM_INT) o << " (" << d->lo << ".." << d->hi << ")";
+        if (d->agreed) o << "; alike on every rank";
         o << " |\n";
     }
     return o.str();
@@ -72,6 +73,35 @@ START_TEST(bad_values_get_the_default) {
 }
 END_TEST
 
+// The tunables every rank must hold alike: listed in table order, found by
+// name, and each rank's words follow its environment (an integer as read,
+// a string by a hash, unset 0).
+START_TEST(agreed_tunables_are_words_alike_or_not) {
+    ck_assert_int_gt(loomAgreedCount(), 20);
+    ck_assert_int_le(loomAgreedCount(), LOOM_MAX_AGREED);
+    int listed = 0;
+    for (int i = 0; i < loomParamCount(); ++i) listed += loomParamAt(i)->agreed != 0;
+    ck_assert_int_eq(listed, loomAgreedCount());
+    const int slots = loomAgreedIndex("LOOM_NSLOTS"), algo = loomAgreedIndex("LOOM_ALGO");
+    ck_assert(slots >= 0 && algo >= 0 && loomAgreedIndex("LOOM_TIMEOUT") < 0);
+    ck_assert_str_eq(loomAgreedAt(slots)->env, "LOOM_NSLOTS");
+    unsigned long long a[LOOM_MAX_AGREED], b[LOOM_MAX_AGREED];
+    loomAgreedWords(a);
+    ck_assert_uint_eq(a[slots], 4);
+    ck_assert_uint_eq(a[algo], 0);
+    setenv("LOOM_NSLOTS", "8", 1);
+    setenv("LOOM_ALGO", "ring", 1);
+    loomAgreedWords(b);
+    ck_assert_uint_eq(b[slots], 8);
+    ck_assert_uint_ne(b[algo], 0);
+    setenv("LOOM_ALGO", "oneshot", 1);
+    loomAgreedWords(a);
+    ck_assert_uint_ne(a[algo], b[algo]);
+    unsetenv("LOOM_NSLOTS");
+    unsetenv("LOOM_ALGO");
+}
+END_TEST
+
 START_TEST(the_documented_table_is_the_generated_one) {
     std::ifstream f(LOOM_PARAMS_DOC);
     ck_assert_msg(f.good(), "cannot read %s", LOOM_PARAMS_DOC);
@@ -111,6 +141,7 @@ Suite *params_suite(void) {
     TCase *tc = tcase_create("params");
     tcase_add_test(tc, every_entry_is_well_formed_and_unique);
     tcase_add_test(tc, bad_values_get_the_default);
+    tcase_add_test(tc, agreed_tunables_are_words_alike_or_not);
     tcase_add_test(tc, the_documented_table_is_the_generated_one);
     tcase_add_test(tc, ring_orders_parse_and_refuse);
     suite_add_tcase(s, tc);

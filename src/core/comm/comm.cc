@@ -247,11 +247,12 @@ loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
 // open before unlink on every host at once.
 // The host whose board holds rank q: its OS instance, or with
 // LOOM_ARRIVAL_PER_HOST the host it counts as (arrival_query.h's tests).
-// Only where every rank set it (geometry word 29): the boards are made
-// before the geometry check fails a communicator whose ranks differ.
+// Only where every rank set it (an agreed tunable): the boards are made
+// before the agreement check fails a communicator whose ranks differ.
 bool boardsPerHost(const std::vector<PeerInfo> &peers) {
+    static const int k = loomAgreedIndex("LOOM_ARRIVAL_PER_HOST");
     for (const PeerInfo &p : peers)
-        if (!p.fifoGeometry[29]) return false;
+        if (k < 0 || !p.agreed[k]) return false;
     return true;
 }
 uint64_t boardHost(const PeerInfo &p, bool perHost) { return perHost ? p.hostHash : p.osHost; }
@@ -336,25 +337,9 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     mine.osHost = hostHash();
     mine.pid = (int)getpid();
     mine.cudaDev = comm->cudaDev;
-    const char *rings = paramString("LOOM_RINGS");
-    const uint64_t geometry[31] = {(uint64_t)comm->maxChannels, (uint64_t)params().nslots, (uint64_t)params().slotBytes,
-                                   (uint64_t)params().llMaxBytes, (uint64_t)params().llRingMaxBytes,
-                                   (uint64_t)params().treeMaxBytes, (uint64_t)params().edgeSlotBytes,
-                                   (uint64_t)params().rdMaxBytes, (uint64_t)params().oneShotMaxBytes,
-                                   (uint64_t)(int64_t)params().doubling, (uint64_t)params().algoMask,
-                                   rings ? fnv1a(rings) : 0, (uint64_t)params().exchangeChannels,
-                                   (uint64_t)params().exchangeDirectBytes, (uint64_t)params().exchangeDirectPush,
-                                   (uint64_t)params().exchangeCopyEngineBytes, (uint64_t)params().gatherDirectBytes,
-                                   (uint64_t)params().zeroCopyMinBytes, (uint64_t)params().zeroCopyMaxBytes,
-                                   (uint64_t)params().zeroCopyOneShotBytes, (uint64_t)params().zeroCopyCtas,
-                                   (uint64_t)params().zeroCopyCtaBytes, (uint64_t)params().nchannels,
-                                   (uint64_t)params().ll128RingMaxBytes, (uint64_t)params().ll128SlotBytes,
-                                   (uint64_t)params().minChannelBytes, (uint64_t)params().llSlotBytes,
-                                   (uint64_t)params().maxCtas, (uint64_t)params().exchangeCopyEngines,
-                                   (uint64_t)params().arrivalPerHost, (uint64_t)params().zeroCopyStagedBytes};
-    static_assert(sizeof(geometry) == sizeof(mine.fifoGeometry), "PeerInfo::fifoGeometry holds every word");
-    memcpy(mine.fifoGeometry, geometry, sizeof(geometry));
-    comm->algoMask = params().algoMask; // agreed with the rest of the geometry (gatherReach)
+    loomAgreedWords(mine.agreed); // checked alike on every rank (connect.cc: gatherReach)
+    mine.channels = (uint64_t)comm->maxChannels;
+    comm->algoMask = params().algoMask; // agreed through LOOM_ALGO and LOOM_PROTO (gatherReach)
     r = agreeAll(bs, rank, n, allocateFifos(comm, &mine), "FIFO allocation");
     if (r != loomSuccess) return r;
     std::vector<PeerInfo> peers(n);

@@ -31,34 +31,11 @@ void shmAreas(const loomComm *comm, void *base, char *areas[kNumRingProtos]) {
     areas[kProtoLL128] = nullptr; // host memory: never LL128
 }
 
-// The words of PeerInfo::fifoGeometry (comm.cc fills them) that every rank
-// must hold alike, by the tunables they come from (word 11, LOOM_RINGS'
-// hash, is checked apart).
-struct GeometryWords {
-    int first, count;
-    const char *names;
-};
-const GeometryWords kGeometryWords[] = {
-    {0, 5, "channels/slots/slot size/LOOM_LL_MAX_BYTES/LOOM_LL_RING_MAX_BYTES"},
-    {5, 3, "LOOM_TREE_MAX_BYTES/LOOM_EDGE_SLOT_BYTES/LOOM_RD_MAX_BYTES"},
-    {8, 3, "LOOM_ONESHOT_MAX_BYTES/LOOM_DOUBLING/LOOM_ALGO and LOOM_PROTO's algorithm mask"},
-    {12, 5, "LOOM_EXCHANGE_CHANNELS/LOOM_EXCHANGE_DIRECT_BYTES/LOOM_EXCHANGE_DIRECT_PUSH/"
-            "LOOM_EXCHANGE_COPY_ENGINE_BYTES/LOOM_GATHER_DIRECT_BYTES"},
-    {17, 5, "LOOM_ZERO_COPY_MIN_BYTES/MAX_BYTES/ONESHOT_BYTES/CTAS/CTA_BYTES"},
-    {22, 1, "LOOM_NCHANNELS"},
-    {23, 2, "LOOM_LL128_MAX_BYTES/LOOM_LL128_SLOT_BYTES"},
-    {25, 2, "LOOM_MIN_CHANNEL_BYTES (channel counts, the model's choices)/LOOM_LL_SLOT_BYTES (the region's layout)"},
-    {27, 1, "LOOM_MAX_CTAS"},
-    {28, 1, "LOOM_EXCHANGE_COPY_ENGINES"},
-    {29, 1, "LOOM_ARRIVAL_PER_HOST"},
-    {30, 1, "LOOM_ZERO_COPY_STAGED_BYTES"},
-};
-
-std::string geometryText(const PeerInfo &p, const GeometryWords &g) {
-    std::string t;
-    for (int i = 0; i < g.count; ++i)
-        t += (i ? "/" : "") + std::to_string((long long)p.fifoGeometry[g.first + i]);
-    return t;
+// What rank q holds for agreed tunable i, as its error shows it.
+std::string agreedText(const PeerInfo &p, int i) {
+    const loomParamDef *d = loomAgreedAt(i);
+    if (d->type == LOOM_PARAM_INT) return std::to_string((long long)p.agreed[i]);
+    return p.agreed[i] ? "set" : "unset";
 }
 
 } // namespace
@@ -74,17 +51,19 @@ loomResult_t mapPeerRegion(loomComm *comm, const std::vector<PeerInfo> &peers, i
 loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers, Reach *reach) {
     const int n = comm->nranks, me = comm->rank;
     // Decided from gathered data: every rank leaves here, or none.
-    for (int q = 0; q < n; ++q)
-        for (const GeometryWords &g : kGeometryWords)
-            if (memcmp(peers[q].fifoGeometry + g.first, peers[0].fifoGeometry + g.first, g.count * sizeof(uint64_t)))
-                return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in %s (%s vs %s): set them alike on "
-                            "every rank", me, q, g.names, geometryText(peers[q], g).c_str(),
-                            geometryText(peers[0], g).c_str());
-    for (int q = 0; q < n; ++q)
-        if (peers[q].fifoGeometry[11] != peers[0].fifoGeometry[11])
-            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in LOOM_RINGS (%s): set it alike on every "
-                        "rank", me, q, peers[q].fifoGeometry[11] && peers[0].fifoGeometry[11] ? "values differ"
-                                       : "set on one of them only");
+    for (int q = 0; q < n; ++q) {
+        for (int i = 0; i < loomAgreedCount(); ++i) {
+            if (peers[q].agreed[i] == peers[0].agreed[i]) continue;
+            const loomParamDef *d = loomAgreedAt(i);
+            const std::string a = agreedText(peers[q], i), b = agreedText(peers[0], i);
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in %s (%s): set it alike on every rank", me,
+                        q, d->env, a == b ? "values differ" : (a + " vs " + b).c_str());
+        }
+        if (peers[q].channels != peers[0].channels)
+            return fail(loomInvalidUsage, "rank %d: ranks %d and 0 differ in ring channels (%llu vs %llu: "
+                        "LOOM_MAX_NCHANNELS, LOOM_CHANNEL_BW or their topologies): set them alike on every rank", me,
+                        q, (unsigned long long)peers[q].channels, (unsigned long long)peers[0].channels);
+    }
     const uint64_t host = peers[me].hostHash;
     const bool p2pOff = paramLong("LOOM_P2P_DISABLE") != 0;
     // Whom can my GPU reach? Gathered, so both ends of a pair see both answers.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/param_table.h"
 #include "core/comm/comm.h"
 
 namespace loom {
@@ -24,16 +25,13 @@ struct PeerInfo {
     int pid;
     int cudaDev;
     P2pEndpoint endpoint;
-    // What both ends of every connection must agree on (each rank reads its
-    // own LOOM_* environment): channels, slots, slot size, LL thresholds,
-    // tree and recursive-doubling thresholds, edge slot size; and what
-    // selects algorithms (one-shot threshold, doubling family): ranks that
-    // chose differently would wait for each other forever; LOOM_RINGS (a
-    // hash of it), which sets every connection; the exchanges' channels,
-    // direct-pair thresholds, push mode and copy-engine threshold; the
-    // zero-copy bounds and LOOM_NCHANNELS. Word by word: connect.cc's
-    // kGeometryWords.
-    uint64_t fifoGeometry[31];
+    // What every rank must hold alike: the tunables the parameter table
+    // marks agreed (they shape the connections or the choice of algorithm:
+    // ranks that chose differently would wait for each other for ever), one
+    // word each in table order (base/param_table.h: loomAgreedWords), and the
+    // ring channels this rank's topology gives.
+    unsigned long long agreed[LOOM_MAX_AGREED];
+    uint64_t channels;
 };
 
 // Which pairs of GPUs can use p2p (both ways), gathered so that both ends of

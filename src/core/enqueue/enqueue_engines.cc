@@ -12,8 +12,8 @@
  * still, for overlap only. Errors and time-outs of these calls name
  * "alltoallv" (the exchange they run as).
  *
- * Every rank takes the same route: the mode is agreed at creation (a
- * geometry word), the block and loomCommSetHostWait's setting are the same
+ * Every rank takes the same route: the mode is agreed at creation (an
+ * agreed tunable), the block and loomCommSetHostWait's setting are the same
  * on every rank of a call, and so are spansHosts and allPeersMapped. Pairs
  * whose buffers cannot be shared go through the exchange kernel's FIFOs,
  * chosen per call by the exchange itself.
