@@ -8,6 +8,7 @@ set -euo pipefail
 [ $# -eq 1 ] && set -- build "$1"
 B=$1 O=$2
 [ -f "$B/.libs/mca_coll_loom.so" ] || { echo "bundle: no $B/.libs/mca_coll_loom.so (build first)" >&2; exit 1; }
+[ -x "$B/test/gpu/coll_matrix" ] || { echo "bundle: no GPU test programs in $B (make gpu-tests first)" >&2; exit 1; }
 rm -rf "$O"
 mkdir -p "$O/.libs" "$O/test/gpu" "$O/test/perf"
 strip --strip-debug -o "$O/.libs/mca_coll_loom.so" "$B/.libs/mca_coll_loom.so"
