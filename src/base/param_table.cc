@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "base/debug.h"
+#include "base/fnv1a.h"
 #include "base/limits.h"
 #include "base/param_read.h"
 
@@ -254,12 +255,6 @@ const loomParamDef *const *agreedList(int *count) {
     *count = n;
     return list;
 }
-// FNV-1a of a string tunable's value: a word that differs when values do.
-unsigned long long hashValue(const char *v) {
-    unsigned long long h = 1469598103934665603ull;
-    for (; *v; ++v) h = (h ^ (unsigned char)*v) * 1099511628211ull;
-    return h ? h : 1;
-}
 } // namespace
 
 extern "C" int loomAgreedCount(void) {
@@ -285,7 +280,8 @@ extern "C" void loomAgreedWords(unsigned long long out[LOOM_MAX_AGREED]) {
             out[i] = (unsigned long long)loom::paramLong(d->env);
         } else {
             const char *v = loom::paramString(d->env);
-            out[i] = v ? hashValue(v) : 0;
+            const uint64_t h = v ? loom::fnv1a(v) : 0;
+            out[i] = v ? (h ? h : 1) : 0; // 0 only when unset
         }
     }
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/debug.h"
+#include "base/fnv1a.h"
 #include "core/ras/watchdog.h"
 #include "core/ras/arrival_query.h"
 #include "base/bootstrap.h"
@@ -35,12 +36,6 @@
 using namespace loom;
 
 namespace {
-
-uint64_t fnv1a(const std::string &s) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
 
 // Same value for every process of one OS instance (hostname + boot id);
 // computed once per process.
