@@ -184,6 +184,53 @@ static long check_w(MPI_Datatype odd, MPI_Datatype empty, const char *name, int 
     return bad;
 }
 
+/* Types whose packed bytes pass 64 KiB: Open MPI's ompi_datatype_sndrcv,
+ * which this file once used, moves them in 64 KiB pieces and, for MPICH's
+ * DTP type below (two runs of 32765 ints, an lb and extent of 1310600 bytes:
+ * bcast's seed 106), stops after three pieces without an error, leaving the
+ * rest of the packed copy as malloc left it (Open MPI 4.1.4 and 5.0.7; MPI_Pack
+ * gets it right). One block of `count` elements at displacement 0, as a
+ * broadcast packs it: pack == MPI_Pack, unpack == MPI_Unpack, every byte. */
+static long check_large(MPI_Datatype dt, int count, const char *name)
+{
+    MPI_Aint lb, extent, tlb, textent;
+    int size;
+    MPI_Type_get_extent(dt, &lb, &extent);
+    MPI_Type_get_true_extent(dt, &tlb, &textent);
+    MPI_Type_size(dt, &size);
+    const size_t span = (size_t)(tlb + (count - 1) * extent + textent), total = (size_t)size * (size_t)count;
+    unsigned char *user = malloc(span), *want = malloc(total > span ? total : span), *got = malloc(span);
+    for (size_t i = 0; i < span; ++i) user[i] = (unsigned char)(i * 131 + (i >> 16));
+    const int zero = 0;
+    loom_typed_blocks_t b = {.user = user, .dt = dt, .n = 1, .counts = &count, .displs = &zero};
+    const size_t at = 0;
+    char *packed = NULL;
+    long bad = MPI_SUCCESS != mca_coll_loom_pack(&b, &at, total, &packed);
+    int pos = 0;
+    MPI_Pack(user, count, dt, want, (int)total, &pos, MPI_COMM_SELF);
+    size_t first = total;
+    for (size_t i = 0; packed && i < total; ++i)
+        if (packed[i] != (char)want[i] && first == total) first = i;
+    if (first < total) fprintf(stderr, "pack_check %s: packed byte %zu of %zu differs from MPI_Pack\n", name, first, total);
+    bad += first < total;
+    for (size_t i = 0; packed && i < total; ++i) packed[i] ^= 0x5a;
+    memcpy(want, user, span);
+    pos = 0;
+    if (packed) MPI_Unpack(packed, (int)total, &pos, want, count, dt, MPI_COMM_SELF);
+    if (packed && MPI_SUCCESS != mca_coll_loom_unpack(&b, &at, packed)) ++bad;
+    memcpy(got, user, span);
+    first = span;
+    for (size_t i = 0; i < span; ++i)
+        if (got[i] != want[i] && first == span) first = i;
+    if (first < span) fprintf(stderr, "pack_check %s: after unpack byte %zu of %zu differs from MPI_Unpack\n", name, first, span);
+    bad += first < span;
+    free(packed);
+    free(user);
+    free(want);
+    free(got);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -210,9 +257,19 @@ int main(int argc, char **argv)
                check_w(resized, empty, "w: double, -, char, resized(int,-4,12)", 0) +
                check_w(gappy, empty, "w: double, -, char, struct{char;double}", 0);
     }
+    MPI_Datatype run, one, dtp;
+    MPI_Type_contiguous(32765, MPI_INT, &run);
+    MPI_Type_vector(1, 1, 4, run, &one);
+    MPI_Type_create_resized(one, 1310600, 1310600, &dtp); /* MPICH DTP: resized(vector(1,1,4, contig(32765 int))) */
+    MPI_Type_commit(&dtp);
+    bad += check_large(dtp, 2, "resized(vector(contig(32765 int)), lb 1310600), 2 of them");
+    bad += check_large(strided, 100000, "vector(2,1,2,int), 100000 of them");
+    MPI_Type_free(&dtp);
+    MPI_Type_free(&one);
+    MPI_Type_free(&run);
     double x = 1, y = 0; /* one collective: the harness checks how loom routed it */
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    printf("pack_check: 5 datatypes, listed and strided blocks; alltoallw blocks of 4 types; %ld wrong\n", bad);
+    printf("pack_check: 5 datatypes, listed and strided blocks; alltoallw blocks of 4 types; 2 types past 64 KiB; %ld wrong\n", bad);
     MPI_Type_free(&strided);
     MPI_Type_free(&resized);
     MPI_Type_free(&gappy);
