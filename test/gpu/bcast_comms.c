@@ -9,6 +9,8 @@
  * ints, from element 49152 on, on the even ranks' communicator, 3 ranks
  * sharing an H100), every root, two calls each, the buffer at an offset
  * that changes per call; every element and a guard on each side checked.
+ * Then on world, one rank at a time holds the ints as MPICH's DTP type that
+ * loom packs while the others pass MPI_INT, every root.
  *
  *   bcast_comms [-m host] [ROUNDS]   (default 2; -m host: host buffers, which
  *                                    loom delegates: checks the harness on a CPU)
@@ -66,6 +68,62 @@ static MPI_Comm make_comm(int k, int wr, int wn)
     return c;
 }
 
+/* Ranks whose datatypes differ (MPI asks only that the signatures match):
+ * one rank at a time holds 65530 ints as MPICH's DTP type of seed 106 (two
+ * runs of 32765 ints 1310600 bytes apart, lb 1310600: loom packs it), the
+ * others as plain MPI_INT; every root. That root's packed copy once lost
+ * everything past 192 KiB. Returns the wrong elements (and errors) this
+ * rank saw; *calls counts the broadcasts. */
+static long mixed_types(int on_host, long *calls, char *first, size_t first_len)
+{
+    int me, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Datatype run, one, dtp;
+    MPI_Type_contiguous(32765, MPI_INT, &run);
+    MPI_Type_vector(1, 1, 4, run, &one);
+    MPI_Type_create_resized(one, 1310600, 1310600, &dtp);
+    MPI_Type_commit(&dtp);
+    const size_t bytes = 1310600 + 131060, ints = bytes / 4;
+    int *host = malloc(bytes), *dev = on_host ? malloc(bytes) : dalloc(bytes);
+    long bad = 0;
+    for (int odd = 0; odd < n; ++odd)
+        for (int root = 0; root < n; ++root, ++*calls) {
+            const int mine = me == odd, sentinel = -7, tag = 1000 * odd + root;
+            /* element i of the 65530 sits at i (plain) or, typed, at i for
+             * the first run and 327650 + (i - 32765) for the second */
+            for (size_t i = 0; i < ints; ++i) host[i] = sentinel;
+            for (int i = 0; i < 65530 && me == root; ++i) host[mine && i >= 32765 ? 327650 + i - 32765 : i] = i + tag;
+            if (on_host) memcpy(dev, host, bytes);
+            else cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice);
+            const int rc = MPI_Bcast(dev, mine ? 2 : 65530, mine ? dtp : MPI_INT, root, MPI_COMM_WORLD);
+            if (on_host) memcpy(host, dev, bytes);
+            else cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+            long wrong = rc != MPI_SUCCESS;
+            int at = -1;
+            for (size_t i = 0; i < ints; ++i) {
+                const long e = !mine ? (i < 65530 ? (long)i : -1)
+                             : i < 32765 ? (long)i : i >= 327650 && i < 327650 + 32765 ? (long)(i - 327650 + 32765) : -1;
+                const int want = e < 0 ? sentinel : (int)e + tag;
+                if (host[i] != want) {
+                    if (at < 0) at = (int)i;
+                    ++wrong;
+                }
+            }
+            if (wrong && !first[0])
+                snprintf(first, first_len, "mixed types (rank %d typed), root %d: rc %d, int %d is %d", odd, root, rc, at,
+                         at >= 0 ? host[at] : 0);
+            bad += wrong;
+        }
+    MPI_Type_free(&dtp);
+    MPI_Type_free(&one);
+    MPI_Type_free(&run);
+    if (on_host) free(dev);
+    else cudaFree(dev);
+    free(host);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -117,6 +175,7 @@ int main(int argc, char **argv)
                 }
         MPI_Comm_free(&c);
     }
+    bad += mixed_types(on_host, &calls, first, sizeof(first));
     long totals[2] = {calls, bad};
     MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (bad) printf("bcast_comms: rank %d: first wrong: %s\n", wr, first);
