@@ -7,7 +7,10 @@
  * blocking and non-blocking, whatever path it takes; the .mpitest sets
  * LOOM_WARN_AFTER below SECONDS and checks that the waiting ranks named the
  * late one (not entered / entered with its GPU busy). Exit 0 when nothing
- * was wrong. */
+ * was wrong.
+ *
+ *   late_rank [LATE [SECONDS [host|gpu|both [CASES]]]]   (a long lateness,
+ *   minutes, on one phase and the first CASES collectives only) */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -103,6 +106,9 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     const int late = argc > 1 ? atoi(argv[1]) : 1;
     const double seconds = argc > 2 ? atof(argv[2]) : 3;
+    const char *phases = argc > 3 ? argv[3] : "both";
+    const int first_kind = strcmp(phases, "gpu") ? KIND_HOST : KIND_GPU,
+              last_kind = strcmp(phases, "host") ? KIND_GPU : KIND_HOST;
     if (!use_gpu_or_finalize(rank)) return 77;
     const size_t most = (size_t)(1u << 20) * (size_t)(size > 4 ? size : 4);
     float *din, *dout, *hin = malloc(most * sizeof(float)), *hout = malloc(most * sizeof(float));
@@ -112,8 +118,9 @@ int main(int argc, char **argv)
     int rc = MPI_Allreduce(MPI_IN_PLACE, din, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     long wrong = rc != MPI_SUCCESS;
     int calls = 0;
-    const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
-    for (int kind = KIND_HOST; kind <= KIND_GPU; ++kind)
+    int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
+    if (argc > 4 && atoi(argv[4]) > 0 && atoi(argv[4]) < ncases) ncases = atoi(argv[4]);
+    for (int kind = first_kind; kind <= last_kind; ++kind)
         for (int k = 0; k < ncases; ++k) {
             const coll_case_t *c = &cases[k];
             fill_case(c, rank, size, din, dout, hin);
@@ -143,8 +150,9 @@ int main(int argc, char **argv)
     long all = 0;
     MPI_Reduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("late_rank: %d ranks, %d calls with rank %d %.0f s late (host, then GPU): %ld wrong elements or "
-               "errors\n", size, calls, late, seconds, all);
+        printf("late_rank: %d ranks, %d calls with rank %d %.0f s late (%s): %ld wrong elements or "
+               "errors\n", size, calls, late, seconds,
+               first_kind == last_kind ? (first_kind == KIND_HOST ? "host" : "GPU") : "host, then GPU", all);
     cudaFree(din);
     cudaFree(dout);
     free(hin);
