@@ -1,10 +1,13 @@
-// The selection table (src/core/select/select.cc) on communicators of known shape:
+// The registry (src/core/select/registry.h) and selection over it
+// (src/core/select/select.cc) on communicators of known shape:
 // one host with every peer mapped, ranks spanning hosts at 3, 4, 8 and 16
 // ranks, LL thresholds at their defaults. Each case is the algorithm the
 // measurements behind the table call for.
 #include <cstring>
+#include <string>
 
 #include "core/comm/params.h"
+#include "core/select/registry.h"
 #include "core/select/select.h"
 #include "core/select/tuning.h"
 #include "device/oneshot_args.h"
@@ -41,6 +44,33 @@ int pick(const loomComm &c, int coll, size_t bytes, size_t piece, size_t esize, 
 }
 
 } // namespace
+
+// Every entry complete, numbered by its place in algo_list.h, its key and
+// name its own; the ring, which must always fit, last.
+START_TEST(registry_entries_are_whole_and_numbered_in_order) {
+    ck_assert_int_eq(kRegistrySize, kNumAlgos);
+    for (int i = 0; i < kRegistrySize; ++i) {
+        const AlgoEntry *e = kRegistry[i];
+        ck_assert_int_eq(e->algo, i);
+        ck_assert_ptr_eq(algoEntry(i), e);
+        ck_assert(e->key && e->name && e->why && e->fits && e->enqueue && e->loadKernels && e->colls);
+        ck_assert(e->proto == kProtoSimple || e->proto == kProtoLL || e->proto == kProtoLL128);
+        for (int j = 0; j < i; ++j) {
+            ck_assert_str_ne(e->key, kRegistry[j]->key);
+            ck_assert_str_ne(e->name, kRegistry[j]->name);
+        }
+        unsigned mask = 0;
+        ck_assert(parseAlgoMask(e->key, &mask) && mask == 1u << e->algo);
+    }
+    ck_assert_ptr_null(algoEntry(-1));
+    ck_assert_ptr_null(algoEntry(kNumAlgos));
+    const AlgoEntry *last = kRegistry[kRegistrySize - 1];
+    ck_assert_int_eq(last->algo, kAlgoRing);
+    ck_assert_int_eq(last->colls, (1u << kRingNumColls) - 1);
+    loomComm c = oneHost(4);
+    ck_assert(last->fits(&c, CallShape{kRingAllGather, size_t(1) << 40, size_t(1) << 38, 16, true}));
+}
+END_TEST
 
 START_TEST(inside_a_host_one_shot_up_to_the_crossovers) {
     const loomComm c = oneHost(4);
@@ -103,7 +133,9 @@ START_TEST(loom_algo_syntax) {
     m = 7;
     ck_assert(!parseAlgoMask("tree", &m) && m == 7);  // unknown name: refused, mask untouched
     ck_assert(!parseAlgoMask("ring,", &m) && m == 7); // an empty name
-    ck_assert(!parseAlgoMask("^oneshot,zerocopy,rd,trees,doubling,ll_ring,ll128_ring,ring", &m) && m == 7); // nothing left
+    std::string all = "^"; // every key excluded: nothing left
+    for (int i = 0; i < kRegistrySize; ++i) all += std::string(i ? "," : "") + kRegistry[i]->key;
+    ck_assert(!parseAlgoMask(all.c_str(), &m) && m == 7);
     ck_assert(parseAlgoMask("ll128_ring", &m) && m == 1u << kAlgoRingLL128);
     ck_assert(parseAlgoMask("zerocopy", &m) && m == 1u << kAlgoZeroCopy);
 }
@@ -311,6 +343,7 @@ END_TEST
 Suite *select_suite(void) {
     Suite *s = suite_create("select");
     TCase *tc = tcase_create("select");
+    tcase_add_test(tc, registry_entries_are_whole_and_numbered_in_order);
     tcase_add_test(tc, inside_a_host_one_shot_up_to_the_crossovers);
     tcase_add_test(tc, across_hosts_doubling_where_it_takes_fewer_hops);
     tcase_add_test(tc, loom_algo_syntax);

@@ -4,11 +4,14 @@
  */
 #include "core/comm/kernel_load.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "base/debug.h"
+#include "core/select/registry.h"
 #include "device/collectives.h"
 
 namespace loom {
@@ -21,9 +24,14 @@ loomResult_t loadDeviceKernels(int rank, int device) {
     // The caller made `device` current (cudaFuncGetAttributes loads for it).
     const auto start = std::chrono::steady_clock::now();
     KernelLoad l;
-    cudaError_t (*const loaders[])(KernelLoad *) = {loadRingKernels,    loadEdgeKernels,     loadExchangeKernels,
-                                                     loadScanKernels,    loadOneShotKernels,  loadResidentKernels,
-                                                     loadZeroCopyKernels, loadLocalReduceKernels};
+    // The table algorithms' kernels (each registry entry names its loader;
+    // entries may share one), then the other paths'.
+    std::vector<cudaError_t (*)(KernelLoad *)> loaders;
+    for (int i = 0; i < kRegistrySize; ++i)
+        if (std::find(loaders.begin(), loaders.end(), kRegistry[i]->loadKernels) == loaders.end())
+            loaders.push_back(kRegistry[i]->loadKernels);
+    for (auto load : {loadExchangeKernels, loadScanKernels, loadResidentKernels, loadLocalReduceKernels})
+        loaders.push_back(load);
     for (auto load : loaders) {
         cudaError_t e = load(&l);
         if (e != cudaSuccess)

@@ -1,11 +1,9 @@
 /*
- * The collectives' entry points: argument checks, then the algorithm and
- * protocol for the call (select.cc's table: one-shot LL, recursive doubling,
- * trees, the doubling family, rings), then that algorithm's plan, launch and
- * commit.
- * One-shot calls are planned in enqueue_oneshot.cc; the ring and its chains in
- * enqueue_ring.cc; the small-message algorithms across hosts (trees,
- * recursive doubling and halving, binomial trees) in enqueue_edges.cc.
+ * The table collectives' entry points (allreduce, broadcast, reduce,
+ * allgather, reduce_scatter and the ragged forms): argument checks, then the
+ * algorithm for the call (core/select/select.h over the registry's entries),
+ * then that entry's enqueue (plan, launch, commit: each algorithm's own
+ * file, core/select/registry.h lists them).
  */
 #include <cstdio>
 #include <cstring>
@@ -16,12 +14,11 @@
 #include "core/enqueue/enqueue_zerocopy.h"
 #include "base/debug.h"
 #include "core/comm/params.h"
+#include "core/select/registry.h"
 #include "core/select/select.h"
 #include "core/select/tuning.h"
-#include "device/collectives.h"
 #include "device/oneshot_schedule.h"
 #include "device/ring_schedule.h"
-#include "device/doubling_schedule.h"
 
 using namespace loom;
 
@@ -92,45 +89,10 @@ Choice choose(loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize
     return c;
 }
 
-loomResult_t doubling(loomComm *comm, int coll, const void *in, void *out, size_t count, loomDataType_t dtype,
-                      loomRedOp_t op, int root, cudaStream_t stream) {
-    static const char *const names[kDblNumColls] = {"broadcast", "reduce", "allgather", "reduce_scatter"};
-    const bool bytes = coll == kDblBroadcast || coll == kDblAllGather; // moved, never reduced
-    const size_t esize = loomTypeSize(dtype);
-    EdgeCall c;
-    c.s = bytes ? doublingSched(comm, coll, count * esize, 1, root) : doublingSched(comm, coll, count, esize, root);
-    c.in = in;
-    c.out = out;
-    c.dtype = dtype;
-    c.op = op;
-    c.bytes = bytes;
-    c.name = names[coll];
-    c.algoName = coll == kDblReduceScatter ? "recursive halving"
-                 : coll == kDblAllGather   ? "recursive doubling"
-                                           : "binomial tree";
-    return edgeCollective(comm, c, stream);
-}
-
 loomResult_t checkRoot(const char *what, const loomComm *comm, int root) {
     if (root < 0 || root >= comm->nranks)
         return fail(loomInvalidArgument, "%s: root %d of %d ranks", what, root, comm->nranks);
     return loomSuccess;
-}
-
-RingCall ringCall(int coll, const void *in, void *out, size_t count, size_t totalBytes, loomDataType_t dtype,
-                  loomRedOp_t op, int root) {
-    RingCall c;
-    c.coll = coll;
-    c.proto = kProtoSimple;
-    c.in = in;
-    c.out = out;
-    c.count = count;
-    c.totalBytes = totalBytes;
-    c.dtype = dtype;
-    c.op = op;
-    c.root = root;
-    c.counts = c.displs = nullptr;
-    return c;
 }
 
 // Whether ragged blocks are in fact nranks equal blocks back to back.
@@ -154,24 +116,24 @@ loomResult_t vInputCopy(loomComm *comm, const void *in, size_t bytes, cudaStream
     return loomSuccess;
 }
 
+// The chosen entry runs the call: `piece` and `esize` as CallShape's.
+loomResult_t runTableCall(loomComm *comm, const TableCall &c, size_t piece, size_t esize, bool ragged = false) {
+    const Choice ch = choose(comm, c.coll, c.total * loomTypeSize(c.dtype), piece, esize, ragged);
+    return algoEntry(ch.algo)->enqueue(comm, c);
+}
+
 // A ragged allgather or reduce_scatter (counts/displs in elements, `total`
-// of them): one-shot where its largest block fits, else the ring.
-loomResult_t raggedCollective(loomComm *comm, int oneShot, int ring, const void *in, void *out, const size_t *counts,
+// of them): the entries whose rules take ragged blocks (one-shot where its
+// largest block fits, else the ring).
+loomResult_t raggedCollective(loomComm *comm, int coll, const void *in, void *out, const size_t *counts,
                               const size_t *displs, size_t total, loomDataType_t dtype, loomRedOp_t op,
                               cudaStream_t stream) {
     const size_t esize = loomTypeSize(dtype);
     size_t largest = 0;
     for (int q = 0; q < comm->nranks; ++q) largest = counts[q] > largest ? counts[q] : largest;
-    const bool reduces = oneShot == kOneShotReduceScatter; // moved data has no element size limit
-    if (choose(comm, ring, total * esize, largest * esize, reduces ? esize : 1, true).algo == kAlgoOneShot) {
-        size_t bytes[kMaxOneShotRanks], at[kMaxOneShotRanks];
-        for (int q = 0; q < comm->nranks; ++q) bytes[q] = counts[q] * esize, at[q] = displs[q] * esize;
-        return oneShotCollective(comm, oneShot, in, out, 0, dtype, op, 0, stream, bytes, at);
-    }
-    RingCall c = ringCall(ring, in, out, 0, total * esize, dtype, op, 0);
-    c.counts = counts;
-    c.displs = displs;
-    return ringCollective(comm, c, stream);
+    const bool reduces = coll == kRingReduceScatter; // moved data has no element size limit
+    const TableCall c{coll, in, out, 0, total, dtype, op, 0, counts, displs, stream};
+    return runTableCall(comm, c, largest * esize, reduces ? esize : 1, true);
 }
 
 } // namespace
@@ -196,34 +158,10 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (r != loomSuccess || count == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
     if (!stream) stream = comm->stream;
-    const size_t esize = loomTypeSize(datatype), bytes = count * esize;
-    Choice ch = choose(comm, kRingAllReduce, bytes, bytes, esize);
-    if (ch.algo == kAlgoZeroCopy && !comm->hostWaitAllowed) // chosen only where it fits (choose)
-        return stagedTwoShotAllReduce(comm, sendbuff, recvbuff, count, datatype, op, stream);
-    if (ch.algo == kAlgoZeroCopy) {
-        bool ran = false;
-        r = zeroCopyAllReduce(comm, sendbuff, recvbuff, count, datatype, op, stream, &ran);
-        if (ran || r != loomSuccess) return r;
-        // Some rank's buffer cannot be shared (every rank saw it): staged
-        // where it fits, else the FIFO path.
-        if (stagedTwoShotFits(comm, bytes))
-            return stagedTwoShotAllReduce(comm, sendbuff, recvbuff, count, datatype, op, stream);
-        ch = selectAlgorithm(comm, CallShape{kRingAllReduce, bytes, bytes, esize, false}, kAllAlgos & ~(1u << kAlgoZeroCopy));
-        LOOM_TRACE(kColl, "rank %d: allreduce of %zu B: %s instead (a buffer not shareable)", comm->rank, bytes,
-                   algoName(ch.algo));
-    }
-    if (ch.algo == kAlgoOneShot)
-        return oneShotCollective(comm, kOneShotAllReduce, sendbuff, recvbuff, bytes, datatype, op, 0, stream);
-    if (ch.algo == kAlgoRecursiveDoubling || ch.algo == kAlgoTrees) {
-        const bool rd = ch.algo == kAlgoRecursiveDoubling;
-        const EdgeCall c{rd ? rdSched(comm, count, esize) : treeSched(comm, count, esize), sendbuff, recvbuff, datatype,
-                         op, false, "allreduce", algoName(ch.algo)};
-        return edgeCollective(comm, c, stream);
-    }
-    RingCall c = ringCall(kRingAllReduce, sendbuff, recvbuff, count, bytes, datatype, op, 0);
-    if (ch.algo == kAlgoRingLL) c.proto = kProtoLL;
-    if (ch.algo == kAlgoRingLL128) c.proto = kProtoLL128;
-    return ringCollective(comm, c, stream);
+    const size_t esize = loomTypeSize(datatype);
+    return runTableCall(comm, TableCall{kRingAllReduce, sendbuff, recvbuff, count, count, datatype, op, 0, nullptr,
+                                        nullptr, stream},
+                        count * esize, esize);
 }
 
 extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
@@ -236,12 +174,9 @@ extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size
     const size_t bytes = count * loomTypeSize(datatype);
     if (!stream) stream = comm->stream;
     if (movementOnEngines(comm, bytes)) return broadcastOnEngines(comm, in, recvbuff, bytes, root, stream);
-    const int algo = choose(comm, kRingBroadcast, bytes, bytes, 1).algo;
-    if (algo == kAlgoOneShot)
-        return oneShotCollective(comm, kOneShotBroadcast, in, recvbuff, bytes, datatype, loomSum, root, stream);
-    if (algo == kAlgoDoubling)
-        return doubling(comm, kDblBroadcast, in, recvbuff, count, datatype, loomSum, root, stream);
-    return ringCollective(comm, ringCall(kRingBroadcast, in, recvbuff, count, bytes, datatype, loomSum, root), stream);
+    return runTableCall(
+        comm, TableCall{kRingBroadcast, in, recvbuff, count, count, datatype, loomSum, root, nullptr, nullptr, stream},
+        bytes, 1);
 }
 
 extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t count, loomDataType_t datatype,
@@ -252,12 +187,9 @@ extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t 
     if (!sendbuff || (comm->rank == root && !recvbuff)) return fail(loomInvalidArgument, "loomReduce: NULL buffer");
     const size_t bytes = count * loomTypeSize(datatype);
     if (!stream) stream = comm->stream;
-    const int algo = choose(comm, kRingReduce, bytes, bytes, loomTypeSize(datatype)).algo;
-    if (algo == kAlgoOneShot)
-        return oneShotCollective(comm, kOneShotReduce, sendbuff, recvbuff, bytes, datatype, op, root, stream);
-    if (algo == kAlgoDoubling)
-        return doubling(comm, kDblReduce, sendbuff, recvbuff, count, datatype, op, root, stream);
-    return ringCollective(comm, ringCall(kRingReduce, sendbuff, recvbuff, count, bytes, datatype, op, root), stream);
+    return runTableCall(
+        comm, TableCall{kRingReduce, sendbuff, recvbuff, count, count, datatype, op, root, nullptr, nullptr, stream},
+        bytes, loomTypeSize(datatype));
 }
 
 extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, loomDataType_t datatype,
@@ -265,16 +197,12 @@ extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size
     loomResult_t r = checkCall("loomAllGather", comm, datatype, false, loomSum);
     if (r != loomSuccess || sendcount == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllGather: NULL buffer");
-    const size_t block = sendcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
+    const size_t block = sendcount * loomTypeSize(datatype), n = (size_t)comm->nranks;
     if (!stream) stream = comm->stream;
     if (movementOnEngines(comm, block)) return allGatherOnEngines(comm, sendbuff, recvbuff, block, stream);
-    const int algo = choose(comm, kRingAllGather, total, block, 1).algo;
-    if (algo == kAlgoOneShot)
-        return oneShotCollective(comm, kOneShotAllGather, sendbuff, recvbuff, block, datatype, loomSum, 0, stream);
-    if (algo == kAlgoDoubling)
-        return doubling(comm, kDblAllGather, sendbuff, recvbuff, sendcount, datatype, loomSum, 0, stream);
-    return ringCollective(comm, ringCall(kRingAllGather, sendbuff, recvbuff, sendcount, total, datatype, loomSum, 0),
-                          stream);
+    return runTableCall(comm, TableCall{kRingAllGather, sendbuff, recvbuff, sendcount, sendcount * n, datatype, loomSum, 0,
+                                        nullptr, nullptr, stream},
+                        block, 1);
 }
 
 extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
@@ -283,15 +211,11 @@ extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, 
     loomResult_t r = checkCall("loomReduceScatter", comm, datatype, true, op);
     if (r != loomSuccess || recvcount == 0) return r;
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomReduceScatter: NULL buffer");
-    const size_t block = recvcount * loomTypeSize(datatype), total = block * (size_t)comm->nranks;
+    const size_t block = recvcount * loomTypeSize(datatype), n = (size_t)comm->nranks;
     if (!stream) stream = comm->stream;
-    const int algo = choose(comm, kRingReduceScatter, total, block, loomTypeSize(datatype)).algo;
-    if (algo == kAlgoOneShot)
-        return oneShotCollective(comm, kOneShotReduceScatter, sendbuff, recvbuff, block, datatype, op, 0, stream);
-    if (algo == kAlgoDoubling)
-        return doubling(comm, kDblReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, stream);
-    return ringCollective(comm, ringCall(kRingReduceScatter, sendbuff, recvbuff, recvcount, total, datatype, op, 0),
-                          stream);
+    return runTableCall(comm, TableCall{kRingReduceScatter, sendbuff, recvbuff, recvcount, recvcount * n, datatype, op,
+                                        0, nullptr, nullptr, stream},
+                        block, loomTypeSize(datatype));
 }
 
 extern "C" loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, void *recvbuff, const size_t *recvcounts,
@@ -309,8 +233,8 @@ extern "C" loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, v
     if (!recvbuff || (sendcount && !sendbuff)) return fail(loomInvalidArgument, "loomAllGatherV: NULL buffer");
     if (equalBlocks(recvcounts, displs, comm->nranks))
         return loomAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-    return raggedCollective(comm, kOneShotAllGather, kRingAllGather, sendbuff, recvbuff, recvcounts, displs, total,
-                            datatype, loomSum, stream ? stream : comm->stream);
+    return raggedCollective(comm, kRingAllGather, sendbuff, recvbuff, recvcounts, displs, total, datatype, loomSum,
+                            stream ? stream : comm->stream);
 }
 
 extern "C" loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff, const size_t *recvcounts,
@@ -335,6 +259,6 @@ extern "C" loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff,
         r = vInputCopy(comm, sendbuff, inBytes, stream, &sendbuff);
         if (r != loomSuccess) return r;
     }
-    return raggedCollective(comm, kOneShotReduceScatter, kRingReduceScatter, sendbuff, recvbuff, recvcounts,
-                            displs.data(), total, datatype, op, stream);
+    return raggedCollective(comm, kRingReduceScatter, sendbuff, recvbuff, recvcounts, displs.data(), total, datatype,
+                            op, stream);
 }

@@ -1,9 +1,10 @@
 /*
  * Inside enqueue: one call as planned for an algorithm. The path of every
- * collective is call (enqueue.cc: checks, then algorithm and protocol from
- * the selection rules there) -> plan -> launch -> commit (each algorithm's
- * file: enqueue_ring.cc for the ring and its chains, enqueue_edges.cc for
- * the small-message algorithms across hosts).
+ * table collective is call (enqueue.cc: checks, then the algorithm from
+ * selection over the registry, core/select/registry.h) -> the entry's
+ * enqueue: plan -> launch -> commit (each algorithm's file: enqueue_ring.cc
+ * for the ring and its chains, enqueue_edges.cc for the small-message
+ * algorithms across hosts, enqueue_oneshot.cc, enqueue_zerocopy.cc).
  */
 #pragma once
 

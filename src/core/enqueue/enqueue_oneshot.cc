@@ -10,9 +10,12 @@
 #include "base/debug.h"
 #include "core/enqueue/enqueue.h"
 #include "core/stream/resident.h"
+#include "core/comm/params.h"
+#include "core/select/registry.h"
 #include "core/select/tuning.h"
 #include "device/collectives.h"
 #include "device/oneshot_schedule.h"
+#include "device/ring_schedule.h"
 
 namespace loom {
 
@@ -65,5 +68,54 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, kOneShotNames[coll], bytes);
     return loomSuccess;
 }
+
+// The registry's entry (core/select/registry.h).
+
+static_assert((int)kOneShotAllReduce == (int)kRingAllReduce && (int)kOneShotReduceScatter == (int)kRingReduceScatter &&
+                  (int)kOneShotAllGather == (int)kRingAllGather && (int)kOneShotBroadcast == (int)kRingBroadcast &&
+                  (int)kOneShotReduce == (int)kRingReduce,
+              "the table's collectives have the same numbers in both");
+
+namespace {
+
+// Bytes one rank may move over its links, (n-1) x piece, up to which each
+// one-shot collective beats the ring (measured: docs/performance.md,
+// "Measurements behind the code"). Ragged calls count their largest block as
+// the piece. LOOM_ONESHOT_MAX_BYTES replaces the table.
+constexpr size_t kOneShotLinkBytes[kRingNumColls] = {
+    0,           // allreduce: LOOM_LL_MAX_BYTES alone decides
+    1536 * 1024, // reduce_scatter
+    1536 * 1024, // allgather
+    768 * 1024,  // broadcast
+    1536 * 1024, // reduce
+};
+
+// LL lines carry 8-byte units: a 16-byte element would straddle two;
+// allreduce: LOOM_LL_MAX_BYTES alone.
+bool oneShotFits(const loomComm *comm, const CallShape &s) {
+    if (!comm->allPeersMapped || s.esize > 8) return false;
+    if (s.coll == kRingAllReduce) return s.bytes <= comm->llMaxBytes;
+    return oneShotPieceFits(comm, s.piece, kOneShotLinkBytes[s.coll]);
+}
+
+int oneShotCtas(const loomComm *, const CallShape &s) { return oneShotChannels((s.bytes + 7) / 8); }
+
+loomResult_t oneShotRun(loomComm *comm, const TableCall &c) {
+    if (c.counts) {
+        size_t bytes[kMaxOneShotRanks], at[kMaxOneShotRanks];
+        blocksInBytes(comm, c, bytes, at);
+        return oneShotCollective(comm, c.coll, c.in, c.out, 0, c.dtype, c.op, 0, c.stream, bytes, at);
+    }
+    return oneShotCollective(comm, c.coll, c.in, c.out, c.count * loomTypeSize(c.dtype), c.dtype, c.op, c.root,
+                             c.stream);
+}
+
+} // namespace
+
+extern const AlgoEntry kOneShotAlgo = {kAlgoOneShot, "oneshot", "one-shot", kProtoLL,
+                                       collBit(kRingAllReduce) | collBit(kRingReduceScatter) | collBit(kRingAllGather) |
+                                           collBit(kRingBroadcast) | collBit(kRingReduce),
+                                       oneShotFits, "every peer mapped, under the one-shot crossover", oneShotCtas,
+                                       oneShotRun, loadOneShotKernels};
 
 } // namespace loom

@@ -12,6 +12,7 @@
 #include "base/debug.h"
 #include "core/comm/params.h"
 #include "core/stream/pinned_uploads.h"
+#include "core/select/registry.h"
 #include "core/select/tuning.h"
 #include "device/collectives.h"
 #include "device/ring_schedule.h"
@@ -119,8 +120,54 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
         netPost(&ring.netRecv, used, ringSends, ringRecvs);
     }
     LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, root %d, ring %s on %d channels", comm->rank, kRingNames[c.coll],
-               c.count, loomTypeSize(c.dtype), c.root, c.proto == kProtoLL ? "LL" : c.proto == kProtoLL128 ? "LL128" : "Simple", a.nchannels);
+               c.count, loomTypeSize(c.dtype), c.root, protoName(c.proto), a.nchannels);
     return loomSuccess;
 }
+
+// The registry's entries (core/select/registry.h): the ring on each protocol.
+
+namespace {
+
+constexpr unsigned kAllTableColls = collBit(kRingAllReduce) | collBit(kRingReduceScatter) | collBit(kRingAllGather) |
+                                    collBit(kRingBroadcast) | collBit(kRingReduce);
+
+// The LL ring (off by default: it won only in a narrow band of sizes).
+bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->llRingMaxBytes && s.esize <= 8; }
+
+// The LL128 ring (off by default, LOOM_LL128_MAX_BYTES): NVLink rings only
+// (comm->ll128Ready), elements that fit its 8-byte units.
+bool ringLL128Fits(const loomComm *comm, const CallShape &s) {
+    return comm->ll128Ready && s.bytes <= comm->ll128RingMaxBytes && s.esize <= 8;
+}
+
+int ringCtas(const loomComm *comm, const CallShape &s) { return ringChannels(comm, s.bytes); }
+
+template <int kProto>
+loomResult_t ringRun(loomComm *comm, const TableCall &t) {
+    RingCall c;
+    c.coll = t.coll;
+    c.proto = kProto;
+    c.in = t.in;
+    c.out = t.out;
+    c.count = t.counts ? 0 : t.count;
+    c.counts = t.counts;
+    c.displs = t.displs;
+    c.totalBytes = t.total * loomTypeSize(t.dtype);
+    c.dtype = t.dtype;
+    c.op = t.op;
+    c.root = t.root;
+    return ringCollective(comm, c, t.stream);
+}
+
+} // namespace
+
+extern const AlgoEntry kRingAlgo = {kAlgoRing,     "ring",    "ring",   kProtoSimple, kAllTableColls,
+                                    fitsAlways,    "bandwidth", ringCtas, ringRun<kProtoSimple>, loadRingKernels};
+extern const AlgoEntry kRingLLAlgo = {kAlgoRingLL, "ll_ring", "ring (LL)", kProtoLL, collBit(kRingAllReduce), ringLLFits,
+                                      "up to LOOM_LL_RING_MAX_BYTES", ringCtas, ringRun<kProtoLL>, loadRingKernels};
+extern const AlgoEntry kRingLL128Algo = {kAlgoRingLL128, "ll128_ring", "ring (LL128)", kProtoLL128,
+                                         collBit(kRingAllReduce), ringLL128Fits,
+                                         "NVLink rings, up to LOOM_LL128_MAX_BYTES", ringCtas, ringRun<kProtoLL128>,
+                                         loadRingKernels};
 
 } // namespace loom

@@ -10,9 +10,11 @@
 #include "base/debug.h"
 #include "core/comm/params.h"
 #include "core/connect/peer_conns.h"
+#include "core/select/registry.h"
 #include "core/select/tuning.h"
 #include "core/ras/watchdog.h"
 #include "device/collectives.h"
+#include "device/ring_schedule.h"
 #include "device/zerocopy_args.h"
 
 namespace loom {
@@ -223,5 +225,46 @@ loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, s
     LOOM_TRACE(kColl, "rank %d: allreduce %zu B staged two-shot, %d CTAs", me, bytes, a.ctas);
     return loomSuccess;
 }
+
+// The registry's entry (core/select/registry.h).
+
+namespace {
+
+// Every pair of GPUs mapped inside one host, the bootstrap able to pass
+// buffer descriptions per call, and the size within
+// LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES.
+bool zeroCopyFits(const loomComm *comm, const CallShape &s) {
+    return comm->zeroCopyReady && s.bytes >= (size_t)params().zeroCopyMinBytes &&
+           s.bytes <= (size_t)params().zeroCopyMaxBytes;
+}
+
+int zeroCopyCtas(const loomComm *comm, const CallShape &s) {
+    return zeroCopyChannels(s.bytes, comm->nranks, (long)s.bytes <= params().zeroCopyOneShotBytes);
+}
+
+// Where the caller must not wait on the host for its peers
+// (loomCommSetHostWait), selection offers zero-copy only where the staged
+// two-shot runs it (core/enqueue/enqueue.cc). A call whose buffers some rank
+// cannot share (every rank sees it alike) goes staged where that fits, else
+// to the next entry selection picks without zero-copy.
+loomResult_t zeroCopyRun(loomComm *comm, const TableCall &t) {
+    const size_t esize = loomTypeSize(t.dtype), bytes = t.count * esize;
+    if (!comm->hostWaitAllowed) return stagedTwoShotAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream);
+    bool ran = false;
+    const loomResult_t r = zeroCopyAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream, &ran);
+    if (ran || r != loomSuccess) return r;
+    if (stagedTwoShotFits(comm, bytes)) return stagedTwoShotAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream);
+    const Choice ch = selectAlgorithm(comm, CallShape{kRingAllReduce, bytes, bytes, esize, false},
+                                      kAllAlgos & ~(1u << kAlgoZeroCopy));
+    LOOM_TRACE(kColl, "rank %d: allreduce of %zu B: %s instead (a buffer not shareable)", comm->rank, bytes,
+               algoName(ch.algo));
+    return algoEntry(ch.algo)->enqueue(comm, t);
+}
+
+} // namespace
+
+extern const AlgoEntry kZeroCopyAlgo = {kAlgoZeroCopy, "zerocopy", "zero-copy", kProtoSimple, collBit(kRingAllReduce),
+                                        zeroCopyFits, "every peer mapped, within LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES",
+                                        zeroCopyCtas, zeroCopyRun, loadZeroCopyKernels};
 
 } // namespace loom

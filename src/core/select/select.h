@@ -1,30 +1,29 @@
 /*
- * Which algorithm a call takes: one table (select.cc) of rules, each an
- * algorithm and the condition under which it can run the call. Where the
- * time model (core/select/tuning.h) has constants for some allowed algorithm that
- * fits, the fastest predicted of those wins (fitting rows the model does not
- * know, the LL and LL128 rings, are passed over); elsewhere the first row,
- * in table order, that names the call's collective and whose condition holds. Every entry point (enqueue.cc) asks here, then plans, launches and
- * commits that algorithm. The choice and the rule that made it are traced
- * per call (LOOM_DEBUG=TRACE LOOM_DEBUG_SUBSYS=COLL).
+ * Which algorithm a call takes. The registry (core/select/registry.h) holds
+ * one entry per algorithm, with the condition under which it can run a
+ * call, in table order. Where the time model (core/select/tuning.h) has
+ * constants for some allowed algorithm that fits, the fastest predicted of
+ * those wins (fitting entries the model does not know, the LL and LL128
+ * rings, are passed over); elsewhere the first entry, in table order, that
+ * runs the call's collective and whose condition holds. Every entry point
+ * (enqueue.cc) asks here, then runs the chosen entry's enqueue (plan,
+ * launch, commit). The choice and the rule that made it are traced per call
+ * (LOOM_DEBUG=TRACE LOOM_DEBUG_SUBSYS=COLL).
  */
 #pragma once
 
 #include <cstddef>
 
 #include "core/comm/comm.h"
+#include "device/fifo.h" // kProtoSimple, kProtoLL, kProtoLL128
 
 namespace loom {
 
+// The algorithms' numbers, in selection order (core/select/algo_list.h).
 enum Algo : int {
-    kAlgoOneShot = 0,         // one-shot LL inside a host (device/oneshot_schedule.h)
-    kAlgoRecursiveDoubling,   // allreduce across hosts (device/rd_schedule.h)
-    kAlgoTrees,               // allreduce across hosts (device/tree_schedule.h)
-    kAlgoDoubling,            // bcast/reduce/allgather/reduce_scatter across hosts (device/doubling_schedule.h)
-    kAlgoRingLL,              // the ring on LL
-    kAlgoRing,                // the ring (chains for bcast and reduce) on Simple
-    kAlgoZeroCopy,            // allreduce from mapped user buffers inside a host (device/zerocopy_schedule.h)
-    kAlgoRingLL128,           // the ring on LL128 (NVLink only)
+#define LOOM_ALGORITHM(number, entry) number,
+#include "core/select/algo_list.h"
+#undef LOOM_ALGORITHM
     kNumAlgos
 };
 
@@ -48,8 +47,8 @@ struct Choice {
     double runnerUpUs = -1;
 };
 
-// The table's rows whose algorithm is in comm->algoMask (LOOM_ALGO) are
-// tried; when none of them fits, the ring.
+// The entries whose algorithm is in comm->algoMask (LOOM_ALGO) are tried;
+// when none of them fits, the ring.
 Choice selectAlgorithm(const loomComm *comm, const CallShape &s);
 // The same among the algorithms of `allowed` only (a call that found it
 // cannot run zero-copy asks again without it).
@@ -98,12 +97,12 @@ bool parseAlgoMask(const char *text, unsigned *mask);
 
 const char *algoName(int algo);
 
-// The protocols (NCCL's names): how an algorithm's data and flags travel.
-// LL: 16-byte lines, 8 bytes of data and two 4-byte flags (one-shot, the LL
-// ring); LL128: 128-byte lines, 120 bytes of data and an 8-byte flag (the
-// LL128 ring); Simple: plain stores then one flag per chunk (the ring and
-// chains, trees, doubling, zero-copy).
-enum Proto : int { kProtoNameLL = 0, kProtoNameSimple, kProtoNameLL128, kNumProtoNames };
+// The protocols (NCCL's names; numbered as device/fifo.h's kProtoSimple,
+// kProtoLL, kProtoLL128, the one numbering host and device use): how an
+// algorithm's data and flags travel. LL: 16-byte lines, 8 bytes of data and
+// two 4-byte flags (one-shot, the LL ring); LL128: 128-byte lines, 120 bytes
+// of data and an 8-byte flag (the LL128 ring); Simple: plain stores then one
+// flag per chunk (the ring and chains, trees, doubling, zero-copy).
 int algoProto(int algo);
 const char *protoName(int proto);
 

@@ -4,6 +4,7 @@
 #include "core/select/tuning.h"
 
 #include "core/comm/params.h"
+#include "core/select/registry.h"
 #include "core/select/select.h"
 #include "device/oneshot_args.h"
 #include "device/ring_schedule.h"
@@ -82,14 +83,8 @@ int oneShotChannels(size_t units) {
 
 int allReduceChannels(const loomComm *comm, const CallShape &s, int algo) {
     if (s.coll != kRingAllReduce) return -1;
-    switch (algo) {
-    case kAlgoOneShot: return oneShotChannels((s.bytes + 7) / 8);
-    case kAlgoZeroCopy: return zeroCopyChannels(s.bytes, comm->nranks, (long)s.bytes <= params().zeroCopyOneShotBytes);
-    case kAlgoRing:
-    case kAlgoRingLL:
-    case kAlgoRingLL128: return ringChannels(comm, s.bytes);
-    default: return -1;
-    }
+    const AlgoEntry *e = algoEntry(algo); // each entry knows its own (core/select/registry.h)
+    return e && e->channels ? e->channels(comm, s) : -1;
 }
 
 } // namespace loom
