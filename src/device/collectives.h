@@ -6,13 +6,13 @@
 
 #include <cuda_runtime.h>
 
-#include "device/oneshot_args.h"
-#include "device/resident_args.h"
-#include "device/ring_args.h"
-#include "device/edge_args.h"
-#include "device/exchange_args.h"
-#include "device/scan_args.h"
-#include "device/zerocopy_args.h"
+#include "device/oneshot/oneshot_args.h"
+#include "device/resident/resident_args.h"
+#include "device/ring/ring_args.h"
+#include "device/edges/edge_args.h"
+#include "device/exchange/exchange_args.h"
+#include "device/scan/scan_args.h"
+#include "device/zerocopy/zerocopy_args.h"
 #include "loom.h"
 
 namespace loom {

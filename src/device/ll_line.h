@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "device/oneshot_args.h"
+#include "device/oneshot/oneshot_args.h"
 #include "device/reduce_ops.h"
 
 namespace loom {

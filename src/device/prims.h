@@ -26,7 +26,7 @@
 #pragma once
 
 #include "device/conn.h"
-#include "device/edge_op.h"
+#include "device/edges/edge_op.h"
 #include "device/wait.h"
 
 namespace loom {

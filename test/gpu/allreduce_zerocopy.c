@@ -1,5 +1,5 @@
 /*
- * MPI_Allreduce on the buffers the zero-copy path maps (core/enqueue/enqueue_zerocopy.h),
+ * MPI_Allreduce on the buffers the zero-copy path maps (core/algo/zerocopy/zerocopy.h),
  * compared element by element with a host reference. Each case runs several
  * rounds with new data, so a stale mapping (a peer's old allocation) shows:
  *   plain      cudaMalloc, out of place and in place

@@ -1,4 +1,4 @@
-// Schedules over a rank's edges (src/device/edge_schedule.h) on the one
+// Schedules over a rank's edges (src/device/edges/edge_schedule.h) on the one
 // simulator (sched_sim.h): each rank's lanes walk edgeSchedOp, its edge
 // slots are its ports, and each slot lands in the peer's slot for the same
 // edge (trees: parent and children; recursive doubling: the partner of each
@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "device/edge_schedule.h"
-#include "device/rd_args.h"
+#include "device/edges/edge_schedule.h"
+#include "device/edges/rd_args.h"
 #include "sched_sim.h"
 
 namespace loom {

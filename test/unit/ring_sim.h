@@ -1,5 +1,5 @@
 // Ring schedules on the one simulator (sched_sim.h): any collective of
-// src/device/ring_schedule.h, equal or ragged blocks, walked exactly as the
+// src/device/ring/ring_schedule.h, equal or ragged blocks, walked exactly as the
 // kernel and the host walk it (ringGeom, ringCollStep, ringStepOffsets,
 // ringEdgeOp, ringCallSteps): one lane and one port per channel, the port's
 // send side landing in the next position's. Checks every rank's output
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "device/conn.h"
-#include "device/ring_schedule.h"
+#include "device/ring/ring_schedule.h"
 #include "sched_sim.h"
 
 namespace loom {
@@ -102,7 +102,7 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
     }
     Run run = execute(ranks, k.depth, k.slotElems, sum);
     if (!run.error.empty()) return run.error;
-    for (int ch = 0; ch < k.nchannels && n > 1; ++ch) // the host's count (enqueue_ring.cc), per channel's ring
+    for (int ch = 0; ch < k.nchannels && n > 1; ++ch) // the host's count (core/algo/ring/ring.cc), per channel's ring
         for (int q = 0; q < n; ++q) {
             unsigned long long s, r;
             ringCallSteps(k.coll, posOfRing[ringOf(ch)][q], posOfRing[ringOf(ch)][k.root], n, geom[ch], &s, &r);
@@ -140,7 +140,7 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
 // The ring allreduce's flow control over consecutive calls, step counter by
 // step counter, as Prims (prims.h) runs it on the LL protocol
 // (prims_ll.h): each rank's kernel starts every channel from the counters
-// the host committed (ringCallSteps per call, as enqueue_ring.cc adds them
+// the host committed (ringCallSteps per call, as core/algo/ring/ring.cc adds them
 // up); a send waits for credit (`credit`: sendCredit, the kernels' test),
 // then writes its lines tagged step + 1 into slot step % depth; a receive
 // polls the lines tagged with its own step + 1 and returns credit (head =

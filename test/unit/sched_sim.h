@@ -1,5 +1,5 @@
 // The one schedule simulator: any schedule in the op form of
-// src/device/edge_op.h executed over host buffers exactly as the kernels run
+// src/device/edges/edge_op.h executed over host buffers exactly as the kernels run
 // it (Prims::run). Each rank has lanes (its CTAs: ring channels, the two
 // trees) that walk their ops on their own, and connections (ports) whose
 // send side lands in one peer's receive port through a FIFO of `depth`
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "device/edge_op.h"
+#include "device/edges/edge_op.h"
 
 namespace loom {
 namespace sim {

@@ -1,4 +1,4 @@
-// The doubling family (src/device/doubling_schedule.h through
+// The doubling family (src/device/edges/doubling_schedule.h through
 // edge_schedule.h: binomial broadcast and reduce, recursive-doubling
 // allgather, recursive-halving reduce_scatter) on the one simulator: 1..70
 // ranks (powers of two and ranks with extras), roots below p and among the

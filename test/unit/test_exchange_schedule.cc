@@ -1,4 +1,4 @@
-// The per-peer exchange schedule (src/device/exchange_schedule.h) on the one
+// The per-peer exchange schedule (src/device/exchange/exchange_schedule.h) on the one
 // simulator (sched_sim.h): alltoall with equal and ragged blocks (zeros,
 // displacements in shuffled order with gaps), gather(v) and scatter(v) at
 // every root, 1..64 ranks, 1..5 lane groups of 1 or 3 channels per pair,
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/connect/peer_conns.h"
-#include "device/exchange_schedule.h"
+#include "device/exchange/exchange_schedule.h"
 #include "sched_sim.h"
 #include "sim_ranks.h"
 #include "unit_suites.h"

@@ -1,4 +1,4 @@
-// Simulation of the one-shot schedules (device/oneshot_schedule.h) on the CPU.
+// Simulation of the one-shot schedules (device/oneshot/oneshot_schedule.h) on the CPU.
 //  1. Results: every collective, 1..8 ranks, every root, awkward sizes: the
 //     pieces the schedule sends, combined by the kernel's rules, equal a
 //     reference computed from the collective's definition.
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "device/oneshot_schedule.h"
+#include "device/oneshot/oneshot_schedule.h"
 #include "unit_suites.h"
 
 using namespace loom;

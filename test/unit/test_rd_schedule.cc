@@ -1,4 +1,4 @@
-// Recursive-doubling allreduce schedules (src/device/rd_schedule.h through
+// Recursive-doubling allreduce schedules (src/device/edges/rd_schedule.h through
 // edge_schedule.h) on the one simulator: 1..70 ranks (powers of two and
 // ranks with extras), FIFOs of depth 1 and 4. With a sum every rank must end
 // with the total; with an op that neither commutes nor associates every rank

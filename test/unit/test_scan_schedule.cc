@@ -1,4 +1,4 @@
-// The scan / exscan chain (src/device/scan_schedule.h) on the one simulator
+// The scan / exscan chain (src/device/scan/scan_schedule.h) on the one simulator
 // (sched_sim.h): 1..64 ranks, counts 0..37 in chunks of 4 and 12, 1 and 3
 // channels, FIFOs of depth 1 and 2, in place or not, against the left fold
 // in rank order of a non-commutative op (so order mistakes show), the host's
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "device/scan_schedule.h"
+#include "device/scan/scan_schedule.h"
 #include "sched_sim.h"
 #include "sim_ranks.h"
 #include "unit_suites.h"

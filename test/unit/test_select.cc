@@ -1,4 +1,4 @@
-// The registry (src/core/select/registry.h) and selection over it
+// The registry (src/core/algo/registry.h) and selection over it
 // (src/core/select/select.cc) on communicators of known shape:
 // one host with every peer mapped, ranks spanning hosts at 3, 4, 8 and 16
 // ranks, LL thresholds at their defaults. Each case is the algorithm the
@@ -7,11 +7,11 @@
 #include <string>
 
 #include "core/comm/params.h"
-#include "core/select/registry.h"
+#include "core/algo/registry.h"
 #include "core/select/select.h"
 #include "core/select/tuning.h"
-#include "device/oneshot_args.h"
-#include "device/ring_schedule.h"
+#include "device/oneshot/oneshot_args.h"
+#include "device/ring/ring_schedule.h"
 #include "unit_suites.h"
 
 using namespace loom;

@@ -1,4 +1,4 @@
-// Tree allreduce schedules (src/device/tree_schedule.h through
+// Tree allreduce schedules (src/device/edges/tree_schedule.h through
 // edge_schedule.h) on the one simulator: the double binary trees of
 // topo/search.h and chains (the trees inside a host), 1..64 ranks, FIFOs of
 // depth 1..4, lags below, at and above the depth, in place and not; every

@@ -16,7 +16,7 @@
 #include "core/comm/params.h"
 #include "core/select/select.h"
 #include "core/select/tuning.h"
-#include "device/ring_schedule.h"
+#include "device/ring/ring_schedule.h"
 #include "unit_suites.h"
 
 using namespace loom;

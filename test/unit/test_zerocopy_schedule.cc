@@ -1,4 +1,4 @@
-// Simulation of the zero-copy allreduce (device/zerocopy_schedule.h) on the CPU.
+// Simulation of the zero-copy allreduce (device/zerocopy/zerocopy_schedule.h) on the CPU.
 //  1. Ranges: 1..8 ranks, every element size, awkward counts, 1..32 CTAs,
 //     one-shot and two-shot (in place too): running every CTA's range as the
 //     kernel does gives the reference sum on every rank, each output element
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "device/zerocopy_schedule.h"
+#include "device/zerocopy/zerocopy_schedule.h"
 #include "unit_suites.h"
 
 using namespace loom;

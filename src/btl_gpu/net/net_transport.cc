@@ -11,7 +11,7 @@
 #include "base/bootstrap.h"
 #include "base/cuda_driver.h"
 #include "base/debug.h"
-#include "device/ring_args.h"
+#include "device/ring/ring_args.h"
 #include "proxy/proxy.h"
 #include "base/param_read.h"
 

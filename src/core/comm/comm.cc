@@ -25,8 +25,8 @@
 #include "core/ras/arrival_query.h"
 #include "base/bootstrap.h"
 #include "core/connect/peer_conns.h"
-#include "core/enqueue/enqueue_zerocopy.h"
-#include "device/zerocopy_schedule.h"
+#include "core/algo/zerocopy/zerocopy.h"
+#include "device/zerocopy/zerocopy_schedule.h"
 #include "core/connect/connect.h"
 #include "core/comm/kernel_load.h"
 #include "core/comm/params.h"
@@ -711,7 +711,7 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
     if (all) comm->watch->done = comm->collsDone = comm->collsEntered;
     if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
         comm->abortFlag[kAbortUndelivered] = 0;
-        if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/enqueue/enqueue_zerocopy.h)
+        if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/algo/zerocopy/zerocopy.h)
             return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d could not take part (it could "
                         "not map a peer's buffer with CUDA IPC, or it timed out waiting for another rank; its error "
                         "says which), so this rank moved no data and this call's result is missing; unless a rank "

@@ -18,17 +18,17 @@
 #include "core/comm/params.h"
 #include "core/stream/resident.h"
 #include "core/connect/ring_link.h"
-#include "device/oneshot_args.h"
+#include "device/oneshot/oneshot_args.h"
 #include "device/conn.h"
-#include "device/ring_args.h"
-#include "device/edge_args.h"
-#include "device/rd_args.h"
+#include "device/ring/ring_args.h"
+#include "device/edges/edge_args.h"
+#include "device/edges/rd_args.h"
 #include "loom_component.h"
 #include "topo/search.h"
 
 namespace loom {
 struct PeerConns; // core/connect/peer_conns.h
-struct ZeroCopyState; // core/enqueue/enqueue_zerocopy.h
+struct ZeroCopyState; // core/algo/zerocopy/zerocopy.h
 struct ArrivalPeers;  // core/ras/arrival_query.h
 class PinnedUploads;  // core/stream/pinned_uploads.h
 }
@@ -86,7 +86,7 @@ struct loomComm {
     bool ll128Ready = false;
     // Small messages across hosts: trees (double binary tree across hosts,
     // chains inside) and recursive doubling, over edges with one peer each
-    // (device/peer_edge.h): slot k leads to edgePeer[k], which uses its slot
+    // (device/edges/peer_edge.h): slot k leads to edgePeer[k], which uses its slot
     // edgePeerSlot[k] for the same edge (-1: none).
     int edgePeer[loom::kEdgeSlots] = {}, edgePeerSlot[loom::kEdgeSlots] = {};
     loom::PeerEdge edge[loom::kEdgeSlots] = {}; // the kernels' view (also in device memory: edgeConnsDev)
@@ -143,7 +143,7 @@ struct loomComm {
     void *vInput = nullptr;
     size_t vInputBytes = 0;
     loom::PeerConns *peers = nullptr; // all-peer connections (exchanges): made on first need
-    // The zero-copy allreduce (core/enqueue/enqueue_zerocopy.h): its flag words in the
+    // The zero-copy allreduce (core/algo/zerocopy/zerocopy.h): its flag words in the
     // region (nranks x kMaxZeroCopyCtas) and its state; ready where every
     // pair is mapped inside one host (agreed: from gathered data).
     size_t zeroCopyOffset = 0;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/debug.h"
-#include "core/select/registry.h"
+#include "core/algo/registry.h"
 #include "device/collectives.h"
 
 namespace loom {

@@ -7,7 +7,7 @@
 
 #include "base/debug.h"
 #include "core/select/select.h"
-#include "device/ring_args.h"
+#include "device/ring/ring_args.h"
 
 namespace loom {
 

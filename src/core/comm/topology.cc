@@ -8,7 +8,7 @@
 #include "base/bootstrap.h"
 #include "base/debug.h"
 #include "core/comm/params.h"
-#include "device/ring_args.h"
+#include "device/ring/ring_args.h"
 #include "topo/detect.h"
 #include "topo/xml.h"
 

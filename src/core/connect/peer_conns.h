@@ -1,7 +1,7 @@
 /*
  * All-peer connections of a communicator: one connection with every other
  * rank, for the exchanges (alltoall(v), gather(v), scatter(v);
- * device/exchange_schedule.h). Made on first need, collectively (the first
+ * device/exchange/exchange_schedule.h). Made on first need, collectively (the first
  * exchange call, which every rank makes), through the bootstrap the
  * communicator was created with, and kept until the communicator goes.
  *
@@ -38,7 +38,7 @@
 #include "core/ipc/direct_buffers.h"
 #include "core/enqueue/engine_copies.h"
 #include "device/conn.h"
-#include "device/exchange_schedule.h"
+#include "device/exchange/exchange_schedule.h"
 #include "loom.h"
 
 struct loomComm;

@@ -1,5 +1,5 @@
 /*
- * Copy-engine copies of an exchange (device/exchange_schedule.h, deferred
+ * Copy-engine copies of an exchange (device/exchange/exchange_schedule.h, deferred
  * copies): a pushed gather's blocks written into the root's output by its
  * peers' copy engines instead of their SMs. Chosen by measurement
  * (test/perf/copy_paths, _in0 modes; the numbers: docs/performance.md,

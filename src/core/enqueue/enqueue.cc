@@ -3,7 +3,7 @@
  * allgather, reduce_scatter and the ragged forms): argument checks, then the
  * algorithm for the call (core/select/select.h over the registry's entries),
  * then that entry's enqueue (plan, launch, commit: each algorithm's own
- * file, core/select/registry.h lists them).
+ * file, core/algo/registry.h lists them).
  */
 #include <cstdio>
 #include <cstring>
@@ -11,14 +11,14 @@
 
 #include "core/comm/comm.h"
 #include "core/enqueue/enqueue.h"
-#include "core/enqueue/enqueue_zerocopy.h"
+#include "core/algo/zerocopy/zerocopy.h"
 #include "base/debug.h"
 #include "core/comm/params.h"
-#include "core/select/registry.h"
+#include "core/algo/registry.h"
 #include "core/select/select.h"
 #include "core/select/tuning.h"
-#include "device/oneshot_schedule.h"
-#include "device/ring_schedule.h"
+#include "device/oneshot/oneshot_schedule.h"
+#include "device/ring/ring_schedule.h"
 
 using namespace loom;
 

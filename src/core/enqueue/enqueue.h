@@ -1,17 +1,17 @@
 /*
  * Inside enqueue: one call as planned for an algorithm. The path of every
  * table collective is call (enqueue.cc: checks, then the algorithm from
- * selection over the registry, core/select/registry.h) -> the entry's
- * enqueue: plan -> launch -> commit (each algorithm's file: enqueue_ring.cc
- * for the ring and its chains, enqueue_edges.cc for the small-message
- * algorithms across hosts, enqueue_oneshot.cc, enqueue_zerocopy.cc).
+ * selection over the registry, core/algo/registry.h) -> the entry's
+ * enqueue: plan -> launch -> commit (each algorithm's file: core/algo/ring/ring.cc
+ * for the ring and its chains, core/algo/edges/edges.cc for the small-message
+ * algorithms across hosts, core/algo/oneshot/oneshot.cc, core/algo/zerocopy/zerocopy.cc).
  */
 #pragma once
 
 #include <cstddef>
 
 #include "core/comm/comm.h"
-#include "device/edge_schedule.h"
+#include "device/edges/edge_schedule.h"
 #include "loom.h"
 
 namespace loom {
@@ -33,7 +33,7 @@ struct RingCall {
 // go to the kernel through the communicator's block tables.
 loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stream);
 
-// A collective over the edges (device/edge_schedule.h): its schedule, from
+// A collective over the edges (device/edges/edge_schedule.h): its schedule, from
 // one of the builders below, and buffers.
 struct EdgeCall {
     EdgeSched s;
@@ -46,7 +46,7 @@ struct EdgeCall {
     const char *algoName;
 };
 
-// A one-shot call (enqueue_oneshot.cc, device/oneshot_schedule.h; coll:
+// A one-shot call (core/algo/oneshot/oneshot.cc, device/oneshot/oneshot_schedule.h; coll:
 // OneShotColl). Ragged blocks: counts/displs in bytes (else null); alltoall:
 // counts/displs this rank's send tables, rcounts/rdispls its receive tables.
 loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,

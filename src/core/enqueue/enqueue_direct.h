@@ -1,5 +1,5 @@
 /*
- * An exchange call's direct pairs (device/exchange_schedule.h): which blocks
+ * An exchange call's direct pairs (device/exchange/exchange_schedule.h): which blocks
  * move in place between p2p peers, and where the copying end finds the other
  * end's buffer.
  */

@@ -2,7 +2,7 @@
  * Exchanges (alltoall(v); gather(v) and scatter(v) as exchanges where only
  * the root's pairs carry data), host side: connect every pair on first need
  * (core/connect/peer_conns.h), upload the call's tables, launch the exchange kernel
- * (device/exchange_schedule.h), commit each peer's step counters. Small
+ * (device/exchange/exchange_schedule.h), commit each peer's step counters. Small
  * calls whose block bound every rank knows (alltoall, gather, scatter) go
  * one-shot instead (select.cc: exchangeOneShot), without connecting pairs.
  */
@@ -20,8 +20,8 @@
 #include "core/stream/pinned_uploads.h"
 #include "core/select/select.h"
 #include "device/collectives.h"
-#include "device/exchange_schedule.h"
-#include "device/oneshot_schedule.h"
+#include "device/exchange/exchange_schedule.h"
+#include "device/oneshot/oneshot_schedule.h"
 
 namespace loom {
 

@@ -1,5 +1,5 @@
 /*
- * MPI_Scan and MPI_Exscan, host side: the chain of device/scan_schedule.h
+ * MPI_Scan and MPI_Exscan, host side: the chain of device/scan/scan_schedule.h
  * over the all-peer connections (connected on first need, as for the
  * exchanges: core/connect/peer_conns.h), one lane per channel; the lanes' step
  * counters in, the launch, each connection's counters committed (and the
@@ -14,7 +14,7 @@
 #include "core/comm/params.h"
 #include "core/connect/peer_conns.h"
 #include "device/collectives.h"
-#include "device/scan_schedule.h"
+#include "device/scan/scan_schedule.h"
 
 namespace loom {
 namespace {

@@ -2,7 +2,7 @@
  * Per-call records between the ranks of one host through shared memory (the
  * arrival board's extra area, core/ras/arrival.h), instead of the MPI library's
  * point-to-point messages: the zero-copy allreduce's buffer descriptions
- * (core/enqueue/enqueue_zerocopy.h). Every rank posts its record for exchange `seq`
+ * (core/algo/zerocopy/zerocopy.h). Every rank posts its record for exchange `seq`
  * and reads every other rank's; exchanges are numbered alike on every rank.
  *
  * Layout: per rank a 64-byte line with the last posted seq, then two record

@@ -1,6 +1,6 @@
 /*
  * Peers' buffers used in place by the exchanges' direct pairs
- * (device/exchange_schedule.h): this rank describes the allocation under its
+ * (device/exchange/exchange_schedule.h): this rank describes the allocation under its
  * input (pulled pairs) or output (pushed pairs) to the peers that will copy
  * from or into it (a CUDA IPC handle, cached per allocation), and maps the
  * allocations its peers describe (cached per peer and allocation). Both

@@ -19,7 +19,7 @@
  *
  * An optional area after the slots (extraBytes, zero-filled) carries what
  * the host's ranks pass each other per call without the MPI library: the
- * zero-copy allreduce's buffer descriptions (core/enqueue/enqueue_zerocopy.h).
+ * zero-copy allreduce's buffer descriptions (core/algo/zerocopy/zerocopy.h).
  */
 #pragma once
 

@@ -5,9 +5,9 @@
 #include "core/select/select.h"
 
 #include "core/comm/params.h"
-#include "core/select/registry.h"
+#include "core/algo/registry.h"
 #include "core/select/tuning.h"
-#include "device/ring_schedule.h"
+#include "device/ring/ring_schedule.h"
 
 namespace loom {
 

@@ -1,5 +1,5 @@
 /*
- * Which algorithm a call takes. The registry (core/select/registry.h) holds
+ * Which algorithm a call takes. The registry (core/algo/registry.h) holds
  * one entry per algorithm, with the condition under which it can run a
  * call, in table order. Where the time model (core/select/tuning.h) has
  * constants for some allowed algorithm that fits, the fastest predicted of
@@ -19,10 +19,10 @@
 
 namespace loom {
 
-// The algorithms' numbers, in selection order (core/select/algo_list.h).
+// The algorithms' numbers, in selection order (core/algo/algo_list.h).
 enum Algo : int {
 #define LOOM_ALGORITHM(number, entry) number,
-#include "core/select/algo_list.h"
+#include "core/algo/algo_list.h"
 #undef LOOM_ALGORITHM
     kNumAlgos
 };

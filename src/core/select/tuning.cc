@@ -4,11 +4,11 @@
 #include "core/select/tuning.h"
 
 #include "core/comm/params.h"
-#include "core/select/registry.h"
+#include "core/algo/registry.h"
 #include "core/select/select.h"
-#include "device/oneshot_args.h"
-#include "device/ring_schedule.h"
-#include "device/zerocopy_schedule.h"
+#include "device/oneshot/oneshot_args.h"
+#include "device/ring/ring_schedule.h"
+#include "device/zerocopy/zerocopy_schedule.h"
 
 namespace loom {
 
@@ -83,7 +83,7 @@ int oneShotChannels(size_t units) {
 
 int allReduceChannels(const loomComm *comm, const CallShape &s, int algo) {
     if (s.coll != kRingAllReduce) return -1;
-    const AlgoEntry *e = algoEntry(algo); // each entry knows its own (core/select/registry.h)
+    const AlgoEntry *e = algoEntry(algo); // each entry knows its own (core/algo/registry.h)
     return e && e->channels ? e->channels(comm, s) : -1;
 }
 

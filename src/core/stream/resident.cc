@@ -1,5 +1,5 @@
 /*
- * The resident kernel's host side (resident.h, device/resident_args.h).
+ * The resident kernel's host side (resident.h, device/resident/resident_args.h).
  */
 #include "core/stream/resident.h"
 

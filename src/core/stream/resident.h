@@ -1,5 +1,5 @@
 /*
- * The resident kernel's host side (device/resident_args.h): small one-shot
+ * The resident kernel's host side (device/resident/resident_args.h): small one-shot
  * calls inside a host without a launch per call. The first such call
  * launches the kernel on a stream of its own (non-blocking: the legacy
  * default stream never waits for it); later calls post to its mailbox and
@@ -15,7 +15,7 @@
  * caller puts on the legacy stream afterwards sees its results, as after a
  * launched call.
  * Ranks choose alone: the resident kernel runs the launched kernel's body
- * with the same lines and flags (device/oneshot_body.h).
+ * with the same lines and flags (device/oneshot/oneshot_body.h).
  *
  * With LOOM_RESIDENT_NONBLOCKING=2 (the default; 1: only while this process
  * has no other communicator with a resident kernel), a caller that may not wait
@@ -35,7 +35,7 @@
 
 #include <string>
 
-#include "device/oneshot_args.h"
+#include "device/oneshot/oneshot_args.h"
 #include "loom_component.h"
 
 struct loomComm;

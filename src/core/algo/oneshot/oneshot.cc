@@ -1,0 +1,121 @@
+/*
+ * One-shot calls (device/oneshot/oneshot_schedule.h): small messages inside a host
+ * where every pair of GPUs maps the other's memory. Every rank writes each
+ * peer's piece as LL lines into that peer's slot, one hop, and builds its
+ * output locally. Slots alternate between two parities per call.
+ */
+#include <cstring>
+
+#include "core/comm/comm.h"
+#include "base/debug.h"
+#include "core/enqueue/enqueue.h"
+#include "core/stream/resident.h"
+#include "core/comm/params.h"
+#include "core/algo/registry.h"
+#include "core/select/tuning.h"
+#include "device/collectives.h"
+#include "device/oneshot/oneshot_schedule.h"
+#include "device/ring/ring_schedule.h"
+
+namespace loom {
+
+loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,
+                               loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts,
+                               const size_t *displs, const size_t *rcounts, const size_t *rdispls) {
+    OneShotArgs a;
+    memset(&a, 0, sizeof(a));
+    a.coll = coll;
+    a.root = root;
+    a.in = in;
+    a.out = out;
+    a.bytes = bytes;
+    a.nranks = comm->nranks;
+    a.rank = comm->rank;
+    a.ragged = counts != nullptr;
+    for (int q = 0; counts && q < comm->nranks; ++q) a.counts[q] = counts[q], a.displs[q] = displs[q];
+    for (int q = 0; rcounts && q < comm->nranks; ++q) a.rcounts[q] = rcounts[q], a.rdispls[q] = rdispls[q];
+    size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes, rcounts, rdispls}) + 7) / 8;
+    if (coll == kOneShotAllGather || coll == kOneShotAllToAll) units *= (size_t)comm->nranks; // n output blocks
+    a.nblocks = oneShotChannels(units); // core/select/tuning.h
+    uint32_t call = ++comm->llCalls;
+    if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
+    a.flag = call;
+    enterCollective(comm, kOneShotNames[coll]);
+    size_t parity = (size_t)(call & 1) * comm->nranks;
+    for (int q = 0; q < comm->nranks; ++q) {
+        char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;
+        a.mine[q] = reinterpret_cast<const LLLine *>(mine + (parity + q) * comm->llSlotBytes);
+        if (q != comm->rank)
+            a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->llOffset +
+                                                   (parity + comm->rank) * comm->llSlotBytes);
+    }
+    a.wait = callWait(comm);
+    a.abortFlag = comm->abortFlagDev;
+    const bool moves = coll == kOneShotAllGather || coll == kOneShotBroadcast || coll == kOneShotAllToAll;
+    if (residentEligible(comm, units, stream)) { // no launch: the resident kernel runs it (core/stream/resident.h)
+        bool ran = false;
+        const loomResult_t r = residentRun(comm, a, dtype, op, moves, &ran);
+        if (ran) {
+            LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot on the resident kernel", comm->rank,
+                       kOneShotNames[coll], bytes);
+            return r;
+        }
+    }
+    cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
+    if (err != cudaSuccess)
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot %s launch: %s", comm->rank, comm->cudaDev,
+                    comm->busId, kOneShotNames[coll], cudaGetErrorString(err));
+    LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, kOneShotNames[coll], bytes);
+    return loomSuccess;
+}
+
+// The registry's entry (core/algo/registry.h).
+
+static_assert((int)kOneShotAllReduce == (int)kRingAllReduce && (int)kOneShotReduceScatter == (int)kRingReduceScatter &&
+                  (int)kOneShotAllGather == (int)kRingAllGather && (int)kOneShotBroadcast == (int)kRingBroadcast &&
+                  (int)kOneShotReduce == (int)kRingReduce,
+              "the table's collectives have the same numbers in both");
+
+namespace {
+
+// Bytes one rank may move over its links, (n-1) x piece, up to which each
+// one-shot collective beats the ring (measured: docs/performance.md,
+// "Measurements behind the code"). Ragged calls count their largest block as
+// the piece. LOOM_ONESHOT_MAX_BYTES replaces the table.
+constexpr size_t kOneShotLinkBytes[kRingNumColls] = {
+    0,           // allreduce: LOOM_LL_MAX_BYTES alone decides
+    1536 * 1024, // reduce_scatter
+    1536 * 1024, // allgather
+    768 * 1024,  // broadcast
+    1536 * 1024, // reduce
+};
+
+// LL lines carry 8-byte units: a 16-byte element would straddle two;
+// allreduce: LOOM_LL_MAX_BYTES alone.
+bool oneShotFits(const loomComm *comm, const CallShape &s) {
+    if (!comm->allPeersMapped || s.esize > 8) return false;
+    if (s.coll == kRingAllReduce) return s.bytes <= comm->llMaxBytes;
+    return oneShotPieceFits(comm, s.piece, kOneShotLinkBytes[s.coll]);
+}
+
+int oneShotCtas(const loomComm *, const CallShape &s) { return oneShotChannels((s.bytes + 7) / 8); }
+
+loomResult_t oneShotRun(loomComm *comm, const TableCall &c) {
+    if (c.counts) {
+        size_t bytes[kMaxOneShotRanks], at[kMaxOneShotRanks];
+        blocksInBytes(comm, c, bytes, at);
+        return oneShotCollective(comm, c.coll, c.in, c.out, 0, c.dtype, c.op, 0, c.stream, bytes, at);
+    }
+    return oneShotCollective(comm, c.coll, c.in, c.out, c.count * loomTypeSize(c.dtype), c.dtype, c.op, c.root,
+                             c.stream);
+}
+
+} // namespace
+
+extern const AlgoEntry kOneShotAlgo = {kAlgoOneShot, "oneshot", "one-shot", kProtoLL,
+                                       collBit(kRingAllReduce) | collBit(kRingReduceScatter) | collBit(kRingAllGather) |
+                                           collBit(kRingBroadcast) | collBit(kRingReduce),
+                                       oneShotFits, "every peer mapped, under the one-shot crossover", oneShotCtas,
+                                       oneShotRun, loadOneShotKernels};
+
+} // namespace loom

@@ -1,0 +1,45 @@
+/*
+ * What the host hands the exchange kernel per call (alltoall(v), and
+ * gather(v) / scatter(v) as exchanges): the schedule (exchange_schedule.h),
+ * its count and displacement tables and each connection's step counters
+ * before the call (in the parameters when they fit, else uploaded to device
+ * memory per call); the connections, `channels` per peer, in a
+ * per-communicator table in device memory. Counts are bytes. Shared by host
+ * (core) and device code.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/conn.h"
+#include "device/exchange/exchange_schedule.h"
+
+namespace loom {
+
+// Tables of calls up to this many words travel in the kernel parameters
+// (up to 64 ranks with the default channel counts): no upload per call.
+constexpr int kExchangeInlineWords = 384;
+
+struct ExchangeArgs {
+    ExchangeSched s;                  // its tables: in device memory, or null (then `inlined`)
+    const void *in;
+    void *out;
+    const ConnPair *conns;            // device memory: connection q x channels + c leads to rank q
+    const ConnSteps *steps;           // device memory, per connection before this call (null: inlined)
+    int nthreads;
+    int nslots;                       // slots per FIFO
+    size_t slotBytes;
+    WaitLimit wait;                   // how its waits may end (device/wait.h)
+    volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
+    int direct;                       // some pair is direct: the inlined tables include directSend, directSrc
+    int enginesFailed;                // deferred copies the host could not enqueue: published as not written
+    // Small calls: send counts, send displacements, receive counts, receive
+    // displacements (n each), with direct pairs directSend and directSrc (n
+    // each), then the steps (2 words per connection).
+    size_t inlined[kExchangeInlineWords];
+};
+
+static_assert(sizeof(ExchangeArgs) <= 4096, "kernel parameters of CUDA < 12.1");
+
+} // namespace loom

@@ -1,0 +1,210 @@
+/*
+ * The resident kernel (resident_args.h): runs one-shot calls (oneshot_body.h)
+ * as the host posts them, until it has been idle for idleNs or is told to
+ * leave. CTA 0's first warp polls the mailbox in host memory and hands each
+ * call to the other CTAs through device memory; after a call the last CTA to
+ * finish tells the host (`done`).
+ *
+ * Invariants:
+ *  - the host posts call s + 1 only after it read done == s, so every CTA is
+ *    past call s (and `arrived` is reset) before any CTA sees call s + 1;
+ *  - only the poller decides to leave (idle, a leave command or a failed
+ *    CTA), and it tells the other CTAs through dev->published (Gone);
+ *  - a call needs the CTAs its units need (at most the kernel's): the others
+ *    skip it, and `done` waits only for those it needs; CTA 0 waits for
+ *    them too (dev->finished) before it looks for the next call, so it never
+ *    leaves while a needed CTA has yet to start;
+ *  - a CTA whose call fails (a peer's line never came) leaves at once, and
+ *    so does every other CTA at its next look: the abort words tell the host.
+ * One instance per (type, op) of the reductions; any instance runs the
+ * collectives that only move data.
+ */
+#include <cuda_runtime.h>
+
+#include "device/collectives.h"
+#include "device/dispatch.h"
+#include "device/kernel_load.h"
+#include "device/oneshot/oneshot_body.h"
+#include "device/resident/resident_args.h"
+
+namespace loom {
+namespace {
+
+__device__ __forceinline__ unsigned long long globalNs() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// After a thread saw a call (and before the barrier that lets its CTA run
+// it): acquire at system scope. The call's inputs were written since this
+// kernel last read them (by kernels, copy engines or the host), and no kernel
+// boundary drops what this SM cached; the barrier carries the order to the
+// CTA's other threads.
+__device__ __forceinline__ void acquireCall() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+// Warp 0 of CTA 0: whether lines [from, to) of the mailbox carry call `seq`
+// (then copied to *out).
+__device__ bool readMail(const ResidentHostBox *host, uint32_t seq, ResidentCall *out, int from, int to) {
+    bool whole = true;
+    for (int k = from + (threadIdx.x & 31); k < to; k += 32) {
+        uint64_t v;
+        if (llLoad(&host->mail[k], seq, &v)) reinterpret_cast<uint64_t *>(out)[k] = v;
+        else whole = false;
+    }
+    return __all_sync(0xffffffffu, whole);
+}
+
+// The head, then the block tables of a ragged call.
+__device__ bool readCall(const ResidentHostBox *host, uint32_t seq, ResidentCall *out) {
+    if (!readMail(host, seq, out, 0, kResidentHeadLines)) return false;
+    __syncwarp();
+    if (!out->args.ragged || out->command != kResidentRun) return true;
+    while (!readMail(host, seq, out, kResidentHeadLines, kResidentMailLines)) {} // posted before the head
+    return true;
+}
+
+// Warp 0 of CTA 0: waits for call `seq`; false when the kernel is to leave
+// (idle for r.idleNs and no call after announcing it, or a failed CTA).
+__device__ bool awaitCall(const ResidentLaunch &r, uint32_t seq, ResidentCall *call) {
+    const unsigned long long since = globalNs();
+    for (;;) {
+        if (readCall(r.host, seq, call)) {
+            if ((threadIdx.x & 31) == 0) {
+                acquireCall();
+                r.host->taken = seq; // after the fence: a store to host memory would hold it up
+            }
+            return true;
+        }
+        if (*(volatile uint32_t *)&r.dev->failed) return false;
+        const unsigned long long idle = globalNs() - since;
+        if (idle > r.idleNs) {
+            if ((threadIdx.x & 31) == 0) r.host->state = kResidentLeaving;
+            __syncwarp();
+            __threadfence_system(); // the announcement lands before the last look
+            if (readCall(r.host, seq, call)) {
+                if ((threadIdx.x & 31) == 0) {
+                    acquireCall();
+                    r.host->taken = seq, r.host->state = kResidentRunning;
+                }
+                return true;
+            }
+            return false;
+        }
+        if (idle > 20000) __nanosleep(256); // past 20 us idle: poll less often
+    }
+}
+
+// The CTAs a call needs (its units, as the launched kernel would get).
+__device__ __forceinline__ unsigned ctasFor(const OneShotArgs &a) {
+    return a.nblocks < 1 ? 1u : (unsigned)a.nblocks < gridDim.x ? (unsigned)a.nblocks : gridDim.x;
+}
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch r) {
+    __shared__ ResidentCall call;
+    __shared__ unsigned used; // CTAs of this call (0: leave)
+    ResidentDevBox *dev = r.dev;
+    uint32_t seq = r.lastSeq; // CTA 0: every thread; other CTAs: thread 0's is the one that counts
+    for (;;) {
+        if (blockIdx.x == 0) {
+            seq = residentNext(seq);
+            if (threadIdx.x < 32) {
+                const bool got = awaitCall(r, seq, &call);
+                if (threadIdx.x == 0) used = got && call.command == kResidentRun ? ctasFor(call.args) : 0;
+            }
+            __syncthreads();
+            if (used > 1) // hand the call to the CTAs it needs
+                for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
+                    reinterpret_cast<uint64_t *>(&dev->call)[k] = reinterpret_cast<const uint64_t *>(&call)[k];
+            __syncthreads();
+            const unsigned mine = used; // every thread's copy before thread 0 may change `used`
+            if (threadIdx.x == 0) {
+                __threadfence();
+                *(volatile unsigned long long *)&dev->published =
+                    mine ? (unsigned long long)seq << 32 | mine : (unsigned long long)kResidentGone << 32;
+            }
+            if (!mine) return;
+        } else {
+            if (threadIdx.x == 0) {
+                unsigned long long p;
+                uint32_t s;
+                int spins = 0;
+                // A newer call than the last seen (0: none yet; calls this CTA is not needed for may have passed).
+                while ((s = (uint32_t)((p = *(volatile unsigned long long *)&dev->published) >> 32)) == seq || s == 0)
+                    if (++spins > 64) __nanosleep(128);
+                seq = s;
+                used = s == kResidentGone ? 0 : (unsigned)(p & 0xffffffffu);
+                acquireCall();
+            }
+            __syncthreads();
+            const unsigned mine = used;
+            __syncthreads(); // every thread read `used` before thread 0 may overwrite it for the next call
+            if (!mine) return;
+            if (blockIdx.x >= mine) continue; // not needed: `call` may change under it
+            for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
+                reinterpret_cast<uint64_t *>(&call)[k] = reinterpret_cast<volatile uint64_t *>(&dev->call)[k];
+            __syncthreads();
+        }
+        const unsigned ctas = used;
+        const bool ok = __syncthreads_and(oneShotBody<T, Op>(call.args, blockIdx.x, (int)ctas));
+        if (threadIdx.x == 0) {
+            if (!ok) { // every CTA leaves: the others at their next wait
+                *(volatile uint32_t *)&dev->failed = 1;
+                if (blockIdx.x == 0)
+                    *(volatile unsigned long long *)&dev->published = (unsigned long long)kResidentGone << 32;
+                // `done` all the same, after the abort words: loom's stream
+                // may wait for it (a pending call, core/stream/resident.h); the
+                // host reads the abort words before it trusts a call done.
+                __threadfence_system();
+                r.host->done = seq;
+            } else {
+                // This CTA's outputs and lines before its arrival, at system
+                // scope: an output may be mapped host memory (C API callers).
+                __threadfence_system();
+                if (ctas == 1) {
+                    r.host->done = seq;
+                } else if (atomicAdd(&dev->arrived, 1u) == ctas - 1) {
+                    atomicExch(&dev->arrived, 0u);
+                    *(volatile uint32_t *)&dev->finished = seq;
+                    __threadfence_system(); // every CTA's outputs (seen through their arrivals) before the host hears
+                    r.host->done = seq;
+                }
+            }
+        }
+        if (!ok) return;
+        // CTA 0 goes back to the mailbox (and its idle clock) only once every
+        // CTA the call needs is done with it: one dispatched late would else
+        // find the kernel gone (kResidentGone) and the call half run.
+        if (blockIdx.x == 0 && ctas > 1) {
+            if (threadIdx.x == 0) {
+                int spins = 0;
+                while (*(volatile uint32_t *)&dev->finished != seq && !*(volatile uint32_t *)&dev->failed)
+                    if (++spins > 64) __nanosleep(128);
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <typename T, typename Op> struct ResidentKernel {
+    static cudaError_t launch(const ResidentLaunchArgs &a, cudaStream_t stream) {
+        residentKernel<T, Op><<<a.ctas, kOneShotThreads, 0, stream>>>(a.r);
+        return cudaGetLastError();
+    }
+    static cudaError_t load(KernelLoad *l) { return loadKernels(l, residentKernel<T, Op>); }
+};
+
+} // namespace
+
+cudaError_t launchResident(const ResidentLaunchArgs &a, loomDataType_t dtype, loomRedOp_t op, cudaStream_t stream) {
+    return dispatchTypeOp<ResidentKernel>(dtype, op, a, stream);
+}
+
+cudaError_t launchResidentBytes(const ResidentLaunchArgs &a, cudaStream_t stream) {
+    return ResidentKernel<uint8_t, OpSum>::launch(a, stream);
+}
+
+cudaError_t loadResidentKernels(KernelLoad *l) { return loadTypeOps<ResidentKernel>(l); }
+
+} // namespace loom
