@@ -35,9 +35,4 @@ bool oneShotPieceFits(const loomComm *comm, size_t piece, size_t crossover) {
     return comm->allPeersMapped && piece <= comm->llMaxBytes && link <= (limit >= 0 ? (size_t)limit : crossover);
 }
 
-void blocksInBytes(const loomComm *comm, const TableCall &c, size_t *bytes, size_t *at) {
-    const size_t esize = loomTypeSize(c.dtype);
-    for (int q = 0; q < comm->nranks; ++q) bytes[q] = c.counts[q] * esize, at[q] = c.displs[q] * esize;
-}
-
 } // namespace loom

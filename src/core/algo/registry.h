@@ -22,6 +22,7 @@
 
 #include "core/comm/comm.h"
 #include "core/select/select.h"
+#include "device/ring/ring_schedule.h" // RingColl
 #include "loom.h"
 
 namespace loom {
@@ -67,13 +68,12 @@ const AlgoEntry *algoEntry(int algo);
 
 // The entries' shared pieces (registry.cc).
 constexpr unsigned collBit(int coll) { return 1u << coll; }
+constexpr unsigned kTableColls = (1u << kRingNumColls) - 1; // every table collective
 bool fitsAlways(const loomComm *, const CallShape &);
 // Every pair maps the other's memory, the piece fits a one-shot slot, and
 // the rank's link bytes (n-1) x piece are at most `crossover`
 // (LOOM_ONESHOT_MAX_BYTES replaces it): one-shot's rule, and the
 // exchanges' (select.cc).
 bool oneShotPieceFits(const loomComm *comm, size_t piece, size_t crossover);
-// Ragged blocks in bytes for a one-shot call (elements x element size).
-void blocksInBytes(const loomComm *comm, const TableCall &c, size_t *bytes, size_t *at);
 
 } // namespace loom

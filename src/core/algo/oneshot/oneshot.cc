@@ -102,8 +102,9 @@ int oneShotCtas(const loomComm *, const CallShape &s) { return oneShotChannels((
 
 loomResult_t oneShotRun(loomComm *comm, const TableCall &c) {
     if (c.counts) {
-        size_t bytes[kMaxOneShotRanks], at[kMaxOneShotRanks];
-        blocksInBytes(comm, c, bytes, at);
+        size_t bytes[kMaxOneShotRanks], at[kMaxOneShotRanks]; // the ragged blocks in bytes
+        const size_t esize = loomTypeSize(c.dtype);
+        for (int q = 0; q < comm->nranks; ++q) bytes[q] = c.counts[q] * esize, at[q] = c.displs[q] * esize;
         return oneShotCollective(comm, c.coll, c.in, c.out, 0, c.dtype, c.op, 0, c.stream, bytes, at);
     }
     return oneShotCollective(comm, c.coll, c.in, c.out, c.count * loomTypeSize(c.dtype), c.dtype, c.op, c.root,
@@ -112,10 +113,8 @@ loomResult_t oneShotRun(loomComm *comm, const TableCall &c) {
 
 } // namespace
 
-extern const AlgoEntry kOneShotAlgo = {kAlgoOneShot, "oneshot", "one-shot", kProtoLL,
-                                       collBit(kRingAllReduce) | collBit(kRingReduceScatter) | collBit(kRingAllGather) |
-                                           collBit(kRingBroadcast) | collBit(kRingReduce),
-                                       oneShotFits, "every peer mapped, under the one-shot crossover", oneShotCtas,
-                                       oneShotRun, loadOneShotKernels};
+extern const AlgoEntry kOneShotAlgo = {kAlgoOneShot, "oneshot", "one-shot", kProtoLL, kTableColls, oneShotFits,
+                                       "every peer mapped, under the one-shot crossover", oneShotCtas, oneShotRun,
+                                       loadOneShotKernels};
 
 } // namespace loom

@@ -128,9 +128,6 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
 
 namespace {
 
-constexpr unsigned kAllTableColls = collBit(kRingAllReduce) | collBit(kRingReduceScatter) | collBit(kRingAllGather) |
-                                    collBit(kRingBroadcast) | collBit(kRingReduce);
-
 // The LL ring (off by default: it won only in a narrow band of sizes).
 bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->llRingMaxBytes && s.esize <= 8; }
 
@@ -161,7 +158,7 @@ loomResult_t ringRun(loomComm *comm, const TableCall &t) {
 
 } // namespace
 
-extern const AlgoEntry kRingAlgo = {kAlgoRing,     "ring",    "ring",   kProtoSimple, kAllTableColls,
+extern const AlgoEntry kRingAlgo = {kAlgoRing,     "ring",    "ring",   kProtoSimple, kTableColls,
                                     fitsAlways,    "bandwidth", ringCtas, ringRun<kProtoSimple>, loadRingKernels};
 extern const AlgoEntry kRingLLAlgo = {kAlgoRingLL, "ll_ring", "ring (LL)", kProtoLL, collBit(kRingAllReduce), ringLLFits,
                                       "up to LOOM_LL_RING_MAX_BYTES", ringCtas, ringRun<kProtoLL>, loadRingKernels};
