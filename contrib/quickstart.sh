@@ -14,7 +14,7 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 # 1. Packages (only what is missing; needs apt-get and network).
-pkgs="autoconf automake libtool make pkg-config g++ libopenmpi-dev openmpi-bin check libhwloc-dev libibverbs-dev libucx-dev"
+pkgs="autoconf automake libtool make pkg-config g++ python3 libopenmpi-dev openmpi-bin check libhwloc-dev libibverbs-dev libucx-dev"
 missing=
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if ! { [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; }; then

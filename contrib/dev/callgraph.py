@@ -8,7 +8,8 @@ line, the body's '{' on a later line or at the end of it), calls wherever a
 defined name appears inside braces (a call, or a pointer in a function table)
 outside comments and strings; at brace depth 0 it is a declaration. A name
 the calling file defines itself, or several files define (static helpers),
-is not followed. Prints "caller-file -> callee-file: names" per
+is not followed; nor is a member access (s.name, p->name) or a name whose
+only definition is another file's static function. Prints "caller-file -> callee-file: names" per
 edge and each strongly connected group of more than one file (a call cycle
 across files). With --cycles, exits 1 when such a group exists. A reading
 aid, not a compiler: macros that build names are not followed.
@@ -50,7 +51,7 @@ def main(argv):
     check = '--cycles' in argv
     dirs = [a for a in argv if a != '--cycles']
     text = {p: strip(open(p, encoding='utf-8', errors='replace').read()) for p in sources(dirs)}
-    defined = {}
+    defined, static = {}, {}
     for p, t in text.items():
         for m in DEF.finditer(t):
             name = m.group(1)
@@ -59,7 +60,12 @@ def main(argv):
             # a definition: its body follows (not a prototype)
             rest = t[m.end():m.end() + 200].lstrip()
             if m.group(0).rstrip().endswith('{') or rest.startswith('{'):
-                defined.setdefault(name, set()).add(p)
+                # a static function is its file's own: another file's use of
+                # the name (a variable, another static) is not a call to it
+                if re.match(r'\s*static\b', m.group(0)):
+                    static.setdefault(name, set()).add(p)
+                else:
+                    defined.setdefault(name, set()).add(p)
     depth = {p: brace_depths(t) for p, t in text.items()}
     edges = {}
     names = re.compile(r'\b(' + '|'.join(sorted(map(re.escape, defined), key=len, reverse=True)) + r')\b') if defined else None
@@ -71,6 +77,10 @@ def main(argv):
             callee = next(iter(where))
             if depth[p][m.start()] == 0:
                 continue  # a declaration or definition: calls sit inside braces
+            if re.search(r'(?:->|\.)\s*$', t[max(0, m.start() - 3):m.start()]):
+                continue  # a member (s.name, p->name), not the function of that name
+            if p in static.get(m.group(1), ()):
+                continue  # the file's own static of that name
             edges.setdefault((p, callee), set()).add(m.group(1))
     for (a, b), ns in sorted(edges.items()):
         print(f'{a} -> {b}: {", ".join(sorted(ns))}')

@@ -156,6 +156,8 @@ typedef struct mca_coll_loom_module_t {
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);
+typedef mca_coll_loom_module_t loom_t;
+#define LOOM(module) ((loom_t *)(module))
 
 /* component / module */
 int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads);
@@ -166,26 +168,14 @@ int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threa
 void mca_coll_loom_export_core_params(void);
 mca_coll_base_module_t *mca_coll_loom_comm_query(ompi_communicator_t *comm, int *priority);
 
+/* Reports of the component (coll_loom_report.c), at verbose >= 1: one line
+ * naming the host, rank and communicator. */
+void mca_coll_loom_report(mca_coll_loom_module_t *m, const char *what);
 /* Once per (communicator, collective, path) with verbose >= 1. */
 void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path);
 /* Once per (communicator, collective) with verbose >= 1: why a call on
  * device buffers was staged. */
 void mca_coll_loom_report_why(mca_coll_loom_module_t *m, int coll, const char *why);
-
-/* Once per communicator, at its first collective, before anything else that
- * communicates (every override calls it): do all ranks' processes see a GPU? */
-void mca_coll_loom_probe(mca_coll_loom_module_t *m);
-/* LOOM_NONBLOCKING_SETUP (default 1): a communicator's non-blocking calls
- * may make its loom communicator, inside progress (coll_loom_defer.h). */
-bool mca_coll_loom_nonblocking_setup(void);
-/* The probe for a call on a path other than loom's kernels (req: NULL when
- * blocking), after the communicator's kept non-blocking calls have started.
- * The probe is collective: every rank runs it at the same call, whichever
- * path that call takes on it. Only blocking calls run it (non-blocking ones
- * learn the same from the vote, coll_loom_defer.h):
- * Open MPI makes non-blocking calls from inside progress (context ids of new
- * communicators), where a blocking wait deadlocks under MPI_THREAD_MULTIPLE. */
-void mca_coll_loom_probe_call(mca_coll_loom_module_t *m, const void *req);
 
 static inline void mca_coll_loom_note(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path)
 {

@@ -102,6 +102,14 @@ static int loom_register(void)
     return OMPI_SUCCESS;
 }
 
+int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    mca_coll_loom_export_core_params();
+    return OMPI_SUCCESS;
+}
+
 /* Every tunable of loom's core (base/param_table.h) as an MCA parameter
  * coll_loom_<name>, with its help text, environment name, default and range. */
 static long core_int[LOOM_MAX_CORE_PARAMS];

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "coll_loom_gpu.h"
+#include "coll_loom_setup.h"
 #include "coll_loom_request.h"
 #include "coll_loom_stage.h"
 #include "base/param_table.h"
@@ -34,7 +34,6 @@ typedef struct mca_coll_loom_kept_t {
 static opal_mutex_t defer_lock = OPAL_MUTEX_STATIC_INIT;
 static opal_mutex_t pump_lock = OPAL_MUTEX_STATIC_INIT;
 static __thread bool t_pumping = false;
-__thread const mca_coll_loom_module_t *mca_coll_loom_replaying = NULL;
 static mca_coll_loom_module_t *listed_head = NULL;
 static bool progress_registered = false;
 static int defer_progress(void);
@@ -84,68 +83,6 @@ static bool wants_pairs(mca_coll_loom_module_t *m, int coll)
         return false;
     }
     return true;
-}
-
-/* A kept call starts with mca_coll_loom_replaying set: it is not kept twice. */
-int mca_coll_loom_call_start(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
-{
-    mca_coll_base_module_t *mod = &a->m->super;
-    ompi_communicator_t *comm = a->comm;
-    switch (a->coll) {
-    case LOOM_COLL_iallgather:
-        return mca_coll_loom_iallgather(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req, mod);
-    case LOOM_COLL_iallgatherv:
-        return mca_coll_loom_iallgatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcounts, a->rdispls, a->rdt, comm,
-                                         req, mod);
-    case LOOM_COLL_iallreduce:
-        return mca_coll_loom_iallreduce(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, comm, req, mod);
-    case LOOM_COLL_ialltoall:
-        return mca_coll_loom_ialltoall(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req, mod);
-    case LOOM_COLL_ialltoallv:
-        return mca_coll_loom_ialltoallv(a->sbuf, a->scounts, a->sdispls, a->sdt, a->rbuf, a->rcounts, a->rdispls,
-                                        a->rdt, comm, req, mod);
-    case LOOM_COLL_ialltoallw:
-        return mca_coll_loom_ialltoallw(a->sbuf, a->scounts, a->sdispls, a->sdts, a->rbuf, a->rcounts, a->rdispls,
-                                        a->rdts, comm, req, mod);
-    case LOOM_COLL_ibarrier: return mca_coll_loom_ibarrier(comm, req, mod);
-    case LOOM_COLL_ibcast: return mca_coll_loom_ibcast(a->rbuf, a->scount, a->sdt, a->root, comm, req, mod);
-    case LOOM_COLL_iexscan:
-        return mca_coll_loom_iexscan(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, comm, req, mod);
-    case LOOM_COLL_igather:
-        return mca_coll_loom_igather(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req, mod);
-    case LOOM_COLL_igatherv:
-        return mca_coll_loom_igatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcounts, a->rdispls, a->rdt, a->root,
-                                      comm, req, mod);
-    case LOOM_COLL_ireduce:
-        return mca_coll_loom_ireduce(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, a->root, comm, req, mod);
-    case LOOM_COLL_ireduce_scatter:
-        return mca_coll_loom_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->sdt, a->op, comm, req, mod);
-    case LOOM_COLL_ireduce_scatter_block:
-        return mca_coll_loom_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->sdt, a->op, comm, req, mod);
-    case LOOM_COLL_iscan: return mca_coll_loom_iscan(a->sbuf, a->rbuf, a->scount, a->sdt, a->op, comm, req, mod);
-    case LOOM_COLL_iscatter:
-        return mca_coll_loom_iscatter(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req,
-                                      mod);
-    case LOOM_COLL_iscatterv:
-        return mca_coll_loom_iscatterv(a->sbuf, a->scounts, a->sdispls, a->sdt, a->rbuf, a->rcount, a->rdt, a->root,
-                                       comm, req, mod);
-    case LOOM_COLL_ineighbor_allgather:
-        return mca_coll_loom_ineighbor_allgather(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req,
-                                                 mod);
-    case LOOM_COLL_ineighbor_allgatherv:
-        return mca_coll_loom_ineighbor_allgatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcounts, a->rdispls,
-                                                  a->rdt, comm, req, mod);
-    case LOOM_COLL_ineighbor_alltoall:
-        return mca_coll_loom_ineighbor_alltoall(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcount, a->rdt, comm, req,
-                                                mod);
-    case LOOM_COLL_ineighbor_alltoallv:
-        return mca_coll_loom_ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls, a->sdt, a->rbuf, a->rcounts,
-                                                 a->rdispls, a->rdt, comm, req, mod);
-    case LOOM_COLL_ineighbor_alltoallw:
-        return mca_coll_loom_ineighbor_alltoallw(a->sbuf, a->scounts, a->sdispls_a, a->sdts, a->rbuf, a->rcounts,
-                                                 a->rdispls_a, a->rdts, comm, req, mod);
-    default: return MPI_ERR_INTERN;
-    }
 }
 
 /* The GPU of a call's buffers on this rank (-1: both in host memory). */
@@ -288,12 +225,10 @@ static int pump(mca_coll_loom_module_t *m, bool force)
             continue;
         }
         /* Started while still at the head: another thread's call on m
-         * meanwhile is kept behind it. */
+         * meanwhile is kept behind it. Its runner, not its override: it is
+         * not kept again. */
         ompi_request_t *inner = MPI_REQUEST_NULL;
-        const mca_coll_loom_module_t *outer = mca_coll_loom_replaying;
-        mca_coll_loom_replaying = m;
-        int rc = mca_coll_loom_call_start(&k->args, &inner);
-        mca_coll_loom_replaying = outer;
+        int rc = mca_coll_loom_run(&k->args, &inner);
         /* Its request takes its place in the pending list before the head
          * goes: until then another thread's call on m is still kept behind
          * it, and cannot take a place before it. */
@@ -336,7 +271,17 @@ static int defer_progress(void)
     return pump_all(NULL);
 }
 
-bool mca_coll_loom_defer(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *rc)
+/* Whether a non-blocking call on m may have to wait (no loom communicator
+ * yet, calls waiting, pairs maybe still to connect): mca_coll_loom_defer
+ * then counts it and decides. */
+static bool may_defer(const mca_coll_loom_module_t *m)
+{
+    return LOOM_GPU_UNKNOWN == m->gpu_state || NULL != m->defer_head || m->pairs_unconnected;
+}
+
+/* Counts the call; true when it was kept (*req is then its request, *rc
+ * MPI_SUCCESS or the error of keeping it), false when it runs now. */
+static bool keep(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *rc)
 {
     mca_coll_loom_module_t *m = a->m;
     const uint64_t index = ++m->nb_calls;
@@ -371,6 +316,17 @@ bool mca_coll_loom_defer(const mca_coll_loom_call_args_t *a, ompi_request_t **re
     *req = kept;
     pump_all(NULL); /* the vote goes out now; a settled module starts the call now */
     return true;
+}
+
+int mca_coll_loom_dispatch(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
+{
+    if (NULL == req) {
+        mca_coll_loom_defer_settle(a->m);
+    } else if (may_defer(a->m)) {
+        int rc = MPI_SUCCESS;
+        if (keep(a, req, &rc)) return rc;
+    }
+    return mca_coll_loom_run(a, req);
 }
 
 void mca_coll_loom_defer_settle(mca_coll_loom_module_t *m)

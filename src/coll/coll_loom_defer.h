@@ -36,7 +36,7 @@
  * may wait for other ranks; it keeps the previous module's operations in the
  * same order on every rank).
  *
- * Persistent collectives go through the same overrides at each MPI_Start
+ * Persistent collectives go through the same dispatcher at each MPI_Start
  * (loom takes every *_init slot: coll_loom_persistent.c), so they are kept
  * alike.
  *
@@ -48,43 +48,16 @@
 #ifndef COLL_LOOM_DEFER_H
 #define COLL_LOOM_DEFER_H
 
-#include "coll_loom.h"
+#include "coll_loom_args.h"
 
-/* One call's arguments, as its override received them (the fields its
- * signature has; the others zero). */
-typedef struct mca_coll_loom_call_args_t {
-    int coll; /* LOOM_COLL_i<name> */
-    mca_coll_loom_module_t *m;
-    ompi_communicator_t *comm;
-    const void *sbuf;
-    void *rbuf;
-    int scount, rcount, root;
-    const int *scounts, *sdispls, *rcounts, *rdispls;
-    const MPI_Aint *sdispls_a, *rdispls_a; /* ineighbor_alltoallw */
-    ompi_datatype_t *sdt, *rdt;
-    ompi_datatype_t *const *sdts, *const *rdts; /* the w-forms */
-    struct ompi_op_t *op;
-} mca_coll_loom_call_args_t;
+/* The dispatcher every override calls (coll_loom_overrides.c), and every
+ * persistent start: a blocking call (req NULL) first waits until m's kept
+ * calls have started (mca_coll_loom_defer_settle), once, then runs; a
+ * non-blocking one is kept where it must wait (mca_coll_loom_defer), else
+ * runs. Running is the collective's runner (coll_loom_args.h); a kept
+ * call's start runs it too, never the override. */
+int mca_coll_loom_dispatch(const mca_coll_loom_call_args_t *a, ompi_request_t **req);
 
-/* The module whose kept call this thread is starting (NULL: none): that
- * call runs, it is not kept again. Per thread: another thread's call on the
- * module meanwhile is kept (the call being started is still at the head). */
-extern __thread const mca_coll_loom_module_t *mca_coll_loom_replaying;
-
-/* Runs the non-blocking override that a's collective names with a's
- * arguments (*req: its request); a kept call's start, a persistent one's. */
-int mca_coll_loom_call_start(const mca_coll_loom_call_args_t *a, ompi_request_t **req);
-
-/* Whether a non-blocking call on m must go through mca_coll_loom_defer (no
- * loom communicator yet, calls waiting, pairs maybe still to connect). */
-static inline bool mca_coll_loom_may_defer(const mca_coll_loom_module_t *m)
-{
-    return mca_coll_loom_replaying != m && (LOOM_GPU_UNKNOWN == m->gpu_state || NULL != m->defer_head || m->pairs_unconnected);
-}
-
-/* Counts the call; true when it was kept (*req is then its request, *rc
- * MPI_SUCCESS or the error of keeping it), false when it runs now. */
-bool mca_coll_loom_defer(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *rc);
 
 /* Blocking calls: until m's kept calls have all started and no set-up step
  * is in flight (progressing MPI). */
@@ -100,18 +73,5 @@ static inline bool mca_coll_loom_defer_busy(const mca_coll_loom_module_t *m)
 void mca_coll_loom_defer_forget(mca_coll_loom_module_t *m);
 /* Component close. */
 void mca_coll_loom_defer_fini(void);
-
-/* At the top of every non-blocking override (comm and req in scope): keep
- * the call when it must wait. The fields are designated initializers of
- * mca_coll_loom_call_args_t. */
-#define LOOM_DEFER(module, ...)                                                           \
-    do {                                                                                   \
-        mca_coll_loom_module_t *dm_ = (mca_coll_loom_module_t *)(module);                  \
-        if (mca_coll_loom_may_defer(dm_)) {                                                \
-            const mca_coll_loom_call_args_t da_ = {.m = dm_, .comm = comm, __VA_ARGS__};   \
-            int drc_ = MPI_SUCCESS;                                                        \
-            if (mca_coll_loom_defer(&da_, req, &drc_)) return drc_;                        \
-        }                                                                                  \
-    } while (0)
 
 #endif

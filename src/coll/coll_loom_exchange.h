@@ -9,7 +9,7 @@
 #define COLL_LOOM_EXCHANGE_H
 
 #include "coll_loom_gpu.h"
-#include "coll_loom_stage.h"
+#include "coll_loom_route.h"
 
 /* Receive blocks (in) and send blocks (out) of a per-peer collective. */
 typedef struct {
@@ -52,19 +52,7 @@ static inline bool mca_coll_loom_no_gpu(const void *sbuf, int scount, ompi_datat
         loom_span_t r_span = loom_span_of(&rsh, (size_t)rcount * (size_t)b.in);                               \
         LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, comm); \
     }                                                                                                         \
-    int mca_coll_loom_##name(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,     \
-                             ompi_datatype_t *rdt, ompi_communicator_t *comm, mca_coll_base_module_t *module) \
-    {                                                                                                         \
-        return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), NULL);                    \
-    }                                                                                                         \
-    int mca_coll_loom_i##name(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,    \
-                              ompi_datatype_t *rdt, ompi_communicator_t *comm, ompi_request_t **req,          \
-                              mca_coll_base_module_t *module)                                                 \
-    {                                                                                                         \
-        LOOM_DEFER(module, .coll = LOOM_COLL_i##name, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf, \
-                   .rcount = rcount, .rdt = rdt);                                                             \
-        return name##_any(sbuf, scount, sdt, rbuf, rcount, rdt, comm, LOOM(module), req);                     \
-    }
+    LOOM_RUNNER(name, allgather)
 
 /* The same for ragged ones. */
 static inline bool mca_coll_loom_no_gpu_v(const void *sbuf, const int *scounts, const int *sdispls,
@@ -107,19 +95,6 @@ static inline bool mca_coll_loom_no_gpu_v(const void *sbuf, const int *scounts, 
         LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdt, hr, rcounts,  \
                          rdispls, rdt, comm);                                                                 \
     }                                                                                                         \
-    int mca_coll_loom_##name(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,  \
-                             void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,        \
-                             ompi_communicator_t *comm, mca_coll_base_module_t *module)                       \
-    {                                                                                                         \
-        return name##_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), NULL); \
-    }                                                                                                         \
-    int mca_coll_loom_i##name(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt, \
-                              void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,       \
-                              ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module) \
-    {                                                                                                         \
-        LOOM_DEFER(module, .coll = LOOM_COLL_i##name, .sbuf = sbuf, .scounts = scounts, .sdispls = sdispls,    \
-                   .sdt = sdt, .rbuf = rbuf, .rcounts = rcounts, .rdispls = rdispls, .rdt = rdt);             \
-        return name##_any(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, LOOM(module), req);  \
-    }
+    LOOM_RUNNER(name, alltoallv)
 
 #endif

@@ -1,5 +1,4 @@
 #include "coll_loom_gpu.h"
-#include "coll_loom_defer.h"
 #include "coll_loom_request.h"
 #include "coll_loom_stage.h"
 
@@ -86,18 +85,6 @@ const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct omp
 }
 
 const char mca_coll_loom_why_intercomm[] = "an intercommunicator (loom's kernels run within one group)";
-
-int mca_coll_loom_mpi_error(loomResult_t r)
-{
-    switch (r) {
-    case loomSuccess: return MPI_SUCCESS;
-    case loomInvalidArgument: return MPI_ERR_ARG;
-    case loomSystemError: return MPI_ERR_NO_MEM;
-    case loomInternalError: return MPI_ERR_INTERN;
-    case loomProcFailed: return LOOM_MPI_ERR_PROC_FAILED;
-    default: return MPI_ERR_OTHER; /* a peer that failed, a CUDA error, a state loom refuses: the message says which */
-    }
-}
 
 static loomResult_t launch_call(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, const void *in, void *out);
 
@@ -226,24 +213,9 @@ static bool broken(int *rc)
     return true;
 }
 
-bool mca_coll_loom_nonblocking_setup(void)
-{
-    static int on = -1; /* LOOM_NONBLOCKING_SETUP (coll_loom_nonblocking_setup), read once */
-    if (on < 0) on = 0 != loomParamLong("LOOM_NONBLOCKING_SETUP");
-    return on;
-}
-
-void mca_coll_loom_probe_call(mca_coll_loom_module_t *m, const void *req)
-{
-    if (NULL != req) return;
-    mca_coll_loom_defer_settle(m);
-    mca_coll_loom_probe(m);
-}
-
 bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, bool local_gpu, int *rc)
 {
     *rc = MPI_SUCCESS;
-    if (NULL == c->req) mca_coll_loom_defer_settle(m); /* kept non-blocking calls start first */
     if (LOOM_GPU_BROKEN == m->gpu_state) return broken(rc);
     /* A non-blocking call never waits on the host for other ranks: it takes
      * loom's kernels once the loom communicator exists, made by a blocking
@@ -313,13 +285,6 @@ static bool forbidden_buffer(const mca_coll_loom_module_t *m, const loom_gpu_cal
     return true;
 }
 
-int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc)
-{
-    if (NULL == after) return rc;
-    const int arc = after->run(after, MPI_SUCCESS == rc);
-    return MPI_SUCCESS == rc ? arc : rc;
-}
-
 int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
 {
     if (forbidden_buffer(m, c)) return mca_coll_loom_after_run(c->after, MPI_ERR_BUFFER);
@@ -366,12 +331,4 @@ bool mca_coll_loom_gpu_run(mca_coll_loom_module_t *m, loom_gpu_call_t *c, bool l
     if (!mca_coll_loom_gpu_takes(m, c, local_gpu, rc)) return false;
     if (MPI_SUCCESS == *rc) *rc = mca_coll_loom_gpu_exec(m, c);
     return true;
-}
-
-void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m)
-{
-    mca_coll_loom_defer_forget(m);   /* kept calls start, a set-up in flight ends */
-    mca_coll_loom_requests_drain(m); /* a freed communicator's operations still complete */
-    if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
-    m->lcomm = NULL;
 }

@@ -24,6 +24,7 @@
 #define COLL_LOOM_GPU_H
 
 #include "coll_loom.h"
+#include "coll_loom_setup.h"
 #include "loom.h"
 
 typedef enum {
@@ -105,34 +106,5 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c);
 /* Runs after (NULL: nothing) for a call that ended with rc; the call's error
  * stays the one returned, else after's. */
 int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc);
-
-/* Host-side steps (coll_loom_setup.c), through the previous module. This
- * call's steps are bounded by LOOM_TIMEOUT (where set) when device_buffers (a time-out
- * breaks the module: gpu_state LOOM_GPU_BROKEN, said once). */
-void mca_coll_loom_setup_bound(mca_coll_loom_module_t *m, bool device_buffers);
-/* *any: whether some rank passes device buffers (MAX of mine). */
-int mca_coll_loom_any_device_buffers(mca_coll_loom_module_t *m, bool mine, int *any);
-/* Collective: creates the loom communicator on every rank (on `device`, or
- * the current GPU when -1); 1 when every rank succeeded. */
-int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device);
-/* The same creation on a helper thread (the non-blocking set-up,
- * coll_loom_defer.h): true when the helper runs (poll it from the thread
- * that progresses MPI); false when none could be started and the creation
- * ran here, blocking (gpu_state settled either way). */
-bool mca_coll_loom_create_comm_start(mca_coll_loom_module_t *m, int device);
-/* Connects every pair of m's loom communicator on a helper thread (as
- * above; false: none could be started and the pairs were connected here,
- * blocking). Polled with mca_coll_loom_create_comm_poll. */
-bool mca_coll_loom_connect_peers_start(mca_coll_loom_module_t *m);
-/* Posts and tests the helper's MPI steps; true once it is done (joined;
- * gpu_state READY, UNAVAILABLE or BROKEN). */
-bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m);
-/* The one report of a failed loom call. */
-void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r);
-/* The MPI error class of a loom result (a peer's death: MPI_ERR_PROC_FAILED where Open MPI has it). */
-int mca_coll_loom_mpi_error(loomResult_t r);
-
-/* Releases the loom communicator of a module (module destructor). */
-void mca_coll_loom_gpu_release(mca_coll_loom_module_t *m);
 
 #endif

@@ -4,7 +4,8 @@
  * that is where host-buffer calls go, untouched.
  */
 #include "coll_loom.h"
-#include "coll_loom_gpu.h"
+#include "coll_loom_defer.h"
+#include "coll_loom_request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +13,6 @@
 #include <unistd.h>
 
 #include "opal/util/output.h"
-
-const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT] = {
-#define LOOM_NAME(name, type) #name,
-    LOOM_ALL_COLLS(LOOM_NAME)
-#undef LOOM_NAME
-};
-
-static const char *const path_names[LOOM_PATH_COUNT] = {"delegated", "staged", "gpu"};
 
 static void loom_module_construct(mca_coll_loom_module_t *m)
 {
@@ -58,7 +51,10 @@ static void loom_module_destruct(mca_coll_loom_module_t *m)
 {
     if (NULL != m->profile) /* the communicator is being freed: its rank and name are still there */
         mca_coll_loom_profile_report(&m->profile, ompi_comm_rank(m->comm), m->comm->c_name);
-    mca_coll_loom_gpu_release(m);
+    mca_coll_loom_defer_forget(m);   /* kept calls start, a set-up in flight ends */
+    mca_coll_loom_requests_drain(m); /* a freed communicator's operations still complete */
+    if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
+    m->lcomm = NULL;
     free(m->exchange_tables);
 #define LOOM_RELEASE(name, type) \
     if (NULL != m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
@@ -68,32 +64,6 @@ static void loom_module_destruct(mca_coll_loom_module_t *m)
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_loom_module_t, mca_coll_base_module_t, loom_module_construct, loom_module_destruct);
-
-static void report(mca_coll_loom_module_t *m, const char *what)
-{
-    char host[64] = "?";
-    gethostname(host, sizeof(host) - 1);
-    opal_output_verbose(1, mca_coll_loom_component.output, "coll/loom %s rank %d comm %s (cid %u, size %d): %s",
-                        host, ompi_comm_rank(m->comm), m->comm->c_name, mca_coll_loom_comm_cid(m->comm), ompi_comm_size(m->comm),
-                        what);
-}
-
-void mca_coll_loom_report_path(mca_coll_loom_module_t *m, int coll, mca_coll_loom_path_t path)
-{
-    char what[96];
-    m->paths_reported[coll] |= (unsigned char)(1u << path);
-    snprintf(what, sizeof(what), "%s -> %s", mca_coll_loom_coll_names[coll], path_names[path]);
-    report(m, what);
-}
-
-void mca_coll_loom_report_why(mca_coll_loom_module_t *m, int coll, const char *why)
-{
-    if (mca_coll_loom_component.verbose <= 0 || m->why_reported[coll]) return;
-    m->why_reported[coll] = true;
-    char what[256];
-    snprintf(what, sizeof(what), "%s on device buffers staged: %s", mca_coll_loom_coll_names[coll], why);
-    report(m, what);
-}
 
 /* Save what the lower-priority modules installed. A collective nobody below
  * provides is not overridden either (loom never is the only implementation). */
@@ -113,15 +83,7 @@ static int loom_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     }
     LOOM_ALL_COLLS(LOOM_SAVE)
 #undef LOOM_SAVE
-    if (mca_coll_loom_component.verbose > 0) report(m, "selected");
-    return OMPI_SUCCESS;
-}
-
-int mca_coll_loom_init_query(bool enable_progress_threads, bool enable_mpi_threads)
-{
-    (void)enable_progress_threads;
-    (void)enable_mpi_threads;
-    mca_coll_loom_export_core_params();
+    if (mca_coll_loom_component.verbose > 0) mca_coll_loom_report(m, "selected");
     return OMPI_SUCCESS;
 }
 

@@ -18,16 +18,7 @@ static int barrier_any(ompi_communicator_t *comm, loom_t *m, ompi_request_t **re
     LOOM_DELEGATE(m, req, barrier, comm);
 }
 
-int mca_coll_loom_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return barrier_any(comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ibarrier(ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ibarrier);
-    return barrier_any(comm, LOOM(module), req);
-}
+LOOM_RUNNER(barrier, barrier)
 
 /* A root, or a receiver, whose type is not contiguous: its c->count bytes
  * through a packed host copy, so that it takes the same path as the others
@@ -89,18 +80,7 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     return mca_coll_loom_request_unstage(m, &st, rc, req);
 }
 
-int mca_coll_loom_bcast(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm,
-                        mca_coll_base_module_t *module)
-{
-    return bcast_any(buf, count, dt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ibcast(void *buf, int count, ompi_datatype_t *dt, int root, ompi_communicator_t *comm,
-                         ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ibcast, .rbuf = buf, .scount = count, .sdt = dt, .root = root);
-    return bcast_any(buf, count, dt, root, comm, LOOM(module), req);
-}
+LOOM_RUNNER(bcast, bcast)
 
 /* allgather on loom's kernels: blocks of bytes, in rank order. The bytes
  * alone decide (alike on every rank); types not contiguous here are packed
@@ -245,21 +225,7 @@ static int allgatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
                      comm);
 }
 
-int mca_coll_loom_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
-                             const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module)
-{
-    return allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
-                              const int *displs, ompi_datatype_t *rdt, ompi_communicator_t *comm,
-                              ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_iallgatherv, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
-               .rcounts = rcounts, .rdispls = displs, .rdt = rdt);
-    return allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), req);
-}
+LOOM_RUNNER(allgatherv, allgatherv)
 
 LOOM_VECTOR_EXCHANGE(alltoallv, mca_coll_loom_peer_blocks, alltoallv_gpu)
 
@@ -296,18 +262,4 @@ static int alltoallw_any(const void *sbuf, const int *scounts, const int *sdispl
                      rdispls, rdts, comm);
 }
 
-int mca_coll_loom_alltoallw(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
-                            void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
-                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdts,
-                             void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdts,
-                             ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ialltoallw, .sbuf = sbuf, .scounts = scounts, .sdispls = sdispls,
-               .sdts = sdts, .rbuf = rbuf, .rcounts = rcounts, .rdispls = rdispls, .rdts = rdts);
-    return alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module), req);
-}
+LOOM_RUNNER(alltoallw, alltoallw)

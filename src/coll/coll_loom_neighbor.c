@@ -33,21 +33,7 @@ static int neighbor_allgatherv_any(const void *sbuf, int scount, ompi_datatype_t
                      rdt, comm);
 }
 
-int mca_coll_loom_neighbor_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf,
-                                      const int *rcounts, const int *displs, ompi_datatype_t *rdt,
-                                      ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return neighbor_allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ineighbor_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf,
-                                       const int *rcounts, const int *displs, ompi_datatype_t *rdt,
-                                       ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ineighbor_allgatherv, .sbuf = sbuf, .scount = scount, .sdt = sdt,
-               .rbuf = rbuf, .rcounts = rcounts, .rdispls = displs, .rdt = rdt);
-    return neighbor_allgatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, LOOM(module), req);
-}
+LOOM_RUNNER(neighbor_allgatherv, allgatherv)
 
 static int neighbor_alltoallw_any(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
                                   ompi_datatype_t *const *sdts, void *rbuf, const int *rcounts,
@@ -64,23 +50,4 @@ static int neighbor_alltoallw_any(const void *sbuf, const int *scounts, const MP
                      rcounts, rdispls, rdts, comm);
 }
 
-int mca_coll_loom_neighbor_alltoallw(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
-                                     ompi_datatype_t *const *sdts, void *rbuf, const int *rcounts,
-                                     const MPI_Aint *rdispls, ompi_datatype_t *const *rdts, ompi_communicator_t *comm,
-                                     mca_coll_base_module_t *module)
-{
-    return neighbor_alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module),
-                                  NULL);
-}
-
-int mca_coll_loom_ineighbor_alltoallw(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
-                                      ompi_datatype_t *const *sdts, void *rbuf, const int *rcounts,
-                                      const MPI_Aint *rdispls, ompi_datatype_t *const *rdts,
-                                      ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ineighbor_alltoallw, .sbuf = sbuf, .scounts = scounts,
-               .sdispls_a = sdispls, .sdts = sdts, .rbuf = rbuf, .rcounts = rcounts, .rdispls_a = rdispls,
-               .rdts = rdts);
-    return neighbor_alltoallw_any(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm, LOOM(module),
-                                  req);
-}
+LOOM_RUNNER(neighbor_alltoallw, neighbor_alltoallw)

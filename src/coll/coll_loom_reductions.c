@@ -6,7 +6,7 @@
  * memory.
  */
 #include "coll_loom_gpu.h"
-#include "coll_loom_stage.h"
+#include "coll_loom_route.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -69,18 +69,7 @@ static int allreduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_
     LOOM_STAGED_CALL(m, req, allreduce, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, comm);
 }
 
-int mca_coll_loom_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
-                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return allreduce_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,
-                             ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_iallreduce, .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdt = dt, .op = op);
-    return allreduce_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);
-}
+LOOM_RUNNER(allreduce, allreduce)
 
 /* scan and exscan on loom's kernels: a prefix along the ranks; exscan
  * leaves rank 0's output alone (MPI: undefined there). */
@@ -110,18 +99,7 @@ static bool prefix_gpu(int coll, loom_gpu_kind_t kind, const void *sbuf, void *r
         loom_span_t span = loom_span_of(&sh, (size_t)count);                                                \
         LOOM_STAGED_CALL(m, req, name, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, comm);              \
     }                                                                                                       \
-    int mca_coll_loom_##name(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op,  \
-                             ompi_communicator_t *comm, mca_coll_base_module_t *module)                     \
-    {                                                                                                       \
-        return name##_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), NULL);                             \
-    }                                                                                                       \
-    int mca_coll_loom_i##name(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, \
-                              ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module) \
-    {                                                                                                       \
-        LOOM_DEFER(module, .coll = LOOM_COLL_i##name, .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdt = dt, \
-                   .op = op);                                                                               \
-        return name##_any(sbuf, rbuf, count, dt, op, comm, LOOM(module), req);                              \
-    }
+    LOOM_RUNNER(name, name)
 
 LOOM_ELEMENTWISE(scan, LOOM_GPU_SCAN)
 LOOM_ELEMENTWISE(exscan, LOOM_GPU_EXSCAN)
@@ -147,19 +125,7 @@ static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *
     LOOM_STAGED_CALL(m, req, reduce, s_gpu, span, r_gpu, span, hs, hr, count, dt, op, root, comm);
 }
 
-int mca_coll_loom_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
-                         ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return reduce_any(sbuf, rbuf, count, dt, op, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
-                          ompi_communicator_t *comm, ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ireduce, .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdt = dt, .op = op,
-               .root = root);
-    return reduce_any(sbuf, rbuf, count, dt, op, root, comm, LOOM(module), req);
-}
+LOOM_RUNNER(reduce, reduce)
 
 static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dt,
                               struct ompi_op_t *op, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
@@ -196,20 +162,7 @@ static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, 
     LOOM_STAGED_CALL(m, req, reduce_scatter, s_gpu, s_span, r_gpu, r_span, hs, hr, rcounts, dt, op, comm);
 }
 
-int mca_coll_loom_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dt,
-                                 struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return reduce_scatter_any(sbuf, rbuf, rcounts, dt, op, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dt,
-                                  struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **req,
-                                  mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ireduce_scatter, .sbuf = sbuf, .rbuf = rbuf, .rcounts = rcounts, .sdt = dt,
-               .op = op);
-    return reduce_scatter_any(sbuf, rbuf, rcounts, dt, op, comm, LOOM(module), req);
-}
+LOOM_RUNNER(reduce_scatter, reduce_scatter)
 
 static int reduce_scatter_block_any(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dt, struct ompi_op_t *op,
                                     ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
@@ -228,17 +181,4 @@ static int reduce_scatter_block_any(const void *sbuf, void *rbuf, int rcount, om
     LOOM_STAGED_CALL(m, req, reduce_scatter_block, s_gpu, s_span, r_gpu, r_span, hs, hr, rcount, dt, op, comm);
 }
 
-int mca_coll_loom_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dt,
-                                       struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return reduce_scatter_block_any(sbuf, rbuf, rcount, dt, op, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dt,
-                                        struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **req,
-                                        mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_ireduce_scatter_block, .sbuf = sbuf, .rbuf = rbuf, .rcount = rcount,
-               .sdt = dt, .op = op);
-    return reduce_scatter_block_any(sbuf, rbuf, rcount, dt, op, comm, LOOM(module), req);
-}
+LOOM_RUNNER(reduce_scatter_block, reduce_scatter_block)

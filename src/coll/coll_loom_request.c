@@ -28,8 +28,8 @@ typedef struct mca_coll_loom_request_t {
     /* Persistent requests: what MPI_Start runs, its arguments (released with
      * the request), and the non-blocking call a start issued (the request
      * completes when it does; null: none in flight). */
-    mca_coll_loom_start_fn_t start;
-    mca_coll_loom_persistent_args_t *args;
+    const mca_coll_loom_persistent_ops_t *persistent;
+    mca_coll_loom_call_args_t *args;
     ompi_request_t *inner;
 } mca_coll_loom_request_t;
 
@@ -91,16 +91,26 @@ static void set_head(mca_coll_loom_request_t **head, mca_coll_loom_request_t *r)
  * where its call takes loom's kernels, the call's mark goes on the
  * persistent request itself instead of on a request of the call's own that
  * the persistent one would follow (a request and a progress pass fewer per
- * start). Only that call takes it: the same module, and not a kept call
- * that progress replays meanwhile (coll_loom_defer.h). */
+ * start); t_taken says it happened. Only that call takes it: one on the
+ * same module, not kept (a kept call's request lets go of it first, so
+ * that no kept call started meanwhile by progress takes it). */
 static __thread mca_coll_loom_request_t *t_starting = NULL;
+static __thread bool t_taken = false;
 
 static mca_coll_loom_request_t *take_starting(const mca_coll_loom_module_t *m)
 {
     mca_coll_loom_request_t *r = t_starting;
-    if (NULL == r || r->m != m || mca_coll_loom_replaying == m) return NULL;
+    if (NULL == r || r->m != m) return NULL;
     t_starting = NULL;
+    t_taken = true;
     return r;
+}
+
+int mca_coll_loom_after_run(mca_coll_loom_after_t *after, int rc)
+{
+    if (NULL == after) return rc;
+    const int arc = after->run(after, MPI_SUCCESS == rc);
+    return MPI_SUCCESS == rc ? arc : rc;
 }
 
 static mca_coll_loom_request_t *new_request(mca_coll_loom_module_t *m)
@@ -124,7 +134,7 @@ static mca_coll_loom_request_t *new_request(mca_coll_loom_module_t *m)
 
 static void release(mca_coll_loom_request_t *r)
 {
-    if (NULL != r->args) mca_coll_loom_persistent_args_release(r->args);
+    if (NULL != r->args) r->persistent->release(r->args);
     OMPI_REQUEST_FINI(&r->super.super);
     OBJ_RELEASE(r);
 }
@@ -329,7 +339,7 @@ int mca_coll_loom_request_pending(mca_coll_loom_module_t *m, const loom_gpu_call
     if (NULL == r || loomSuccess != loomCommMark(m->lcomm, &ticket)) {
         /* No request or no mark: the call finishes here instead. */
         if (NULL != r && r != own) OBJ_RELEASE(r);
-        if (NULL != own) t_starting = own; /* for request_done below */
+        if (NULL != own) t_starting = own, t_taken = false; /* for request_done below (or not taken) */
         const bool ok = loomSuccess == loomCommWait(m->lcomm);
         int rc = ok && loomSuccess == loomStagedFinish(staged, 1) ? MPI_SUCCESS : MPI_ERR_OTHER;
         if (!ok) loomStagedFinish(staged, 0);
@@ -376,6 +386,7 @@ int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req)
     if (NULL == r) return MPI_ERR_NO_MEM;
     r->coll = 0;
     r->unstarted = true; /* a persistent start that follows it is not held to the order */
+    if (NULL != t_starting && t_starting->m == m) t_starting = NULL; /* the call kept is that start's */
     *req = &r->super.super;
     return MPI_SUCCESS;
 }
@@ -499,9 +510,11 @@ static int loom_persistent_start(size_t count, ompi_request_t **requests)
         r->super.super.req_status._cancelled = 0;
         ompi_request_t *inner = NULL;
         t_starting = r;
-        const int rc = r->start(r->args, &inner);
-        const bool own = NULL == t_starting; /* the call marked r itself: pending or complete */
+        t_taken = false;
+        const int rc = r->persistent->start(r->args, &inner);
+        const bool own = t_taken; /* the call marked r itself: pending or complete */
         t_starting = NULL;
+        t_taken = false;
         if (own) continue;
         if (MPI_SUCCESS != rc || NULL == inner) {
             if (NULL != inner) ompi_request_free(&inner);
@@ -514,18 +527,18 @@ static int loom_persistent_start(size_t count, ompi_request_t **requests)
     return OMPI_SUCCESS;
 }
 
-int mca_coll_loom_request_persistent(mca_coll_loom_module_t *m, mca_coll_loom_start_fn_t start,
-                                     mca_coll_loom_persistent_args_t *args, ompi_request_t **req)
+int mca_coll_loom_request_persistent(mca_coll_loom_module_t *m, const mca_coll_loom_persistent_ops_t *ops,
+                                     mca_coll_loom_call_args_t *args, ompi_request_t **req)
 {
     mca_coll_loom_request_t *r = new_request(m);
     if (NULL == r) {
-        mca_coll_loom_persistent_args_release(args);
+        ops->release(args);
         return MPI_ERR_NO_MEM;
     }
     OMPI_REQUEST_INIT(&r->super.super, true); /* inactive until MPI_Start */
     r->super.super.req_state = OMPI_REQUEST_INACTIVE;
     r->super.super.req_start = loom_persistent_start;
-    r->start = start;
+    r->persistent = ops;
     r->args = args;
     *req = &r->super.super;
     return MPI_SUCCESS;

@@ -23,8 +23,9 @@
 #define COLL_LOOM_REQUEST_H
 
 #include "coll_loom.h"
-#include "coll_loom_defer.h"
+#include "coll_loom_args.h"
 #include "coll_loom_gpu.h"
+#include "coll_loom_stage.h"
 #include "loom_component.h"
 
 /* After c's launch on m's loom communicator: *c->req becomes a pending
@@ -43,7 +44,8 @@ int mca_coll_loom_request_done(mca_coll_loom_module_t *m, int coll, int rc, ompi
  * blocking call on the communicator returns, as on device buffers. */
 void mca_coll_loom_requests_settle(mca_coll_loom_module_t *m);
 /* A kept non-blocking call's request (coll_loom_defer.h): pending, in no
- * list until the call starts. */
+ * list until the call starts. A persistent request being started on this
+ * thread follows it (never marked by a kept call's start). */
 int mca_coll_loom_request_kept(mca_coll_loom_module_t *m, ompi_request_t **req);
 /* The kept call started (rc, and its own request inner): req completes
  * when inner does, or now with rc where the start failed. */
@@ -56,15 +58,25 @@ void mca_coll_loom_requests_drain(mca_coll_loom_module_t *m);
 /* Component close: the progress callback goes. */
 void mca_coll_loom_requests_fini(void);
 
-/* Persistent collectives (MPIX_*_init, coll_loom_persistent.c): the
- * arguments of the call, kept from init to free, and what MPI_Start runs:
- * the same call as a non-blocking one, whose request (*inner) the
- * persistent request follows to completion. */
-typedef mca_coll_loom_call_args_t mca_coll_loom_persistent_args_t;
-typedef int (*mca_coll_loom_start_fn_t)(mca_coll_loom_persistent_args_t *args, ompi_request_t **inner);
-void mca_coll_loom_persistent_args_release(mca_coll_loom_persistent_args_t *args);
-/* *req: an inactive persistent request of m; takes args. */
-int mca_coll_loom_request_persistent(mca_coll_loom_module_t *m, mca_coll_loom_start_fn_t start,
-                                     mca_coll_loom_persistent_args_t *args, ompi_request_t **req);
+/* What the mappers call instead of mca_coll_loom_unstage (staging's
+ * end for a call of m): a non-blocking call returns at once, *req then a
+ * request of m that follows the previous module's and, in progress, copies
+ * the receive buffers back before it completes. Blocking calls, and
+ * non-blocking ones where no such request can be had, end as
+ * mca_coll_loom_unstage does. */
+int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, int rc, ompi_request_t **req);
+
+/* Persistent collectives (MPIX_*_init, coll_loom_persistent.c): what
+ * MPI_Start runs (start, with args, kept from init to free: the same call
+ * as a non-blocking one, whose request *inner the persistent request
+ * follows to completion), and what frees args with the request. */
+typedef struct {
+    int (*start)(mca_coll_loom_call_args_t *args, ompi_request_t **inner);
+    void (*release)(mca_coll_loom_call_args_t *args);
+} mca_coll_loom_persistent_ops_t;
+/* *req: an inactive persistent request of m; takes args (released here if
+ * no request can be had). */
+int mca_coll_loom_request_persistent(mca_coll_loom_module_t *m, const mca_coll_loom_persistent_ops_t *ops,
+                                     mca_coll_loom_call_args_t *args, ompi_request_t **req);
 
 #endif

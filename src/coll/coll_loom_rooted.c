@@ -9,7 +9,7 @@
  * path are staged (device buffers) or delegated (host buffers) as before.
  */
 #include "coll_loom_blocks.h"
-#include "coll_loom_stage.h"
+#include "coll_loom_route.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -112,20 +112,7 @@ static int gather_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *
     LOOM_STAGED_CALL(m, req, gather, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
 }
 
-int mca_coll_loom_gather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                         ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_igather(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
-                          mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_igather, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
-               .rcount = rcount, .rdt = rdt, .root = root);
-    return gather_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
-}
+LOOM_RUNNER(gather, gather)
 
 static int scatter_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
                        ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
@@ -143,20 +130,7 @@ static int scatter_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void 
     LOOM_STAGED_CALL(m, req, scatter, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcount, rdt, root, comm);
 }
 
-int mca_coll_loom_scatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                          ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                           ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, ompi_request_t **req,
-                           mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_iscatter, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
-               .rcount = rcount, .rdt = rdt, .root = root);
-    return scatter_any(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
-}
+LOOM_RUNNER(scatter, scatter)
 
 static int gatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
                        const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
@@ -176,21 +150,7 @@ static int gatherv_any(const void *sbuf, int scount, ompi_datatype_t *sdt, void 
                      comm);
 }
 
-int mca_coll_loom_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
-                          const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module)
-{
-    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
-                           const int *displs, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                           ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_igatherv, .sbuf = sbuf, .scount = scount, .sdt = sdt, .rbuf = rbuf,
-               .rcounts = rcounts, .rdispls = displs, .rdt = rdt, .root = root);
-    return gatherv_any(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, LOOM(module), req);
-}
+LOOM_RUNNER(gatherv, gatherv)
 
 static int scatterv_any(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
                         int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm, loom_t *m,
@@ -210,18 +170,4 @@ static int scatterv_any(const void *sbuf, const int *scounts, const int *displs,
                      comm);
 }
 
-int mca_coll_loom_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt, void *rbuf,
-                           int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                           mca_coll_base_module_t *module)
-{
-    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), NULL);
-}
-
-int mca_coll_loom_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdt,
-                            void *rbuf, int rcount, ompi_datatype_t *rdt, int root, ompi_communicator_t *comm,
-                            ompi_request_t **req, mca_coll_base_module_t *module)
-{
-    LOOM_DEFER(module, .coll = LOOM_COLL_iscatterv, .sbuf = sbuf, .scounts = scounts, .sdispls = displs, .sdt = sdt,
-               .rbuf = rbuf, .rcount = rcount, .rdt = rdt, .root = root);
-    return scatterv_any(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, LOOM(module), req);
-}
+LOOM_RUNNER(scatterv, scatterv)

@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coll_loom_gpu.h"
+#include "coll_loom_setup.h"
 #include "coll_loom_roll_call.h"
 #include "base/param_table.h"
 #include "loom_component.h"
@@ -308,6 +308,18 @@ void mca_coll_loom_probe(mca_coll_loom_module_t *m)
     if (!m->gpu_capable && LOOM_GPU_BROKEN != m->gpu_state) m->gpu_state = LOOM_GPU_UNAVAILABLE;
 }
 
+bool mca_coll_loom_nonblocking_setup(void)
+{
+    static int on = -1; /* LOOM_NONBLOCKING_SETUP (coll_loom_nonblocking_setup), read once */
+    if (on < 0) on = 0 != loomParamLong("LOOM_NONBLOCKING_SETUP");
+    return on;
+}
+
+void mca_coll_loom_probe_call(mca_coll_loom_module_t *m, const void *req)
+{
+    if (NULL == req) mca_coll_loom_probe(m);
+}
+
 void mca_coll_loom_setup_bound(mca_coll_loom_module_t *m, bool device_buffers)
 {
     m->setup_bounded = device_buffers;
@@ -347,6 +359,18 @@ void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loo
     /* The one report of a failed loom call (the core only logs it at INFO). */
     say(m, 0, "coll/loom %s rank %d comm %s (cid %u): %s: %s: %s", host, ompi_comm_rank(m->comm), m->comm->c_name,
         mca_coll_loom_comm_cid(m->comm), what, loomGetErrorString(r), loomGetLastError());
+}
+
+int mca_coll_loom_mpi_error(loomResult_t r)
+{
+    switch (r) {
+    case loomSuccess: return MPI_SUCCESS;
+    case loomInvalidArgument: return MPI_ERR_ARG;
+    case loomSystemError: return MPI_ERR_NO_MEM;
+    case loomInternalError: return MPI_ERR_INTERN;
+    case loomProcFailed: return LOOM_MPI_ERR_PROC_FAILED;
+    default: return MPI_ERR_OTHER; /* a peer that failed, a CUDA error, a state loom refuses: the message says which */
+    }
 }
 
 int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)

@@ -8,7 +8,6 @@
 #define COLL_LOOM_STAGE_H
 
 #include "coll_loom.h"
-#include "coll_loom_defer.h"
 #include "coll_loom_span.h"
 #include "loom.h"
 
@@ -72,13 +71,6 @@ int mca_coll_loom_stage(loom_stage_t *st, bool on_gpu, void *user, loom_span_t s
  * complete for the caller's MPI_Wait), then copies receive buffers back and
  * frees the host copies. Returns rc or the first error after it. */
 int mca_coll_loom_unstage(loom_stage_t *st, int rc, ompi_request_t **req);
-/* What the overrides call instead (defined with the requests,
- * coll_loom_request.c): a non-blocking call returns at once, *req then a
- * request of m that follows the previous module's and, in progress, copies
- * the receive buffers back before it completes. Blocking calls, and
- * non-blocking ones where no such request can be had, end as above. */
-int mca_coll_loom_request_unstage(mca_coll_loom_module_t *m, loom_stage_t *st, int rc, ompi_request_t **req);
-
 /* The usual shape of a call: one send and one receive buffer (either may be
  * absent: on_gpu false), staged in that order. */
 static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, bool s_gpu, loom_span_t s_span,
@@ -92,34 +84,5 @@ static inline int mca_coll_loom_stage_pair(loom_stage_t *st, const void *sbuf, b
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_stage(st, r_gpu, rbuf, r_span, true, r_view);
     return rc;
 }
-
-/* Index of the blocking or non-blocking twin, for path reports. */
-#define LOOM_COLL_ID(req, name) ((req) ? LOOM_COLL_i##name : LOOM_COLL_##name)
-
-/* Inside a collective whose buffers are named sbuf and rbuf: stage the pair,
- * call the previous module with the host views (hs, hr), unstage, return. */
-#define LOOM_STAGED_CALL(m, req, name, s_gpu, s_span, r_gpu, r_span, ...)                      \
-    do {                                                                                       \
-        mca_coll_loom_probe_call(m, req);                                                      \
-        if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;                           \
-        mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_STAGED);                      \
-        loom_stage_t st = {.n = 0, .changed_only = true};                                     \
-        const void *hs;                                                                        \
-        void *hr;                                                                              \
-        int rc = mca_coll_loom_stage_pair(&st, sbuf, s_gpu, s_span, rbuf, r_gpu, r_span, &hs, &hr); \
-        if (MPI_SUCCESS == rc) rc = LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                 \
-        return mca_coll_loom_request_unstage(m, &st, rc, req);                                 \
-    } while (0)
-
-#define LOOM_DELEGATE(m, req, name, ...)                                       \
-    do {                                                                       \
-        mca_coll_loom_probe_call(m, req);                                      \
-        if (LOOM_GPU_BROKEN == (m)->gpu_state) return MPI_ERR_OTHER;           \
-        mca_coll_loom_note(m, LOOM_COLL_ID(req, name), LOOM_PATH_DELEGATED);   \
-        return LOOM_CALL_PREV(m, req, name, __VA_ARGS__);                      \
-    } while (0)
-
-typedef mca_coll_loom_module_t loom_t;
-#define LOOM(module) ((loom_t *)(module))
 
 #endif
