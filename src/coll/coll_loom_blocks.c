@@ -16,7 +16,7 @@ void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator
                    "LOOM_NONBLOCKING_COLLS lists the blocking ones' twins in order");
     memset(c, 0, sizeof(*c));
     c->coll = NULL != req ? coll + (LOOM_COLL_iallgather - LOOM_COLL_allgather) : coll;
-    c->kind = LOOM_GPU_ALLTOALLV;
+    c->kind = loomCollAllToAll;
     c->dt = loomUint8;
     c->why_not = OMPI_COMM_IS_INTER(comm) ? mca_coll_loom_why_intercomm : NULL;
     c->req = req;

@@ -36,7 +36,7 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
                                   const loom_typed_blocks_t *rcv);
 
 /* allgather(v): runs a call mca_coll_loom_gpu_takes took (c->kind
- * LOOM_GPU_ALLGATHER or LOOM_GPU_ALLGATHERV) over this rank's typed send
+ * loomCollAllGather, ragged or not) over this rank's typed send
  * block (snd: one block; NULL in place) and receive blocks (rcv: n, in rank
  * order). MPI lets each rank's datatypes and allgatherv's displacements
  * differ as long as the type signatures match, so the caller decides on

@@ -101,19 +101,21 @@ static loomResult_t launch(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, 
 static loomResult_t launch_call(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, const void *in, void *out)
 {
     switch (c->kind) {
-    case LOOM_GPU_ALLREDUCE: return loomAllReduce(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
-    case LOOM_GPU_BCAST: return loomBroadcast(in, out, c->count, c->dt, c->root, m->lcomm, NULL);
-    case LOOM_GPU_REDUCE: return loomReduce(in, out, c->count, c->dt, c->op, c->root, m->lcomm, NULL);
-    case LOOM_GPU_ALLGATHER: return loomAllGather(in, out, c->count, c->dt, m->lcomm, NULL);
-    case LOOM_GPU_ALLGATHERV:
-        return loomAllGatherV(in, c->count, out, c->counts, c->displs, c->dt, m->lcomm, NULL);
-    case LOOM_GPU_REDUCE_SCATTERV: return loomReduceScatterV(in, out, c->counts, c->dt, c->op, m->lcomm, NULL);
-    case LOOM_GPU_ALLTOALLV:
+    case loomCollAllReduce: return loomAllReduce(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
+    case loomCollBroadcast: return loomBroadcast(in, out, c->count, c->dt, c->root, m->lcomm, NULL);
+    case loomCollReduce: return loomReduce(in, out, c->count, c->dt, c->op, c->root, m->lcomm, NULL);
+    case loomCollAllGather:
+        return c->ragged ? loomAllGatherV(in, c->count, out, c->counts, c->displs, c->dt, m->lcomm, NULL)
+                         : loomAllGather(in, out, c->count, c->dt, m->lcomm, NULL);
+    case loomCollReduceScatter:
+        return c->ragged ? loomReduceScatterV(in, out, c->counts, c->dt, c->op, m->lcomm, NULL)
+                         : loomReduceScatter(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
+    case loomCollAllToAll:
         return loomExchange(in, c->send_counts, c->send_displs, out, c->counts, c->displs, c->agreed_block, c->fan_in,
                             m->lcomm, NULL);
-    case LOOM_GPU_SCAN: return loomScan(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
-    case LOOM_GPU_EXSCAN: return loomExScan(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
-    default: return loomReduceScatter(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
+    case loomCollScan: return loomScan(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
+    case loomCollExScan: return loomExScan(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
+    default: return loomInternalError;
     }
 }
 
@@ -142,7 +144,7 @@ static loomResult_t out_block(mca_coll_loom_module_t *m, loomStaged_t staged, ch
 static loomResult_t stage_out_blocks(mca_coll_loom_module_t *m, const loom_gpu_call_t *c, loomStaged_t staged,
                                      char *out, const char *kout)
 {
-    if (LOOM_GPU_ALLGATHERV != c->kind && LOOM_GPU_ALLTOALLV != c->kind)
+    if (!(loomCollAllGather == c->kind && c->ragged) && loomCollAllToAll != c->kind)
         return out_block(m, staged, out, kout, c->out_bytes);
     loomResult_t r = loomSuccess;
     const int n = ompi_comm_size(m->comm);
@@ -242,7 +244,7 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
         /* The exchanges and scans: once their pairs are connected (by a
          * blocking one, alike on every rank). */
         int connected = 1;
-        const bool pairs = LOOM_GPU_ALLTOALLV == c->kind || LOOM_GPU_SCAN == c->kind || LOOM_GPU_EXSCAN == c->kind;
+        const bool pairs = loomCollAllToAll == c->kind || loomCollScan == c->kind || loomCollExScan == c->kind;
         if (pairs && loomSuccess == loomCommPeersConnected(m->lcomm, &connected) && !connected)
             return stay_off(m, c, local_gpu, "a non-blocking exchange or scan before a blocking one connected "
                                              "every pair of ranks");

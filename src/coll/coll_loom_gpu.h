@@ -25,20 +25,8 @@
 
 #include "coll_loom.h"
 #include "coll_loom_setup.h"
+#include "base/coll.h"
 #include "loom.h"
-
-typedef enum {
-    LOOM_GPU_ALLREDUCE,
-    LOOM_GPU_BCAST,
-    LOOM_GPU_REDUCE,
-    LOOM_GPU_ALLGATHER,
-    LOOM_GPU_REDUCE_SCATTER,
-    LOOM_GPU_ALLGATHERV,      /* counts/displs in bytes */
-    LOOM_GPU_REDUCE_SCATTERV, /* counts in elements */
-    LOOM_GPU_ALLTOALLV,       /* per peer: send_counts/send_displs, counts/displs (receive), in bytes */
-    LOOM_GPU_SCAN,
-    LOOM_GPU_EXSCAN,
-} loom_gpu_kind_t;
 
 /* Work that follows a call's output (a packed receive unpacked into the
  * user's blocks, the packed copy freed): run exactly once, ok false when the
@@ -55,7 +43,10 @@ struct mca_coll_loom_after_s {
 /* One call as the GPU path sees it, filled by a collective's mapper. */
 typedef struct {
     int coll;            /* LOOM_COLL_*, for reports */
-    loom_gpu_kind_t kind;
+    loomColl kind;       /* loom's collective (base/coll.h) */
+    bool ragged;         /* allgather, reduce_scatter: per-rank counts (allgatherv: bytes at displs;
+                          * reduce_scatterv: elements); alltoall always is (per peer: send_counts /
+                          * send_displs, counts / displs for what it receives, in bytes) */
     const void *in;      /* this rank's input (MPI_IN_PLACE resolved); may lie inside out */
     void *out;           /* this rank's output */
     size_t in_bytes;     /* bytes read from in (0: none) */

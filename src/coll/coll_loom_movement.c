@@ -48,7 +48,7 @@ static int bcast_any(void *buf, int count, ompi_datatype_t *dt, int root, ompi_c
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
     c.coll = LOOM_COLL_ID(req, bcast);
-    c.kind = LOOM_GPU_BCAST;
+    c.kind = loomCollBroadcast;
     c.dt = loomUint8;
     c.root = root;
     c.req = req;
@@ -93,7 +93,7 @@ static bool allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, vo
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
     c.coll = LOOM_COLL_ID(req, allgather);
-    c.kind = LOOM_GPU_ALLGATHER;
+    c.kind = loomCollAllGather;
     c.dt = loomUint8;
     c.req = req;
     size_t rsize = 0;
@@ -190,7 +190,8 @@ static bool allgatherv_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, v
     loom_gpu_call_t c;
     memset(&c, 0, sizeof(c));
     c.coll = LOOM_COLL_ID(req, allgatherv);
-    c.kind = LOOM_GPU_ALLGATHERV;
+    c.kind = loomCollAllGather;
+    c.ragged = true;
     c.dt = loomUint8;
     size_t rsize = 0, total = 0;
     ompi_datatype_type_size(rdt, &rsize);

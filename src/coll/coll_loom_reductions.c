@@ -14,7 +14,7 @@
 
 /* A reduction as the GPU path sees it (the mappers below fill in buffers
  * and counts); req: the non-blocking call's request (NULL: blocking). */
-static loom_gpu_call_t reduction_call(int coll, loom_gpu_kind_t kind, ompi_datatype_t *dt, int count,
+static loom_gpu_call_t reduction_call(int coll, loomColl kind, ompi_datatype_t *dt, int count,
                                       struct ompi_op_t *op, ompi_request_t **req)
 {
     loom_gpu_call_t c;
@@ -54,7 +54,7 @@ static int allreduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_
 {
     loomPointerInfo_t s_info, r_info;
     bool s_gpu = mca_coll_loom_locate(sbuf, &s_info), r_gpu = mca_coll_loom_locate(rbuf, &r_info);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, allreduce), LOOM_GPU_ALLREDUCE, dt, count, op, req);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, allreduce), loomCollAllReduce, dt, count, op, req);
     c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
     c.out = rbuf;
     c.located = true;
@@ -73,7 +73,7 @@ LOOM_RUNNER(allreduce, allreduce)
 
 /* scan and exscan on loom's kernels: a prefix along the ranks; exscan
  * leaves rank 0's output alone (MPI: undefined there). */
-static bool prefix_gpu(int coll, loom_gpu_kind_t kind, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt,
+static bool prefix_gpu(int coll, loomColl kind, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt,
                        struct ompi_op_t *op, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
                        bool local_gpu, int *rc)
 {
@@ -81,7 +81,7 @@ static bool prefix_gpu(int coll, loom_gpu_kind_t kind, const void *sbuf, void *r
     c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
     c.out = rbuf;
     c.in_bytes = c.out_bytes = type_bytes(dt, c.count);
-    if (LOOM_GPU_EXSCAN == kind && 0 == ompi_comm_rank(comm)) c.out_bytes = 0;
+    if (loomCollExScan == kind && 0 == ompi_comm_rank(comm)) c.out_bytes = 0;
     return mca_coll_loom_gpu_run(m, &c, local_gpu, rc);
 }
 
@@ -101,8 +101,8 @@ static bool prefix_gpu(int coll, loom_gpu_kind_t kind, const void *sbuf, void *r
     }                                                                                                       \
     LOOM_RUNNER(name, name)
 
-LOOM_ELEMENTWISE(scan, LOOM_GPU_SCAN)
-LOOM_ELEMENTWISE(exscan, LOOM_GPU_EXSCAN)
+LOOM_ELEMENTWISE(scan, loomCollScan)
+LOOM_ELEMENTWISE(exscan, loomCollExScan)
 
 static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt, struct ompi_op_t *op, int root,
                       ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
@@ -111,7 +111,7 @@ static int reduce_any(const void *sbuf, void *rbuf, int count, ompi_datatype_t *
     const bool is_root = mca_coll_loom_is_root(comm, root);
     bool s_gpu = mca_coll_loom_is_leaf(comm, root) && mca_coll_loom_on_gpu(sbuf);
     bool r_gpu = is_root && mca_coll_loom_on_gpu(rbuf);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce), LOOM_GPU_REDUCE, dt, count, op, req);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce), loomCollReduce, dt, count, op, req);
     c.root = root;
     c.in = MPI_IN_PLACE == sbuf ? rbuf : sbuf; /* in place: root only */
     c.out = is_root ? rbuf : NULL;
@@ -136,9 +136,10 @@ static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, 
     for (int r = 0; r < ompi_comm_size(comm); ++r) total += (size_t)rcounts[r], equal &= rcounts[r] == rcounts[0];
     /* Equal counts run as reduce_scatter_block; ragged ones with the counts. */
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce_scatter), equal ? LOOM_GPU_REDUCE_SCATTER : LOOM_GPU_REDUCE_SCATTERV,
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce_scatter), loomCollReduceScatter,
                                        dt, equal ? rcounts[0] : (int)(total < INT_MAX ? total : INT_MAX), op, req);
     size_t *counts = NULL;
+    c.ragged = !equal;
     if (equal) {
         scatter_buffers(&c, sbuf, rbuf, dt, comm);
     } else if (NULL == c.why_not) {
@@ -168,7 +169,7 @@ static int reduce_scatter_block_any(const void *sbuf, void *rbuf, int rcount, om
                                     ompi_communicator_t *comm, loom_t *m, ompi_request_t **req)
 {
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_on_gpu(rbuf);
-    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce_scatter_block), LOOM_GPU_REDUCE_SCATTER, dt, rcount, op, req);
+    loom_gpu_call_t c = reduction_call(LOOM_COLL_ID(req, reduce_scatter_block), loomCollReduceScatter, dt, rcount, op, req);
     scatter_buffers(&c, sbuf, rbuf, dt, comm);
     int rc;
     if (mca_coll_loom_gpu_run(m, &c, s_gpu || r_gpu, &rc)) return rc;

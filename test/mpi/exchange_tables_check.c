@@ -23,7 +23,7 @@
 #include "coll_loom_blocks.h"
 
 /* What the linked code reads of the component and the GPU path
- * (mca_coll_loom_after_run: as coll_loom_gpu.c's, which needs a GPU stack). */
+ * (mca_coll_loom_after_run: as coll_loom_request.c's, which needs a GPU stack). */
 mca_coll_loom_component_t mca_coll_loom_component;
 const char mca_coll_loom_why_intercomm[] = "an intercommunicator";
 

@@ -60,7 +60,7 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
     // Buffer sizes: reduce_scatter's input and allgather's output hold every block.
     size_t whole = 0;
     for (int q = 0; q < n; ++q) whole = std::max(whole, ringBlockDispl(blocks, q) + ringBlockCount(blocks, q));
-    const bool perBlock = k.coll == kRingReduceScatter || k.coll == kRingAllGather;
+    const bool perBlock = k.coll == loomCollReduceScatter || k.coll == loomCollAllGather;
     const int nsteps = n > 1 ? ringStepsPerRound(k.coll, n) : 1;
     std::vector<RingGeom> geom;
     for (int ch = 0; ch < k.nchannels; ++ch)
@@ -68,9 +68,9 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
     std::vector<Rank> ranks(n);
     for (int q = 0; q < n; ++q) {
         Rank &r = ranks[q];
-        r.in.resize(k.coll == kRingReduceScatter ? whole : k.coll == kRingAllGather ? ringBlockCount(blocks, q) : k.count);
+        r.in.resize(k.coll == loomCollReduceScatter ? whole : k.coll == loomCollAllGather ? ringBlockCount(blocks, q) : k.count);
         for (size_t i = 0; i < r.in.size(); ++i) r.in[i] = input(q, i);
-        r.out.assign(k.coll == kRingAllGather ? whole : k.coll == kRingReduceScatter ? ringBlockCount(blocks, q) : k.count,
+        r.out.assign(k.coll == loomCollAllGather ? whole : k.coll == loomCollReduceScatter ? ringBlockCount(blocks, q) : k.count,
                      kUntouched);
         r.lanes = k.nchannels;
         for (int ch = 0; ch < k.nchannels; ++ch) {
@@ -82,7 +82,7 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
             const RingGeom &g = geom[ch];
             if (n == 1) { // the kernel copies its range of the input (an allgather's to its displacement)
                 size_t b = g.begin, e = g.begin + g.n;
-                const size_t to = k.coll == kRingAllGather ? ringBlockDispl(walked, 0) : 0;
+                const size_t to = k.coll == loomCollAllGather ? ringBlockDispl(walked, 0) : 0;
                 if (perBlock) channelRange(ringBlockCount(walked, 0), k.nchannels, ch, k.align * 4, &b, &e);
                 return edgeOp(-1, -1, kBufIn, b, kBufOut, to + b, e - b, false, 0);
             }
@@ -112,12 +112,12 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
     // whole span, each rank's output a window of it.
     std::vector<Value> ref;
     switch (k.coll) {
-    case kRingAllReduce: case kRingReduce: case kRingReduceScatter:
-        ref.assign(k.coll == kRingReduceScatter ? whole : k.count, 0);
+    case loomCollAllReduce: case loomCollReduce: case loomCollReduceScatter:
+        ref.assign(k.coll == loomCollReduceScatter ? whole : k.count, 0);
         for (int r = 0; r < n; ++r)
             for (size_t i = 0; i < ref.size(); ++i) ref[i] += input(r, i);
         break;
-    case kRingAllGather: // later blocks win where blocks overlap
+    case loomCollAllGather: // later blocks win where blocks overlap
         ref.assign(whole, kUntouched);
         for (int b = 0; b < n; ++b)
             for (size_t i = 0; i < ringBlockCount(blocks, b); ++i) ref[ringBlockDispl(blocks, b) + i] = input(b, i);
@@ -127,8 +127,8 @@ inline std::string simulate(const Case &k, StepFn stepFn = ringCollStep) {
         break;
     }
     for (int q = 0; q < n; ++q) {
-        const bool none = k.coll == kRingReduce && q != k.root;
-        const size_t from = k.coll == kRingReduceScatter ? ringBlockDispl(blocks, q) : 0;
+        const bool none = k.coll == loomCollReduce && q != k.root;
+        const size_t from = k.coll == loomCollReduceScatter ? ringBlockDispl(blocks, q) : 0;
         for (size_t i = 0; i < ranks[q].out.size(); ++i) {
             const Value want = none ? kUntouched : ref[from + i];
             if (ranks[q].out[i] != want) return "rank " + std::to_string(q) + " element " + std::to_string(i) + " wrong";
@@ -160,7 +160,7 @@ using CreditFn = bool (*)(uint64_t sendStep, uint64_t head, int nslots);
 
 inline std::string simulateRingCalls(int n, const std::vector<RingSimCall> &calls, size_t slotElems, size_t align,
                                      int depth, unsigned seed, bool ll = true, CreditFn credit = sendCredit) {
-    const int coll = kRingAllReduce, nsteps = ringStepsPerRound(coll, n);
+    const int coll = loomCollAllReduce, nsteps = ringStepsPerRound(coll, n);
     struct Slot {
         bool full = false;
         uint64_t step = 0;

@@ -43,11 +43,11 @@ std::string simulate(int coll, int n, size_t count, size_t chunk, int depth, int
         ranks.push_back(edgeRank(s, rdPorts(r, n)));
         Rank &k = ranks.back();
         const size_t whole = count * (size_t)n;
-        k.in.resize(coll == kDblReduceScatter ? whole : count);
+        k.in.resize(coll == loomCollReduceScatter ? whole : count);
         for (size_t i = 0; i < k.in.size(); ++i) k.in[i] = input(r, i);
-        k.out.assign(coll == kDblAllGather ? whole : count, kUntouched);
+        k.out.assign(coll == loomCollAllGather ? whole : count, kUntouched);
         k.acc.assign(dblAccElems(s.dbl), kUntouched);
-        if (inPlace && coll == kDblAllGather) {
+        if (inPlace && coll == loomCollAllGather) {
             k.inPlace = true;
             k.inOffset = (size_t)r * count;
             std::copy(k.in.begin(), k.in.end(), k.out.begin() + k.inOffset);
@@ -78,13 +78,13 @@ std::string simulate(int coll, int n, size_t count, size_t chunk, int depth, int
         for (size_t i = 0; i < out.size(); ++i) {
             Value want = kUntouched;
             switch (coll) {
-            case kDblBroadcast: want = input(root, i); break;
-            case kDblReduce:
+            case loomCollBroadcast: want = input(root, i); break;
+            case loomCollReduce:
                 if (r != root) break;
                 want = 0;
                 for (int q = 0; q < n; ++q) want += input(q, i);
                 break;
-            case kDblAllGather: want = input((int)(i / count), i % count); break;
+            case loomCollAllGather: want = input((int)(i / count), i % count); break;
             default:
                 want = 0;
                 for (int q = 0; q < n; ++q) want += input(q, (size_t)r * count + i);
@@ -106,7 +106,7 @@ void runMatrix(int coll) {
                 for (size_t chunk : {(size_t)3, (size_t)8})
                     for (int depth : {1, 2, 4})
                         for (bool inPlace : {false, true}) {
-                            if (inPlace && coll != kDblAllGather) continue;
+                            if (inPlace && coll != loomCollAllGather) continue;
                             const std::string err = simulate(coll, n, count, chunk, depth, root, inPlace);
                             ck_assert_msg(err.empty(), "%s: %d ranks, root %d, %zu elements, chunk %zu, depth %d%s: %s",
                                           kNames[coll], n, root, count, chunk, depth, inPlace ? ", in place" : "",
@@ -117,20 +117,20 @@ void runMatrix(int coll) {
 
 } // namespace
 
-START_TEST(doubling_broadcast) { runMatrix(kDblBroadcast); }
+START_TEST(doubling_broadcast) { runMatrix(loomCollBroadcast); }
 END_TEST
-START_TEST(doubling_reduce) { runMatrix(kDblReduce); }
+START_TEST(doubling_reduce) { runMatrix(loomCollReduce); }
 END_TEST
-START_TEST(doubling_allgather) { runMatrix(kDblAllGather); }
+START_TEST(doubling_allgather) { runMatrix(loomCollAllGather); }
 END_TEST
-START_TEST(doubling_reduce_scatter) { runMatrix(kDblReduceScatter); }
+START_TEST(doubling_reduce_scatter) { runMatrix(loomCollReduceScatter); }
 END_TEST
 
 START_TEST(mutated_schedules_fail) {
-    for (int coll = 0; coll < kDblNumColls; ++coll)
+    for (int coll : {loomCollBroadcast, loomCollReduce, loomCollAllGather, loomCollReduceScatter})
         for (int n : {2, 3, 5, 8, 13}) {
             // Ranks that disagree on the root (rooted calls).
-            if (coll == kDblBroadcast || coll == kDblReduce)
+            if (coll == loomCollBroadcast || coll == loomCollReduce)
                 for (int r = 0; r < n; ++r) {
                     Mutation m;
                     m.rank = r;

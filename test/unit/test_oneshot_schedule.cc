@@ -50,12 +50,12 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
                                   bytes};
     size_t whole = 0; // reduce_scatter's input, allgather's output
     for (int q = 0; q < n; ++q) whole = std::max(whole, oneShotBlockDispl(blocks, q) + oneShotBlockBytes(blocks, q));
-    const size_t inBytes = coll == kOneShotReduceScatter || coll == kOneShotAllToAll ? whole
-                         : coll == kOneShotAllGather ? oneShotBlockBytes(blocks, 0) : bytes;
+    const size_t inBytes = coll == loomCollReduceScatter || coll == loomCollAllToAll ? whole
+                         : coll == loomCollAllGather ? oneShotBlockBytes(blocks, 0) : bytes;
     std::vector<std::vector<uint8_t>> in(n), out(n);
     std::mt19937 rng(coll * 131 + n * 17 + root + (unsigned)bytes);
     for (int r = 0; r < n; ++r) {
-        in[r].resize(coll == kOneShotAllGather ? oneShotBlockBytes(blocks, r) : inBytes);
+        in[r].resize(coll == loomCollAllGather ? oneShotBlockBytes(blocks, r) : inBytes);
         for (auto &b : in[r]) b = (uint8_t)rng();
     }
     // msg[from][to]: the bytes of the piece (token: empty).
@@ -77,9 +77,9 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
         }
     };
     for (int me = 0; me < n; ++me) {
-        out[me].assign(coll == kOneShotAllGather || coll == kOneShotAllToAll ? whole
-                       : (coll == kOneShotReduce && me != root) ? 0
-                       : coll == kOneShotReduceScatter ? oneShotBlockBytes(blocks, me) : bytes, 0);
+        out[me].assign(coll == loomCollAllGather || coll == loomCollAllToAll ? whole
+                       : (coll == loomCollReduce && me != root) ? 0
+                       : coll == loomCollReduceScatter ? oneShotBlockBytes(blocks, me) : bytes, 0);
         if (oneShotReduces(coll, me, root)) {
             const size_t own = piece(coll, me, me, root, blocks).offset, rb = oneShotReducedBytes(coll, me, blocks);
             if (rb != out[me].size()) return "reduced size differs from the output";
@@ -89,13 +89,13 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
                 if (q == 0) copyBytes(out[me].data(), v, rb);
                 else sum32(out[me], v);
             }
-        } else if (coll == kOneShotAllGather) {
+        } else if (coll == loomCollAllGather) {
             for (int q = 0; q < n; ++q) {
                 const std::vector<uint8_t> &v = q == me ? in[me] : msg[q][me];
                 if (v.size() != oneShotBlockBytes(blocks, q)) return "allgather block missing";
                 copyBytes(out[me].data() + oneShotBlockDispl(blocks, q), v.data(), v.size());
             }
-        } else if (coll == kOneShotAllToAll) {
+        } else if (coll == loomCollAllToAll) {
             for (int q = 0; q < n; ++q) {
                 const size_t at = oneShotBlockDispl(blocks, me), b = oneShotBlockBytes(blocks, me);
                 const uint8_t *v = q == me ? in[me].data() + at : msg[q][me].data();
@@ -103,7 +103,7 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
                 if (got != (q == me ? b : oneShotIncoming(coll, q, me, root, blocks))) return "alltoall block missing";
                 copyBytes(out[me].data() + oneShotOutDispl(coll, blocks, q), v, got);
             }
-        } else if (coll == kOneShotBroadcast) {
+        } else if (coll == loomCollBroadcast) {
             const std::vector<uint8_t> &v = me == root ? in[me] : msg[root][me];
             if (v.size() != bytes) return "broadcast payload missing";
             copyBytes(out[me].data(), v.data(), bytes);
@@ -112,15 +112,15 @@ std::string runCall(int coll, int n, int root, size_t bytes, const PieceFn &piec
     // Reference from the definitions.
     for (int me = 0; me < n; ++me) {
         std::vector<uint8_t> ref(out[me].size(), 0);
-        if (coll == kOneShotAllReduce || (coll == kOneShotReduce && me == root) || coll == kOneShotReduceScatter) {
-            const size_t at = coll == kOneShotReduceScatter ? oneShotBlockDispl(blocks, me) : 0;
+        if (coll == loomCollAllReduce || (coll == loomCollReduce && me == root) || coll == loomCollReduceScatter) {
+            const size_t at = coll == loomCollReduceScatter ? oneShotBlockDispl(blocks, me) : 0;
             copyBytes(ref.data(), in[0].data() + at, ref.size());
             for (int q = 1; q < n; ++q) sum32(ref, in[q].data() + at);
-        } else if (coll == kOneShotAllGather) {
+        } else if (coll == loomCollAllGather) {
             for (int q = 0; q < n; ++q) copyBytes(ref.data() + oneShotBlockDispl(blocks, q), in[q].data(), in[q].size());
-        } else if (coll == kOneShotBroadcast) {
+        } else if (coll == loomCollBroadcast) {
             ref = in[root];
-        } else if (coll == kOneShotAllToAll) {
+        } else if (coll == loomCollAllToAll) {
             for (int q = 0; q < n; ++q)
                 copyBytes(ref.data() + (size_t)q * bytes, in[q].data() + (size_t)me * bytes, bytes);
         }
@@ -164,8 +164,8 @@ std::string runAllToAll(const std::vector<std::vector<size_t>> &sc, unsigned see
                 v = in[me].data() + oneShotBlockDispl(mine, me);
                 bytes = oneShotBlockBytes(mine, me);
             } else {
-                const OneShotPiece p = piece(kOneShotAllToAll, q, me, 0, view(q)); // in the sender's tables
-                if (p.bytes != oneShotIncoming(kOneShotAllToAll, q, me, 0, mine))
+                const OneShotPiece p = piece(loomCollAllToAll, q, me, 0, view(q)); // in the sender's tables
+                if (p.bytes != oneShotIncoming(loomCollAllToAll, q, me, 0, mine))
                     return "rank " + std::to_string(me) + " expects another size from rank " + std::to_string(q);
                 if (p.offset + p.bytes > in[q].size()) return "piece past the input";
                 v = in[q].data() + p.offset;
@@ -180,7 +180,7 @@ std::string runAllToAll(const std::vector<std::vector<size_t>> &sc, unsigned see
 }
 
 RecvDisplFn recvDispls() {
-    return [](const OneShotBlocks &b, int from) { return oneShotOutDispl(kOneShotAllToAll, b, from); };
+    return [](const OneShotBlocks &b, int from) { return oneShotOutDispl(loomCollAllToAll, b, from); };
 }
 
 // Random alltoall(v), gather and scatter count matrices at n ranks.
@@ -205,7 +205,7 @@ std::string runSequence(int n, unsigned seed, int calls, bool tokens, const Piec
     std::mt19937 rng(seed);
     std::vector<int> coll(calls), root(calls);
     for (int c = 0; c < calls; ++c) {
-        coll[c] = (int)(rng() % kOneShotNumColls);
+        coll[c] = (int)(rng() % kOneShotColls);
         root[c] = (int)(rng() % n);
     }
     const OneShotBlocks blocks = {nullptr, nullptr, 16};
@@ -254,20 +254,20 @@ std::string runSequence(int n, unsigned seed, int calls, bool tokens, const Piec
 
 START_TEST(results_match_reference) {
     const size_t sizes[] = {4, 8, 12, 20, 64, 1000};
-    for (int coll = 0; coll < kOneShotNumColls; ++coll)
+    for (int coll = 0; coll < kOneShotColls; ++coll)
         for (int n = 1; n <= 8; ++n)
             for (int root = 0; root < n; ++root)
                 for (size_t bytes : sizes) {
                     std::string err = runCall(coll, n, root, bytes, schedule());
                     if (!err.empty())
-                        ck_abort_msg("%s: n %d root %d bytes %zu: %s", kOneShotNames[coll], n, root, bytes, err.c_str());
+                        ck_abort_msg("%s: n %d root %d bytes %zu: %s", loomCollName(coll), n, root, bytes, err.c_str());
                 }
 }
 END_TEST
 
 START_TEST(ragged_results_match_reference) {
     std::mt19937 rng(5);
-    for (int coll : {kOneShotReduceScatter, kOneShotAllGather})
+    for (int coll : {loomCollReduceScatter, loomCollAllGather})
         for (int n = 1; n <= 8; ++n)
             for (int trial = 0; trial < 40; ++trial) {
                 std::vector<size_t> counts(n), displs(n);
@@ -275,11 +275,11 @@ START_TEST(ragged_results_match_reference) {
                 // allgather: blocks in a shuffled order with gaps; reduce_scatter: back to back
                 std::vector<int> order(n);
                 for (int q = 0; q < n; ++q) order[q] = q;
-                if (coll == kOneShotAllGather) std::shuffle(order.begin(), order.end(), rng);
+                if (coll == loomCollAllGather) std::shuffle(order.begin(), order.end(), rng);
                 size_t at = 0;
-                for (int q : order) displs[q] = at, at += counts[q] + (coll == kOneShotAllGather ? 4 * (rng() % 2) : 0);
+                for (int q : order) displs[q] = at, at += counts[q] + (coll == loomCollAllGather ? 4 * (rng() % 2) : 0);
                 std::string err = runCall(coll, n, 0, 0, schedule(), counts, displs);
-                if (!err.empty()) ck_abort_msg("%s ragged: n %d trial %d: %s", kOneShotNames[coll], n, trial, err.c_str());
+                if (!err.empty()) ck_abort_msg("%s ragged: n %d trial %d: %s", loomCollName(coll), n, trial, err.c_str());
             }
 }
 END_TEST
@@ -296,7 +296,7 @@ START_TEST(alltoall_with_own_tables_matches_reference) {
 END_TEST
 
 START_TEST(every_pair_exchanges_a_line) {
-    for (int coll = 0; coll < kOneShotNumColls; ++coll)
+    for (int coll = 0; coll < kOneShotColls; ++coll)
         for (int n = 2; n <= 8; ++n)
             for (int root = 0; root < n; ++root)
                 for (int f = 0; f < n; ++f)
@@ -325,22 +325,22 @@ START_TEST(mutations_fail) {
     // Reduce_scatter sending every peer block 0.
     PieceFn wrongOffset = [](int c, int f, int t, int r, const OneShotBlocks &b) {
         OneShotPiece p = oneShotPiece(c, f, t, r, b);
-        if (c == kOneShotReduceScatter && f != t) p.offset = 0;
+        if (c == loomCollReduceScatter && f != t) p.offset = 0;
         return p;
     };
-    ck_assert(!runCall(kOneShotReduceScatter, 3, 0, 8, wrongOffset).empty());
+    ck_assert(!runCall(loomCollReduceScatter, 3, 0, 8, wrongOffset).empty());
     // Reduce whose root misses a contribution.
     PieceFn dropOne = [](int c, int f, int t, int r, const OneShotBlocks &b) {
         OneShotPiece p = oneShotPiece(c, f, t, r, b);
-        if (c == kOneShotReduce && f == 1) p.bytes = 0;
+        if (c == loomCollReduce && f == 1) p.bytes = 0;
         return p;
     };
-    ck_assert(!runCall(kOneShotReduce, 3, 0, 8, dropOne).empty());
+    ck_assert(!runCall(loomCollReduce, 3, 0, 8, dropOne).empty());
     // Alltoall sending every peer its own block; a receiver filing blocks in
     // rank order instead of at its receive displacements.
     PieceFn ownBlock = [](int c, int f, int t, int r, const OneShotBlocks &b) {
         OneShotPiece p = oneShotPiece(c, f, t, r, b);
-        if (c == kOneShotAllToAll) p.offset = oneShotBlockDispl(b, f);
+        if (c == loomCollAllToAll) p.offset = oneShotBlockDispl(b, f);
         return p;
     };
     std::vector<std::vector<size_t>> sc(3, std::vector<size_t>(3, 16));

@@ -87,9 +87,9 @@ Case raggedCase(int coll, int n, int nch, size_t slot, int depth, unsigned seed)
     k.displs.assign(n, 0);
     size_t at = 0;
     for (int i = 0; i < n; ++i) {
-        const int q = coll == kRingAllGather ? place[i] : i;
+        const int q = coll == loomCollAllGather ? place[i] : i;
         k.displs[q] = at;
-        at += k.counts[q] + (coll == kRingAllGather ? rng() % 3 : 0);
+        at += k.counts[q] + (coll == loomCollAllGather ? rng() % 3 : 0);
     }
     return k;
 }
@@ -110,7 +110,7 @@ void runRagged(int coll) {
 // Channels on different rings (the topology's ring c % nrings, or
 // LOOM_RINGS): every collective, equal and ragged blocks, every root.
 Case severalRingsCase(int coll, int n, int nrings, int nch, size_t count, int root, unsigned seed) {
-    Case k = coll == kRingReduceScatter || coll == kRingAllGather ? raggedCase(coll, n, nch, 12, 2, seed)
+    Case k = coll == loomCollReduceScatter || coll == loomCollAllGather ? raggedCase(coll, n, nch, 12, 2, seed)
                                                                   : Case{coll, n, nch, count, 12, 4, 2, root, {}, {}, {}, {}};
     if (seed % 2 == 0) { // equal blocks half the time
         k.counts.clear();
@@ -205,14 +205,14 @@ START_TEST(ll_ring_wrapping_credit_deadlocks) {
 END_TEST
 
 START_TEST(several_rings_match_reference) {
-    for (int coll = 0; coll < kRingNumColls; ++coll) runSeveralRings(coll);
+    for (int coll = 0; coll < LOOM_TABLE_COLLS; ++coll) runSeveralRings(coll);
 }
 END_TEST
 
 START_TEST(walking_the_first_ring_on_every_channel_fails) {
     // A kernel or host that took ring 0's positions for every channel while
     // the connections follow each channel's ring must be caught.
-    for (int coll = 0; coll < kRingNumColls; ++coll) {
+    for (int coll = 0; coll < LOOM_TABLE_COLLS; ++coll) {
         bool caught = false;
         for (int n = 3; n <= 6 && !caught; ++n)
             for (unsigned seed = 0; seed < 8 && !caught; ++seed) {
@@ -225,15 +225,15 @@ START_TEST(walking_the_first_ring_on_every_channel_fails) {
 }
 END_TEST
 
-START_TEST(ragged_reduce_scatter_matches_reference) { runRagged(kRingReduceScatter); }
+START_TEST(ragged_reduce_scatter_matches_reference) { runRagged(loomCollReduceScatter); }
 END_TEST
-START_TEST(ragged_allgather_matches_reference) { runRagged(kRingAllGather); }
+START_TEST(ragged_allgather_matches_reference) { runRagged(loomCollAllGather); }
 END_TEST
 
 START_TEST(ragged_mutation_fails) {
     // A walk whose geometry ignores the ragged counts (every block taken as
     // long as block 0) must give wrong answers somewhere.
-    for (int coll : {kRingReduceScatter, kRingAllGather}) {
+    for (int coll : {loomCollReduceScatter, loomCollAllGather}) {
         bool caught = false;
         for (unsigned seed = 0; seed < 20 && !caught; ++seed) {
             Case k = raggedCase(coll, 5, 2, 12, 2, seed);
@@ -245,26 +245,26 @@ START_TEST(ragged_mutation_fails) {
 }
 END_TEST
 
-START_TEST(allreduce_matches_reference) { runMatrix(kRingAllReduce); }
+START_TEST(allreduce_matches_reference) { runMatrix(loomCollAllReduce); }
 END_TEST
-START_TEST(reduce_scatter_matches_reference) { runMatrix(kRingReduceScatter); }
+START_TEST(reduce_scatter_matches_reference) { runMatrix(loomCollReduceScatter); }
 END_TEST
-START_TEST(allgather_matches_reference) { runMatrix(kRingAllGather); }
+START_TEST(allgather_matches_reference) { runMatrix(loomCollAllGather); }
 END_TEST
-START_TEST(broadcast_matches_reference) { runMatrix(kRingBroadcast); }
+START_TEST(broadcast_matches_reference) { runMatrix(loomCollBroadcast); }
 END_TEST
-START_TEST(reduce_matches_reference) { runMatrix(kRingReduce); }
+START_TEST(reduce_matches_reference) { runMatrix(loomCollReduce); }
 END_TEST
 
 START_TEST(mutations_fail) {
-    for (int coll = 0; coll < kRingNumColls; ++coll) {
-        if (coll == kRingAllReduce || coll == kRingReduceScatter || coll == kRingAllGather) {
+    for (int coll = 0; coll < LOOM_TABLE_COLLS; ++coll) {
+        if (coll == loomCollAllReduce || coll == loomCollReduceScatter || coll == loomCollAllGather) {
             ck_assert_msg(someCaseFails(coll, recvBeforeSend), "%s: recv-before-send not caught", kNames[coll]);
             ck_assert_msg(someCaseFails(coll, wrongBlock), "%s: wrong block not caught", kNames[coll]);
         } else {
             ck_assert_msg(someCaseFails(coll, reversedChain), "%s: shifted chain not caught", kNames[coll]);
         }
-        if (coll == kRingAllReduce || coll == kRingReduceScatter || coll == kRingReduce)
+        if (coll == loomCollAllReduce || coll == loomCollReduceScatter || coll == loomCollReduce)
             ck_assert_msg(someCaseFails(coll, noReduce), "%s: dropped reduction not caught", kNames[coll]);
     }
 }
@@ -272,7 +272,7 @@ END_TEST
 
 START_TEST(depth_one_deadlocks) {
     // The simulator must see a deadlock when there is one (ring, depth 1).
-    Case k{kRingAllReduce, 3, 1, 100, 8, 4, 1, 0, {}, {}, {}, {}};
+    Case k{loomCollAllReduce, 3, 1, 100, 8, 4, 1, 0, {}, {}, {}, {}};
     ck_assert(simulate(k).find("deadlock") != std::string::npos);
 }
 END_TEST
@@ -280,15 +280,15 @@ END_TEST
 START_TEST(send_and_receive_counts_differ_on_chains) {
     // The reason connections count both directions apart: a broadcast's
     // root only sends, the chain's end only receives.
-    RingGeom g = ringGeom(kRingBroadcast, RingBlocks{nullptr, nullptr, 1000}, 4, 1, 0, 100, 4);
+    RingGeom g = ringGeom(loomCollBroadcast, RingBlocks{nullptr, nullptr, 1000}, 4, 1, 0, 100, 4);
     unsigned long long s, r;
-    ringCallSteps(kRingBroadcast, 2, 2, 4, g, &s, &r);
+    ringCallSteps(loomCollBroadcast, 2, 2, 4, g, &s, &r);
     ck_assert(s == g.rounds && r == 0);
-    ringCallSteps(kRingBroadcast, 1, 2, 4, g, &s, &r);
+    ringCallSteps(loomCollBroadcast, 1, 2, 4, g, &s, &r);
     ck_assert(s == 0 && r == g.rounds);
-    ringCallSteps(kRingReduce, 3, 2, 4, g, &s, &r); // the rank after the root starts the chain
+    ringCallSteps(loomCollReduce, 3, 2, 4, g, &s, &r); // the rank after the root starts the chain
     ck_assert(s == g.rounds && r == 0);
-    ringCallSteps(kRingReduce, 2, 2, 4, g, &s, &r);
+    ringCallSteps(loomCollReduce, 2, 2, 4, g, &s, &r);
     ck_assert(s == 0 && r == g.rounds);
 }
 END_TEST

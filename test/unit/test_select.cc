@@ -66,58 +66,58 @@ START_TEST(registry_entries_are_whole_and_numbered_in_order) {
     ck_assert_ptr_null(algoEntry(kNumAlgos));
     const AlgoEntry *last = kRegistry[kRegistrySize - 1];
     ck_assert_int_eq(last->algo, kAlgoRing);
-    ck_assert_int_eq(last->colls, (1u << kRingNumColls) - 1);
+    ck_assert_int_eq(last->colls, (1u << LOOM_TABLE_COLLS) - 1);
     loomComm c = oneHost(4);
-    ck_assert(last->fits(&c, CallShape{kRingAllGather, size_t(1) << 40, size_t(1) << 38, 16, true}));
+    ck_assert(last->fits(&c, CallShape{loomCollAllGather, size_t(1) << 40, size_t(1) << 38, 16, true}));
 }
 END_TEST
 
 START_TEST(inside_a_host_one_shot_up_to_the_crossovers) {
     const loomComm c = oneHost(4);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, (1 << 20) + 4, (1 << 20) + 4, 4), kAlgoRing);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 64, 64, 16), kAlgoRing); // 16-byte elements never ride LL lines
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 20, 1 << 20, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, (1 << 20) + 4, (1 << 20) + 4, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 64, 64, 16), kAlgoRing); // 16-byte elements never ride LL lines
     // broadcast: 768 KiB of link bytes, 3 peers
-    ck_assert_int_eq(pick(c, kRingBroadcast, 256 << 10, 256 << 10, 1), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingBroadcast, 512 << 10, 512 << 10, 1), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollBroadcast, 256 << 10, 256 << 10, 1), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollBroadcast, 512 << 10, 512 << 10, 1), kAlgoRing);
     // allgather: 1.5 MiB of link bytes (512 KiB a piece at 4 ranks)
-    ck_assert_int_eq(pick(c, kRingAllGather, 2 << 20, 512 << 10, 1), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllGather, 4 << 20, 1 << 20, 1), kAlgoRing);
-    ck_assert_int_eq(pick(c, kRingReduceScatter, 2 << 20, 512 << 10, 16), kAlgoRing);
-    ck_assert_int_eq(pick(c, kRingReduce, 64 << 10, 64 << 10, 8), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllGather, 2 << 20, 512 << 10, 1), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllGather, 4 << 20, 1 << 20, 1), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollReduceScatter, 2 << 20, 512 << 10, 16), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollReduce, 64 << 10, 64 << 10, 8), kAlgoOneShot);
     // ragged: the largest block decides
-    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 900 << 10, 1, true), kAlgoRing);
-    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 100 << 10, 1, true), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllGather, 1 << 20, 900 << 10, 1, true), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllGather, 1 << 20, 100 << 10, 1, true), kAlgoOneShot);
     // not every peer mapped: the ring, whatever the size
     loomComm d = oneHost(4);
     d.allPeersMapped = false;
-    ck_assert_int_eq(pick(d, kRingAllReduce, 8, 8, 4), kAlgoRing);
-    ck_assert_int_eq(pick(d, kRingBroadcast, 8, 8, 1), kAlgoRing);
+    ck_assert_int_eq(pick(d, loomCollAllReduce, 8, 8, 4), kAlgoRing);
+    ck_assert_int_eq(pick(d, loomCollBroadcast, 8, 8, 1), kAlgoRing);
 }
 END_TEST
 
 START_TEST(across_hosts_doubling_where_it_takes_fewer_hops) {
     // allreduce: recursive doubling up to 128 KiB, then the ring
-    ck_assert_int_eq(pick(acrossHosts(4), kRingAllReduce, 64 << 10, 64 << 10, 4), kAlgoRecursiveDoubling);
-    ck_assert_int_eq(pick(acrossHosts(4), kRingAllReduce, 256 << 10, 256 << 10, 4), kAlgoRing);
+    ck_assert_int_eq(pick(acrossHosts(4), loomCollAllReduce, 64 << 10, 64 << 10, 4), kAlgoRecursiveDoubling);
+    ck_assert_int_eq(pick(acrossHosts(4), loomCollAllReduce, 256 << 10, 256 << 10, 4), kAlgoRing);
     loomComm noRd = acrossHosts(4);
     noRd.rdReady = false;
-    ck_assert_int_eq(pick(noRd, kRingAllReduce, 32 << 10, 32 << 10, 4), kAlgoTrees);
+    ck_assert_int_eq(pick(noRd, loomCollAllReduce, 32 << 10, 32 << 10, 4), kAlgoTrees);
     // the doubling family: not at 3 or 4 ranks (the ring's hops are fewer than
     // twice its own), yes at 8 and 16, not for ragged blocks, not above 128 KiB
-    for (int coll : {kRingBroadcast, kRingReduce, kRingAllGather, kRingReduceScatter}) {
+    for (int coll : {loomCollBroadcast, loomCollReduce, loomCollAllGather, loomCollReduceScatter}) {
         ck_assert_int_eq(pick(acrossHosts(3), coll, 1024, 512, 4), kAlgoRing);
         ck_assert_int_eq(pick(acrossHosts(4), coll, 1024, 256, 4), kAlgoRing);
         for (int r = 0; r < 8; ++r) ck_assert_int_eq(pick(acrossHosts(8, r), coll, 1024, 128, 4), kAlgoDoubling);
         ck_assert_int_eq(pick(acrossHosts(16, 5), coll, 1024, 64, 4), kAlgoDoubling);
         ck_assert_int_eq(pick(acrossHosts(16), coll, 256 << 10, 16 << 10, 4), kAlgoRing);
     }
-    ck_assert_int_eq(pick(acrossHosts(16), kRingAllGather, 1024, 64, 1, true), kAlgoRing);
+    ck_assert_int_eq(pick(acrossHosts(16), loomCollAllGather, 1024, 64, 1, true), kAlgoRing);
     // 9 ranks: 3 steps + the extra's two hops for allgather (10 >= 8), one for bcast (8 >= 8)
-    ck_assert_int_eq(pick(acrossHosts(9), kRingAllGather, 1024, 64, 1), kAlgoRing);
-    ck_assert_int_eq(pick(acrossHosts(9), kRingBroadcast, 1024, 1024, 1), kAlgoRing);
-    ck_assert_int_eq(pick(acrossHosts(12), kRingBroadcast, 1024, 1024, 1), kAlgoDoubling);
+    ck_assert_int_eq(pick(acrossHosts(9), loomCollAllGather, 1024, 64, 1), kAlgoRing);
+    ck_assert_int_eq(pick(acrossHosts(9), loomCollBroadcast, 1024, 1024, 1), kAlgoRing);
+    ck_assert_int_eq(pick(acrossHosts(12), loomCollBroadcast, 1024, 1024, 1), kAlgoDoubling);
 }
 END_TEST
 
@@ -161,29 +161,29 @@ START_TEST(loom_proto_syntax) {
     loomComm c = oneHost(4);
     c.zeroCopyReady = true;
     c.algoMask = simple;
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoZeroCopy);
-    ck_assert_int_eq(pick(c, kRingBroadcast, 8, 8, 1), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, loomCollBroadcast, 8, 8, 1), kAlgoRing);
     c.algoMask = ll; // LOOM_PROTO=LL: LL where it fits, the Simple ring where nothing does
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
     // LL128 only where the rings are NVLink (ll128Ready) and within its bound.
     c.algoMask = ll128;
     c.ll128RingMaxBytes = 16 << 20;
-    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoRing); // not ready
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 20, 1 << 20, 4), kAlgoRing); // not ready
     c.ll128Ready = true;
-    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoRingLL128);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 20, 1 << 20, 16), kAlgoRing); // 16-byte elements
-    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 1 << 18, 1), kAlgoRing);  // allreduce only
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 20, 1 << 20, 4), kAlgoRingLL128);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 20, 1 << 20, 16), kAlgoRing); // 16-byte elements
+    ck_assert_int_eq(pick(c, loomCollAllGather, 1 << 20, 1 << 18, 1), kAlgoRing);  // allreduce only
     // Allowed beside the modelled ones, the unmodelled LL128 ring is passed
     // over: enabling it changes no choice the model makes.
     c.algoMask = kAllAlgos;
     c.ll128RingMaxBytes = size_t(1) << 30;
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 2 << 20, 2 << 20, 4), kAlgoZeroCopy);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 2 << 20, 2 << 20, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
     c.llRingMaxBytes = size_t(1) << 30; // the LL ring likewise
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
 }
 END_TEST
 
@@ -201,8 +201,8 @@ START_TEST(loom_nchannels_fixes_the_count) {
         ck_assert_int_eq(oneShotChannels(1), 1);
         ck_assert_int_eq(oneShotChannels(size_t(1) << 30), kMaxOneShotBlocks);
         ck_assert_int_eq(zeroCopyChannels(size_t(1) << 30, 4, false), 32); // LOOM_ZERO_COPY_CTAS
-        ck_assert_int_eq(allReduceChannels(&c, CallShape{kRingAllReduce, 1 << 30, 1 << 30, 4, false}, kAlgoRing), 16);
-        ck_assert_int_eq(allReduceChannels(&c, CallShape{kRingAllGather, 1 << 30, 1 << 30, 4, false}, kAlgoRing), -1);
+        ck_assert_int_eq(allReduceChannels(&c, CallShape{loomCollAllReduce, 1 << 30, 1 << 30, 4, false}, kAlgoRing), 16);
+        ck_assert_int_eq(allReduceChannels(&c, CallShape{loomCollAllGather, 1 << 30, 1 << 30, 4, false}, kAlgoRing), -1);
     }
 }
 END_TEST
@@ -217,32 +217,32 @@ END_TEST
 START_TEST(allreduce_in_a_host_takes_the_fastest_predicted) {
     loomComm c = oneHost(4);
     c.zeroCopyReady = true;
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 128 << 10, 128 << 10, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 256 << 10, 256 << 10, 4), kAlgoZeroCopy);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 16 << 20, 16 << 20, 16), kAlgoZeroCopy); // any element size
-    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 64 << 10, 64 << 10, 16), kAlgoZeroCopy); // 16-byte elements: no LL
-    ck_assert_int_eq(pick(c, kRingAllGather, 1 << 20, 256 << 10, 1), kAlgoOneShot); // allreduce only
-    const Choice mib = selectAlgorithm(&c, CallShape{kRingAllReduce, 1 << 20, 1 << 20, 4, false});
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 128 << 10, 128 << 10, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 256 << 10, 256 << 10, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 16 << 20, 16 << 20, 16), kAlgoZeroCopy); // any element size
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 64 << 10, 64 << 10, 16), kAlgoZeroCopy); // 16-byte elements: no LL
+    ck_assert_int_eq(pick(c, loomCollAllGather, 1 << 20, 256 << 10, 1), kAlgoOneShot); // allreduce only
+    const Choice mib = selectAlgorithm(&c, CallShape{loomCollAllReduce, 1 << 20, 1 << 20, 4, false});
     ck_assert_int_eq(mib.algo, kAlgoZeroCopy);
     ck_assert_int_eq(mib.runnerUp, kAlgoOneShot);
     ck_assert(mib.us > 0 && mib.runnerUpUs > mib.us);
-    const CallShape shape{kRingAllReduce, 1 << 20, 1 << 20, 4, false};
+    const CallShape shape{loomCollAllReduce, 1 << 20, 1 << 20, 4, false};
     ck_assert_int_eq(selectAlgorithm(&c, shape, kAllAlgos & ~(1u << kAlgoZeroCopy)).algo, kAlgoOneShot);
     c.algoMask = kAllAlgos & ~(1u << kAlgoZeroCopy); // LOOM_ALGO=^zerocopy
-    ck_assert_int_eq(pick(c, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
     c.algoMask = 1u << kAlgoZeroCopy; // LOOM_ALGO=zerocopy: honoured where the model would not
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoZeroCopy);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 1 << 30, 1 << 30, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 30, 1 << 30, 4), kAlgoZeroCopy);
     loomComm two = oneHost(2);
     two.zeroCopyReady = true;
-    ck_assert_int_eq(pick(two, kRingAllReduce, 8 << 20, 8 << 20, 4), kAlgoZeroCopy);
-    ck_assert_int_eq(pick(two, kRingAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(two, loomCollAllReduce, 8 << 20, 8 << 20, 4), kAlgoZeroCopy);
+    ck_assert_int_eq(pick(two, loomCollAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
     loomComm d = oneHost(4); // not ready (ranks span hosts, a pair unmapped, no pairwise bootstrap)
-    ck_assert_int_eq(pick(d, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(d, loomCollAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
     loomComm far = acrossHosts(4); // not modelled: the table's order, no prediction
-    const Choice f = selectAlgorithm(&far, CallShape{kRingAllReduce, 8, 8, 4, false});
+    const Choice f = selectAlgorithm(&far, CallShape{loomCollAllReduce, 8, 8, 4, false});
     ck_assert_int_eq(f.algo, kAlgoRecursiveDoubling);
     ck_assert(f.us < 0);
 }
@@ -258,7 +258,7 @@ START_TEST(allreduce_choices_are_monotonic_in_size) {
             c.zeroCopyReady = true;
             int last = -1;
             for (size_t bytes = 16; bytes <= (size_t(1) << 32); bytes *= 2) {
-                const int a = pick(c, kRingAllReduce, bytes, bytes, esize);
+                const int a = pick(c, loomCollAllReduce, bytes, bytes, esize);
                 ck_assert_msg(a == kAlgoOneShot || a == kAlgoZeroCopy || a == kAlgoRing, "n %d: algorithm %d", n, a);
                 ck_assert_msg(order[a] >= last, "n %d esize %zu: %s at %zu B after a later one", n, esize,
                               algoName(a), bytes);
@@ -272,19 +272,19 @@ END_TEST
 START_TEST(loom_algo_restricts_the_table) {
     loomComm c = oneHost(4);
     c.algoMask = 1u << kAlgoRing; // LOOM_ALGO=ring: never one-shot
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoRing);
-    ck_assert_int_eq(pick(c, kRingBroadcast, 8, 8, 1), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollBroadcast, 8, 8, 1), kAlgoRing);
     c.algoMask = kAllAlgos & ~(1u << kAlgoOneShot); // ^oneshot
-    ck_assert_int_eq(pick(c, kRingAllGather, 64, 16, 1), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllGather, 64, 16, 1), kAlgoRing);
     c.algoMask = 1u << kAlgoOneShot; // oneshot alone: where it does not fit, the ring all the same
-    ck_assert_int_eq(pick(c, kRingAllReduce, 8, 8, 4), kAlgoOneShot);
-    ck_assert_int_eq(pick(c, kRingAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
+    ck_assert_int_eq(pick(c, loomCollAllReduce, 4 << 20, 4 << 20, 4), kAlgoRing);
     loomComm h = acrossHosts(4);
     h.algoMask = (1u << kAlgoTrees) | (1u << kAlgoRing); // no recursive doubling: trees take the small sizes
-    ck_assert_int_eq(pick(h, kRingAllReduce, 1024, 1024, 4), kAlgoTrees);
-    ck_assert_int_eq(pick(h, kRingAllReduce, 1 << 20, 1 << 20, 4), kAlgoRing);
+    ck_assert_int_eq(pick(h, loomCollAllReduce, 1024, 1024, 4), kAlgoTrees);
+    ck_assert_int_eq(pick(h, loomCollAllReduce, 1 << 20, 1 << 20, 4), kAlgoRing);
     h.algoMask = kAllAlgos;
-    ck_assert_int_eq(pick(h, kRingAllReduce, 1024, 1024, 4), kAlgoRecursiveDoubling);
+    ck_assert_int_eq(pick(h, loomCollAllReduce, 1024, 1024, 4), kAlgoRecursiveDoubling);
 }
 END_TEST
 

@@ -74,7 +74,7 @@ START_TEST(predictions_within_a_quarter_of_the_measurements) {
             for (const auto &[b, measuredUs] : measured("2026-11-27_h200x4_model_" + std::string(a.name) + "_np" +
                                                        std::to_string(n) + ".csv")) {
                 if (b < 8) continue; // each run's first size: warm-up
-                const double predicted = predictUs(&c, CallShape{kRingAllReduce, b, b, 4, false}, a.algo);
+                const double predicted = predictUs(&c, CallShape{loomCollAllReduce, b, b, 4, false}, a.algo);
                 ck_assert(predicted > 0);
                 const double err = std::fabs(predicted - measuredUs) / measuredUs;
                 if (err > worst)
@@ -114,8 +114,8 @@ START_TEST(resident_saving_within_a_quarter_of_the_measurements) {
     loomComm c = oneHost(2);
     c.hostWaitAllowed = true; // a blocking call
     c.gpuShared = false;
-    const CallShape small{kRingAllReduce, 4096, 4096, 4, false}, big{kRingAllReduce, 1 << 20, 1 << 20, 4, false};
-    const CallShape mid{kRingAllReduce, 8192, 8192, 4, false}; // resident, but several CTAs: no saving modelled
+    const CallShape small{loomCollAllReduce, 4096, 4096, 4, false}, big{loomCollAllReduce, 1 << 20, 1 << 20, 4, false};
+    const CallShape mid{loomCollAllReduce, 8192, 8192, 4, false}; // resident, but several CTAs: no saving modelled
     ck_assert(residentFits(&c, mid) && predictCallUs(&c, mid, kAlgoOneShot) == predictUs(&c, mid, kAlgoOneShot));
     const double launchedUs = predictUs(&c, small, kAlgoOneShot);
     ck_assert(residentFits(&c, small) && !residentFits(&c, big)); // big: past LOOM_RESIDENT_MAX_BYTES
@@ -148,7 +148,7 @@ START_TEST(predictions_on_fixed_ctas_within_a_quarter) {
     for (const auto &r : runs) {
         for (const auto &[b, measuredUs] : measured("2026-11-27_h200x4_channels_" + std::string(r.name) + "_ch" +
                                                    std::to_string(r.channels) + "_np4.csv")) {
-            const double predicted = predictUs(&c, CallShape{kRingAllReduce, b, b, 4, false}, r.algo, r.channels);
+            const double predicted = predictUs(&c, CallShape{loomCollAllReduce, b, b, 4, false}, r.algo, r.channels);
             const double err = std::fabs(predicted - measuredUs) / measuredUs;
             if (err > worst)
                 worst = err, worstAt = std::string(r.name) + " on " + std::to_string(r.channels) + " CTAs, " + std::to_string(b);
@@ -158,7 +158,7 @@ START_TEST(predictions_on_fixed_ctas_within_a_quarter) {
     ck_assert_int_eq(points, 63);
     ck_assert_msg(worst <= 0.25, "worst error %.0f%% at %s", worst * 100, worstAt.c_str());
     // Few CTAs predict a slower call: at 256 MiB 4 zero-copy CTAs move less than 32.
-    const CallShape big{kRingAllReduce, 256u << 20, 256u << 20, 4, false};
+    const CallShape big{loomCollAllReduce, 256u << 20, 256u << 20, 4, false};
     ck_assert(predictUs(&c, big, kAlgoZeroCopy, 4) > 1.4 * predictUs(&c, big, kAlgoZeroCopy, 32));
 }
 END_TEST
@@ -171,20 +171,20 @@ START_TEST(predictions_grow_with_size_and_only_where_modelled) {
             for (size_t b = 1; b <= (size_t(1) << 34); b *= 4) {
                 // Never less for more bytes (equal where the ring adds a
                 // channel per 64 KiB: its bandwidth grows with the size).
-                const double us = predictUs(&c, CallShape{kRingAllReduce, b, b, 4, false}, algo);
+                const double us = predictUs(&c, CallShape{loomCollAllReduce, b, b, 4, false}, algo);
                 ck_assert(us >= last - 1e-9 && us > 0);
                 last = us;
             }
         }
-        ck_assert(predictUs(&c, CallShape{kRingAllGather, 1024, 256, 1, false}, kAlgoRing) < 0); // allreduce only
-        ck_assert(predictUs(&c, CallShape{kRingAllReduce, 1024, 1024, 4, false}, kAlgoTrees) < 0);
+        ck_assert(predictUs(&c, CallShape{loomCollAllGather, 1024, 256, 1, false}, kAlgoRing) < 0); // allreduce only
+        ck_assert(predictUs(&c, CallShape{loomCollAllReduce, 1024, 1024, 4, false}, kAlgoTrees) < 0);
     }
     loomComm far = oneHost(4);
     far.spansHosts = true; // other links: no constants
-    ck_assert(predictUs(&far, CallShape{kRingAllReduce, 1024, 1024, 4, false}, kAlgoRing) < 0);
+    ck_assert(predictUs(&far, CallShape{loomCollAllReduce, 1024, 1024, 4, false}, kAlgoRing) < 0);
     loomComm shm = oneHost(4);
     shm.allPeersMapped = false; // some pair through shared host memory
-    ck_assert(predictUs(&shm, CallShape{kRingAllReduce, 1024, 1024, 4, false}, kAlgoRing) < 0);
+    ck_assert(predictUs(&shm, CallShape{loomCollAllReduce, 1024, 1024, 4, false}, kAlgoRing) < 0);
 }
 END_TEST
 

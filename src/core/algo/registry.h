@@ -22,7 +22,7 @@
 
 #include "core/comm/comm.h"
 #include "core/select/select.h"
-#include "device/ring/ring_schedule.h" // RingColl
+#include "device/ring/ring_schedule.h" // loomColl (base/coll.h)
 #include "loom.h"
 
 namespace loom {
@@ -31,7 +31,7 @@ struct KernelLoad; // device/collectives.h
 
 // One call of a table collective as its entry point hands it on.
 struct TableCall {
-    int coll;       // RingColl
+    int coll;       // loomColl (base/coll.h)
     const void *in; // the root's buffer for a broadcast (receivers: out)
     void *out;
     size_t count;   // elements: of the buffer, or of one block (allgather, reduce_scatter)
@@ -48,7 +48,7 @@ struct AlgoEntry {
     const char *key;  // its name in LOOM_ALGO
     const char *name; // in traces and messages
     int proto;        // Proto
-    unsigned colls;   // 1 << RingColl of each collective it runs
+    unsigned colls;   // 1 << loomColl of each collective it runs
     // Whether it can run the call (s.ragged: only an entry whose enqueue
     // runs ragged blocks may say yes to one).
     bool (*fits)(const loomComm *, const CallShape &);
@@ -68,7 +68,7 @@ const AlgoEntry *algoEntry(int algo);
 
 // The entries' shared pieces (registry.cc).
 constexpr unsigned collBit(int coll) { return 1u << coll; }
-constexpr unsigned kTableColls = (1u << kRingNumColls) - 1; // every table collective
+constexpr unsigned kTableColls = (1u << LOOM_TABLE_COLLS) - 1; // every table collective
 bool fitsAlways(const loomComm *, const CallShape &);
 // Every pair maps the other's memory, the piece fits a one-shot slot, and
 // the rank's link bytes (n-1) x piece are at most `crossover`

@@ -66,24 +66,24 @@ void sayChoice(loomComm *comm, int coll, size_t bytes, const Choice &c) {
     snprintf(how, sizeof(how), channels > 0 ? "%s (%s, %d CTAs%s)" : "%s (%s)", algoName(c.algo),
              protoName(algoProto(c.algo)), channels, resident ? ", resident kernel" : "");
     if (c.us < 0)
-        LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s (%s; not modelled here)", kOneShotNames[coll], bytes,
+        LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s (%s; not modelled here)", loomCollName(coll), bytes,
                   comm->nranks, how, c.rule);
     else if (c.runnerUp < 0)
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; no other algorithm allowed",
-                  kOneShotNames[coll], bytes, comm->nranks, how, us);
+                  loomCollName(coll), bytes, comm->nranks, how, us);
     else
         LOOM_INFO(kTune, "%s of %zu B at %d ranks: %s, predicted %.1f us; runner-up %s, %.1f us",
-                  kOneShotNames[coll], bytes, comm->nranks, how, us, algoName(c.runnerUp), c.runnerUpUs);
+                  loomCollName(coll), bytes, comm->nranks, how, us, algoName(c.runnerUp), c.runnerUpUs);
 }
 
 // The table's choice for a call (select.cc), traced with its reason.
 Choice choose(loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize, bool ragged = false) {
     // No host rendezvous while the caller must not block (loomCommSetHostWait):
     // zero-copy then only staged (no per-call agreement), where it fits.
-    const bool staged = coll == kRingAllReduce && stagedTwoShotFits(comm, bytes);
+    const bool staged = coll == loomCollAllReduce && stagedTwoShotFits(comm, bytes);
     const unsigned allowed = comm->hostWaitAllowed || staged ? kAllAlgos : kAllAlgos & ~(1u << kAlgoZeroCopy);
     const Choice c = selectAlgorithm(comm, CallShape{coll, bytes, piece, esize, ragged}, allowed);
-    LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, kOneShotNames[coll], bytes, algoName(c.algo),
+    LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, loomCollName(coll), bytes, algoName(c.algo),
                c.rule);
     sayChoice(comm, coll, bytes, c);
     return c;
@@ -131,7 +131,7 @@ loomResult_t raggedCollective(loomComm *comm, int coll, const void *in, void *ou
     const size_t esize = loomTypeSize(dtype);
     size_t largest = 0;
     for (int q = 0; q < comm->nranks; ++q) largest = counts[q] > largest ? counts[q] : largest;
-    const bool reduces = coll == kRingReduceScatter; // moved data has no element size limit
+    const bool reduces = coll == loomCollReduceScatter; // moved data has no element size limit
     const TableCall c{coll, in, out, 0, total, dtype, op, 0, counts, displs, stream};
     return runTableCall(comm, c, largest * esize, reduces ? esize : 1, true);
 }
@@ -159,7 +159,7 @@ extern "C" loomResult_t loomAllReduce(const void *sendbuff, void *recvbuff, size
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomAllReduce: NULL buffer");
     if (!stream) stream = comm->stream;
     const size_t esize = loomTypeSize(datatype);
-    return runTableCall(comm, TableCall{kRingAllReduce, sendbuff, recvbuff, count, count, datatype, op, 0, nullptr,
+    return runTableCall(comm, TableCall{loomCollAllReduce, sendbuff, recvbuff, count, count, datatype, op, 0, nullptr,
                                         nullptr, stream},
                         count * esize, esize);
 }
@@ -175,7 +175,7 @@ extern "C" loomResult_t loomBroadcast(const void *sendbuff, void *recvbuff, size
     if (!stream) stream = comm->stream;
     if (movementOnEngines(comm, bytes)) return broadcastOnEngines(comm, in, recvbuff, bytes, root, stream);
     return runTableCall(
-        comm, TableCall{kRingBroadcast, in, recvbuff, count, count, datatype, loomSum, root, nullptr, nullptr, stream},
+        comm, TableCall{loomCollBroadcast, in, recvbuff, count, count, datatype, loomSum, root, nullptr, nullptr, stream},
         bytes, 1);
 }
 
@@ -188,7 +188,7 @@ extern "C" loomResult_t loomReduce(const void *sendbuff, void *recvbuff, size_t 
     const size_t bytes = count * loomTypeSize(datatype);
     if (!stream) stream = comm->stream;
     return runTableCall(
-        comm, TableCall{kRingReduce, sendbuff, recvbuff, count, count, datatype, op, root, nullptr, nullptr, stream},
+        comm, TableCall{loomCollReduce, sendbuff, recvbuff, count, count, datatype, op, root, nullptr, nullptr, stream},
         bytes, loomTypeSize(datatype));
 }
 
@@ -200,7 +200,7 @@ extern "C" loomResult_t loomAllGather(const void *sendbuff, void *recvbuff, size
     const size_t block = sendcount * loomTypeSize(datatype), n = (size_t)comm->nranks;
     if (!stream) stream = comm->stream;
     if (movementOnEngines(comm, block)) return allGatherOnEngines(comm, sendbuff, recvbuff, block, stream);
-    return runTableCall(comm, TableCall{kRingAllGather, sendbuff, recvbuff, sendcount, sendcount * n, datatype, loomSum, 0,
+    return runTableCall(comm, TableCall{loomCollAllGather, sendbuff, recvbuff, sendcount, sendcount * n, datatype, loomSum, 0,
                                         nullptr, nullptr, stream},
                         block, 1);
 }
@@ -213,7 +213,7 @@ extern "C" loomResult_t loomReduceScatter(const void *sendbuff, void *recvbuff, 
     if (!sendbuff || !recvbuff) return fail(loomInvalidArgument, "loomReduceScatter: NULL buffer");
     const size_t block = recvcount * loomTypeSize(datatype), n = (size_t)comm->nranks;
     if (!stream) stream = comm->stream;
-    return runTableCall(comm, TableCall{kRingReduceScatter, sendbuff, recvbuff, recvcount, recvcount * n, datatype, op,
+    return runTableCall(comm, TableCall{loomCollReduceScatter, sendbuff, recvbuff, recvcount, recvcount * n, datatype, op,
                                         0, nullptr, nullptr, stream},
                         block, loomTypeSize(datatype));
 }
@@ -233,7 +233,7 @@ extern "C" loomResult_t loomAllGatherV(const void *sendbuff, size_t sendcount, v
     if (!recvbuff || (sendcount && !sendbuff)) return fail(loomInvalidArgument, "loomAllGatherV: NULL buffer");
     if (equalBlocks(recvcounts, displs, comm->nranks))
         return loomAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-    return raggedCollective(comm, kRingAllGather, sendbuff, recvbuff, recvcounts, displs, total, datatype, loomSum,
+    return raggedCollective(comm, loomCollAllGather, sendbuff, recvbuff, recvcounts, displs, total, datatype, loomSum,
                             stream ? stream : comm->stream);
 }
 
@@ -259,6 +259,6 @@ extern "C" loomResult_t loomReduceScatterV(const void *sendbuff, void *recvbuff,
         r = vInputCopy(comm, sendbuff, inBytes, stream, &sendbuff);
         if (r != loomSuccess) return r;
     }
-    return raggedCollective(comm, kRingReduceScatter, sendbuff, recvbuff, recvcounts, displs.data(), total, datatype,
+    return raggedCollective(comm, loomCollReduceScatter, sendbuff, recvbuff, recvcounts, displs.data(), total, datatype,
                             op, stream);
 }

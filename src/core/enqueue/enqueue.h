@@ -17,7 +17,7 @@
 namespace loom {
 
 struct RingCall {
-    int coll;            // RingColl
+    int coll;            // loomColl (base/coll.h)
     int proto;           // kProtoSimple, kProtoLL or kProtoLL128
     const void *in;
     void *out;
@@ -47,7 +47,7 @@ struct EdgeCall {
 };
 
 // A one-shot call (core/algo/oneshot/oneshot.cc, device/oneshot/oneshot_schedule.h; coll:
-// OneShotColl). Ragged blocks: counts/displs in bytes (else null); alltoall:
+// loomColl, a table collective or alltoall). Ragged blocks: counts/displs in bytes (else null); alltoall:
 // counts/displs this rank's send tables, rcounts/rdispls its receive tables.
 loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,
                                loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts = nullptr,
@@ -68,7 +68,7 @@ loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, b
 
 EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize);
 EdgeSched rdSched(const loomComm *comm, size_t count, size_t esize);
-// coll: DblColl; count: elements of the message, or per block (allgather,
+// coll: broadcast, reduce, allgather or reduce_scatter (loomColl); count: elements of the message, or per block (allgather,
 // reduce_scatter), in units of elemBytes.
 EdgeSched doublingSched(const loomComm *comm, int coll, size_t count, size_t elemBytes, int root);
 

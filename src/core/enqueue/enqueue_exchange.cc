@@ -143,7 +143,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
         in = static_cast<const char *>(p.inputCopy);
     }
     if (oneShot)
-        return oneShotCollective(comm, kOneShotAllToAll, in, out, 0, loomUint8, loomSum, 0, stream, sendcounts,
+        return oneShotCollective(comm, loomCollAllToAll, in, out, 0, loomUint8, loomSum, 0, stream, sendcounts,
                                  sdispls, recvcounts, rdispls);
     if (!p.ready) { // collective: every rank's first exchange
         loomResult_t r = connectPeers(comm);

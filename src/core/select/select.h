@@ -27,8 +27,7 @@ enum Algo : int {
     kNumAlgos
 };
 
-// The call as selection sees it. coll: RingColl (the same numbering as the
-// one-shot collectives).
+// The call as selection sees it. coll: a table collective (loomColl, base/coll.h).
 struct CallShape {
     int coll;
     size_t bytes;  // the largest buffer: allgather's output, reduce_scatter's input, else the message

@@ -47,7 +47,7 @@ double predictUs(const loomComm *comm, const CallShape &s, int algo) {
 }
 
 double predictUs(const loomComm *comm, const CallShape &s, int algo, int channels) {
-    if (s.coll != kRingAllReduce || !comm->allPeersMapped || comm->spansHosts || comm->nranks < 2) return -1;
+    if (s.coll != loomCollAllReduce || !comm->allPeersMapped || comm->spansHosts || comm->nranks < 2) return -1;
     const double n = comm->nranks, bytes = (double)s.bytes;
     for (const AlgoModel &m : kAllReduceModels) {
         if (m.algo != algo) continue;
@@ -82,7 +82,7 @@ int oneShotChannels(size_t units) {
 }
 
 int allReduceChannels(const loomComm *comm, const CallShape &s, int algo) {
-    if (s.coll != kRingAllReduce) return -1;
+    if (s.coll != loomCollAllReduce) return -1;
     const AlgoEntry *e = algoEntry(algo); // each entry knows its own (core/algo/registry.h)
     return e && e->channels ? e->channels(comm, s) : -1;
 }

@@ -43,13 +43,14 @@
 
 #include <stddef.h>
 
+#include "base/coll.h"
 #include "device/edges/edge_op.h"
 #include "device/edges/rd_args.h"
 #include "device/edges/rd_schedule.h"
 
 namespace loom {
 
-enum DblColl : int { kDblBroadcast = 0, kDblReduce, kDblAllGather, kDblReduceScatter, kDblNumColls };
+// The doubling family runs broadcast, reduce, allgather and reduce_scatter (loomColl).
 
 constexpr unsigned kDblIn = 16, kDblOut = 17;
 constexpr int kDblMaxPorts = kRdExtraEdge + 1; // the steps' partners and the extra
@@ -337,25 +338,25 @@ LOOM_HD EdgeOp dblReduceScatterOp(const DblRole &d, size_t i) {
 
 LOOM_HD size_t dblOpCount(const DblRole &d) {
     switch (d.coll) {
-    case kDblBroadcast: return dblBcastCount(d);
-    case kDblReduce: return dblReduceCount(d);
-    case kDblAllGather: return dblAllGatherCount(d);
+    case loomCollBroadcast: return dblBcastCount(d);
+    case loomCollReduce: return dblReduceCount(d);
+    case loomCollAllGather: return dblAllGatherCount(d);
     default: return dblReduceScatterCount(d);
     }
 }
 
 LOOM_HD EdgeOp dblOp(const DblRole &d, size_t i) {
     switch (d.coll) {
-    case kDblBroadcast: return dblBcastOp(d, i);
-    case kDblReduce: return dblReduceOp(d, i);
-    case kDblAllGather: return dblAllGatherOp(d, i);
+    case loomCollBroadcast: return dblBcastOp(d, i);
+    case loomCollReduce: return dblReduceOp(d, i);
+    case loomCollAllGather: return dblAllGatherOp(d, i);
     default: return dblReduceScatterOp(d, i);
     }
 }
 
 // Accumulator elements a call needs (reduce: the message; reduce_scatter: the input).
 LOOM_HD size_t dblAccElems(const DblRole &d) {
-    return d.coll == kDblReduce ? d.count : d.coll == kDblReduceScatter ? d.count * (size_t)d.n : 0;
+    return d.coll == loomCollReduce ? d.count : d.coll == loomCollReduceScatter ? d.count * (size_t)d.n : 0;
 }
 
 } // namespace loom

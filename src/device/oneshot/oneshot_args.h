@@ -29,7 +29,7 @@ struct LLLine {
 inline size_t llBytes(size_t dataBytes) { return (dataBytes + 7) / 8 * sizeof(LLLine); }
 
 struct OneShotArgs {
-    int coll;       // OneShotColl
+    int coll;       // loomColl (base/coll.h): a table collective or alltoall
     int root;       // broadcast, reduce
     const void *in;
     void *out;

@@ -32,7 +32,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
     const size_t first = (size_t)cta * blockDim.x + threadIdx.x;
     const char *in = (const char *)a.in;
     char *out = (char *)a.out;
-    const bool a2a = a.coll == kOneShotAllToAll;
+    const bool a2a = a.coll == loomCollAllToAll;
     const OneShotBlocks blocks = {a.ragged ? a.counts : nullptr, a.ragged ? a.displs : nullptr, a.bytes,
                                   a2a && a.ragged ? a.rcounts : nullptr, a2a && a.ragged ? a.rdispls : nullptr};
     // 1. Publish: every peer's piece (at least its token line).
@@ -86,7 +86,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
             }
             storeUnit(out, u * 8, bytes, acc);
         }
-    } else if (a.coll == kOneShotAllGather || a2a) {
+    } else if (a.coll == loomCollAllGather || a2a) {
         // n blocks into the output: this rank's own from its input, the
         // others' from their lines. In place the own block stays where it
         // is, and (alltoall: one buffer, the same tables on both sides) the
@@ -109,7 +109,7 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
                 storeUnit(to, u * 8, bytes, v);
             }
         }
-    } else if (a.coll == kOneShotBroadcast) {
+    } else if (a.coll == loomCollBroadcast) {
         if (me == a.root && in == out) return true;
         const size_t units = (a.bytes + 7) / 8;
         for (size_t u = first; u < units; u += stride) {

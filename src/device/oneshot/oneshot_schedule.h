@@ -32,22 +32,13 @@
 
 #include <stddef.h>
 
+#include "base/coll.h"
 #include "device/host_device.h"
 
 namespace loom {
 
-enum OneShotColl : int {
-    kOneShotAllReduce = 0,
-    kOneShotReduceScatter = 1,
-    kOneShotAllGather = 2,
-    kOneShotBroadcast = 3,
-    kOneShotReduce = 4,
-    kOneShotAllToAll = 5,
-    kOneShotNumColls = 6
-};
-
-constexpr const char *kOneShotNames[kOneShotNumColls] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
-                                                         "reduce",    "alltoall"};
+// One-shot runs the table collectives and alltoall (loomColl, base/coll.h).
+constexpr int kOneShotColls = loomCollAllToAll + 1;
 
 // The call's blocks. `bytes`: the whole buffer for allreduce, broadcast and
 // reduce, one rank's block for reduce_scatter and allgather. Ragged blocks
@@ -78,26 +69,26 @@ LOOM_HD OneShotPiece oneShotPiece(int coll, int from, int to, int root, const On
     OneShotPiece p;
     p.offset = 0;
     p.bytes = b.bytes;
-    if (coll == kOneShotReduceScatter || coll == kOneShotAllToAll) {
+    if (coll == loomCollReduceScatter || coll == loomCollAllToAll) {
         p.offset = oneShotBlockDispl(b, to);
         p.bytes = oneShotBlockBytes(b, to);
     }
-    if (coll == kOneShotAllGather) p.bytes = oneShotBlockBytes(b, from);
-    if (coll == kOneShotBroadcast && from != root) p.bytes = 0;
-    if (coll == kOneShotReduce && to != root) p.bytes = 0;
+    if (coll == loomCollAllGather) p.bytes = oneShotBlockBytes(b, from);
+    if (coll == loomCollBroadcast && from != root) p.bytes = 0;
+    if (coll == loomCollReduce && to != root) p.bytes = 0;
     return p;
 }
 
 // What rank `me` receives from rank `from` (!= me), in me's tables: the
 // bytes of from's piece for me (0: its token line).
 LOOM_HD size_t oneShotIncoming(int coll, int from, int me, int root, const OneShotBlocks &b) {
-    if (coll == kOneShotAllToAll) return b.rcounts ? b.rcounts[from] : b.bytes;
+    if (coll == loomCollAllToAll) return b.rcounts ? b.rcounts[from] : b.bytes;
     return oneShotPiece(coll, from, me, root, b).bytes;
 }
 
 // allgather, alltoall: where rank `from`'s block lands in this rank's output.
 LOOM_HD size_t oneShotOutDispl(int coll, const OneShotBlocks &b, int from) {
-    if (coll == kOneShotAllToAll) return b.rdispls ? b.rdispls[from] : (size_t)from * b.bytes;
+    if (coll == loomCollAllToAll) return b.rdispls ? b.rdispls[from] : (size_t)from * b.bytes;
     return oneShotBlockDispl(b, from);
 }
 
@@ -108,19 +99,19 @@ LOOM_HD size_t oneShotLines(const OneShotPiece &p) { return p.bytes ? (p.bytes +
 // its input at oneShotPiece(coll, me, me, ...).offset) into its output, and
 // how many bytes: its block (reduce_scatter), the buffer (allreduce, reduce).
 LOOM_HD bool oneShotReduces(int coll, int me, int root) {
-    return coll == kOneShotAllReduce || coll == kOneShotReduceScatter || (coll == kOneShotReduce && me == root);
+    return coll == loomCollAllReduce || coll == loomCollReduceScatter || (coll == loomCollReduce && me == root);
 }
 LOOM_HD size_t oneShotReducedBytes(int coll, int me, const OneShotBlocks &b) {
-    return coll == kOneShotReduceScatter ? oneShotBlockBytes(b, me) : b.bytes;
+    return coll == loomCollReduceScatter ? oneShotBlockBytes(b, me) : b.bytes;
 }
 
 // The largest piece of a call (what must fit a slot).
 LOOM_HD size_t oneShotMaxPiece(int coll, int nranks, const OneShotBlocks &b) {
-    if ((coll != kOneShotReduceScatter && coll != kOneShotAllGather && coll != kOneShotAllToAll) || !b.counts)
+    if ((coll != loomCollReduceScatter && coll != loomCollAllGather && coll != loomCollAllToAll) || !b.counts)
         return b.bytes;
     size_t m = 0;
     for (int q = 0; q < nranks; ++q) m = b.counts[q] > m ? b.counts[q] : m;
-    for (int q = 0; coll == kOneShotAllToAll && b.rcounts && q < nranks; ++q) m = b.rcounts[q] > m ? b.rcounts[q] : m;
+    for (int q = 0; coll == loomCollAllToAll && b.rcounts && q < nranks; ++q) m = b.rcounts[q] > m ? b.rcounts[q] : m;
     return m;
 }
 

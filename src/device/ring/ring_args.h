@@ -26,7 +26,7 @@ struct RingChannel {
 };
 
 struct RingArgs {
-    int coll;  // RingColl
+    int coll;  // loomColl (base/coll.h)
     int proto; // kProtoSimple, kProtoLL or kProtoLL128: which FIFOs chans points at
     const RingChannel *chans; // device memory: this rank's channels [0, nchannels)
     const void *in;

@@ -30,9 +30,9 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
     const T *in = (const T *)a.in;
     T *out = (T *)a.out;
     if (a.nranks == 1) { // no steps: the result is the input (an allgather's lands at its displacement)
-        const size_t to = a.coll == kRingAllGather ? ringBlockDispl(a.blocks, 0) : 0;
+        const size_t to = a.coll == loomCollAllGather ? ringBlockDispl(a.blocks, 0) : 0;
         size_t b = g.begin, e = g.begin + g.n;
-        if (a.coll == kRingAllGather || a.coll == kRingReduceScatter)
+        if (a.coll == loomCollAllGather || a.coll == loomCollReduceScatter)
             channelRange(ringBlockCount(a.blocks, 0), a.nchannels, blockIdx.x, kAlign * 4, &b, &e);
         if (in + b != out + to + b)
             ProtoSimple::move<T, Op>(nullptr, nullptr, in + b, nullptr, out + to + b, e - b, false, 0, 0, 0);
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) ringKernel(RingArgs a) {
     for (size_t round = 0; round < g.rounds; ++round) {
         for (int s = 0; s < nsteps; ++s) {
             const RingStep st = ringCollStep(a.coll, c->pos, rootPos, a.nranks, s);
-            const int owner = (a.coll == kRingReduceScatter || a.coll == kRingAllGather) ? c->order[st.chunk] : 0;
+            const int owner = (a.coll == loomCollReduceScatter || a.coll == loomCollAllGather) ? c->order[st.chunk] : 0;
             size_t inAt, outAt, len;
             ringStepOffsets(a.coll, g, a.blocks, a.nranks, a.nchannels, blockIdx.x, kAlign, round, st.chunk, owner,
                             &inAt, &outAt, &len);

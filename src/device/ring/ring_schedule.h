@@ -32,18 +32,11 @@
 #include <stddef.h>
 
 #include "device/edges/edge_op.h"
+#include "base/coll.h" // loomColl: the collective of a call
 #include "device/host_device.h"
 
 namespace loom {
 
-enum RingColl : int {
-    kRingAllReduce = 0,
-    kRingReduceScatter = 1,
-    kRingAllGather = 2,
-    kRingBroadcast = 3,
-    kRingReduce = 4,
-    kRingNumColls = 5
-};
 
 struct RingStep {
     int chunk;     // allreduce: chunk of the round; reduce_scatter/allgather: ring position whose block moves
@@ -64,8 +57,8 @@ LOOM_HD RingStep ringStepOf(int chunk, bool recv, bool reduce, bool send, bool t
 // Steps of one round (nranks >= 2).
 LOOM_HD int ringStepsPerRound(int coll, int nranks) {
     switch (coll) {
-    case kRingAllReduce: return 2 * nranks - 1;
-    case kRingReduceScatter: case kRingAllGather: return nranks;
+    case loomCollAllReduce: return 2 * nranks - 1;
+    case loomCollReduceScatter: case loomCollAllGather: return nranks;
     default: return 1;
     }
 }
@@ -75,20 +68,20 @@ LOOM_HD int ringStepsPerRound(int coll, int nranks) {
 LOOM_HD RingStep ringCollStep(int coll, int pos, int rootPos, int nranks, int s) {
     const int n = nranks;
     switch (coll) {
-    case kRingAllReduce:
+    case loomCollAllReduce:
         if (s == 0) return ringStepOf(ringMod(pos - 1, n), false, false, true, false); // own input of chunk pos-1
         if (s < n) // reduce-scatter; s == n-1 completes chunk pos
             return ringStepOf(ringMod(pos - 1 - s, n), true, true, true, s == n - 1);
         return ringStepOf(ringMod(pos - (s - n + 1), n), true, false, s < 2 * n - 2, true); // allgather
-    case kRingReduceScatter: // block pos-1-s; the last step completes my own block (pos)
+    case loomCollReduceScatter: // block pos-1-s; the last step completes my own block (pos)
         return ringStepOf(ringMod(pos - 1 - s, n), s > 0, s > 0, s < n - 1, s == n - 1);
-    case kRingAllGather: // my block first, then the block of position pos-s
+    case loomCollAllGather: // my block first, then the block of position pos-s
         return ringStepOf(ringMod(pos - s, n), s > 0, false, s < n - 1, true);
-    case kRingBroadcast: {
+    case loomCollBroadcast: {
         const int rel = ringMod(pos - rootPos, n); // 0: the root
         return ringStepOf(0, rel > 0, false, rel < n - 1, true);
     }
-    default: { // kRingReduce
+    default: { // loomCollReduce
         const int rel = ringMod(pos - rootPos - 1, n); // n-1: the root
         return ringStepOf(0, rel > 0, rel > 0, rel < n - 1, rel == n - 1);
     }
@@ -147,7 +140,7 @@ LOOM_HD RingGeom ringGeom(int coll, const RingBlocks &blocks, int nranks, int nc
                           size_t align) {
     RingGeom g;
     size_t end, perRound;
-    if (coll == kRingReduceScatter || coll == kRingAllGather) {
+    if (coll == loomCollReduceScatter || coll == loomCollAllGather) {
         g.begin = 0;
         g.n = 0;
         for (int q = 0; q < nranks; ++q) {
@@ -160,7 +153,7 @@ LOOM_HD RingGeom ringGeom(int coll, const RingBlocks &blocks, int nranks, int nc
     } else {
         channelRange(blocks.count, nchannels, ch, align * 4, &g.begin, &end);
         g.n = end - g.begin;
-        if (coll == kRingAllReduce) {
+        if (coll == loomCollAllReduce) {
             g.chunkElems = ringChunkElems(g.n, nranks, slotElems, align);
             perRound = (size_t)nranks * g.chunkElems;
         } else {
@@ -178,7 +171,7 @@ LOOM_HD RingGeom ringGeom(int coll, const RingBlocks &blocks, int nranks, int nc
 // channel's range (allreduce, broadcast, reduce); len may be 0.
 LOOM_HD void ringStepRange(int coll, const RingGeom &g, int nranks, size_t round, int chunk, size_t *off,
                            size_t *len) {
-    size_t o = coll == kRingAllReduce ? (round * (size_t)nranks + (size_t)chunk) * g.chunkElems
+    size_t o = coll == loomCollAllReduce ? (round * (size_t)nranks + (size_t)chunk) * g.chunkElems
                                       : round * g.chunkElems;
     *off = o;
     *len = o >= g.n ? 0 : (g.n - o < g.chunkElems ? g.n - o : g.chunkElems);
@@ -206,12 +199,12 @@ LOOM_HD void ringBlockRange(const RingBlocks &blocks, int q, const RingGeom &g, 
 LOOM_HD void ringStepOffsets(int coll, const RingGeom &g, const RingBlocks &blocks, int nranks, int nchannels, int ch,
                              size_t align, size_t round, int chunk, int rankOfBlock, size_t *inAt, size_t *outAt,
                              size_t *len) {
-    if (coll == kRingReduceScatter || coll == kRingAllGather) {
+    if (coll == loomCollReduceScatter || coll == loomCollAllGather) {
         size_t at;
         ringBlockRange(blocks, rankOfBlock, g, nchannels, ch, align, round, &at, len);
         const size_t whole = ringBlockDispl(blocks, rankOfBlock) + at;
-        *inAt = coll == kRingReduceScatter ? whole : at;
-        *outAt = coll == kRingReduceScatter ? at : whole;
+        *inAt = coll == loomCollReduceScatter ? whole : at;
+        *outAt = coll == loomCollReduceScatter ? at : whole;
         return;
     }
     size_t off;

@@ -115,7 +115,7 @@ bool doublingFits(const loomComm *comm, const CallShape &s) {
     if (params().doubling == 1) return true;
     const RdPlan q = rdPlan(comm->rank, comm->nranks); // p and steps are the same on every rank
     const bool extras = q.p < comm->nranks;
-    const bool rooted = s.coll == kRingBroadcast || s.coll == kRingReduce; // extras add a hop, not two
+    const bool rooted = s.coll == loomCollBroadcast || s.coll == loomCollReduce; // extras add a hop, not two
     const int hops = q.steps + (extras ? (rooted ? 1 : 2) : 0);
     return 2 * hops < comm->nranks - 1;
 }
@@ -129,12 +129,8 @@ loomResult_t allReduceRun(loomComm *comm, const TableCall &t) {
 }
 
 loomResult_t doublingRun(loomComm *comm, const TableCall &t) {
-    const int coll = t.coll == kRingBroadcast ? kDblBroadcast
-                     : t.coll == kRingReduce  ? kDblReduce
-                     : t.coll == kRingAllGather ? kDblAllGather
-                                                : kDblReduceScatter;
-    static const char *const names[kDblNumColls] = {"broadcast", "reduce", "allgather", "reduce_scatter"};
-    const bool bytes = coll == kDblBroadcast || coll == kDblAllGather; // moved, never reduced
+    const int coll = t.coll; // broadcast, reduce, allgather or reduce_scatter (the entry's colls)
+    const bool bytes = coll == loomCollBroadcast || coll == loomCollAllGather; // moved, never reduced
     const size_t esize = loomTypeSize(t.dtype);
     EdgeCall c;
     c.s = bytes ? doublingSched(comm, coll, t.count * esize, 1, t.root) : doublingSched(comm, coll, t.count, esize, t.root);
@@ -143,9 +139,9 @@ loomResult_t doublingRun(loomComm *comm, const TableCall &t) {
     c.dtype = t.dtype;
     c.op = t.op;
     c.bytes = bytes;
-    c.name = names[coll];
-    c.algoName = coll == kDblReduceScatter ? "recursive halving"
-                 : coll == kDblAllGather   ? "recursive doubling"
+    c.name = loomCollName(coll);
+    c.algoName = coll == loomCollReduceScatter ? "recursive halving"
+                 : coll == loomCollAllGather   ? "recursive doubling"
                                            : "binomial tree";
     return edgeCollective(comm, c, t.stream);
 }
@@ -153,14 +149,14 @@ loomResult_t doublingRun(loomComm *comm, const TableCall &t) {
 } // namespace
 
 extern const AlgoEntry kRdAlgo = {kAlgoRecursiveDoubling, "rd", "recursive doubling", kProtoSimple,
-                                  collBit(kRingAllReduce), rdFits, "ranks span hosts, up to LOOM_RD_MAX_BYTES", nullptr,
+                                  collBit(loomCollAllReduce), rdFits, "ranks span hosts, up to LOOM_RD_MAX_BYTES", nullptr,
                                   allReduceRun<true>, loadEdgeKernels};
-extern const AlgoEntry kTreesAlgo = {kAlgoTrees, "trees", "trees", kProtoSimple, collBit(kRingAllReduce), treesFit,
+extern const AlgoEntry kTreesAlgo = {kAlgoTrees, "trees", "trees", kProtoSimple, collBit(loomCollAllReduce), treesFit,
                                      "ranks span hosts, up to LOOM_TREE_MAX_BYTES", nullptr, allReduceRun<false>,
                                      loadEdgeKernels};
 extern const AlgoEntry kDoublingAlgo = {
     kAlgoDoubling, "doubling", "doubling family", kProtoSimple,
-    collBit(kRingBroadcast) | collBit(kRingReduce) | collBit(kRingAllGather) | collBit(kRingReduceScatter), doublingFits,
+    collBit(loomCollBroadcast) | collBit(loomCollReduce) | collBit(loomCollAllGather) | collBit(loomCollReduceScatter), doublingFits,
     "ranks span hosts, fewer than half the ring's hops (LOOM_DOUBLING)", nullptr, doublingRun, loadEdgeKernels};
 
 } // namespace loom

@@ -35,12 +35,12 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     for (int q = 0; counts && q < comm->nranks; ++q) a.counts[q] = counts[q], a.displs[q] = displs[q];
     for (int q = 0; rcounts && q < comm->nranks; ++q) a.rcounts[q] = rcounts[q], a.rdispls[q] = rdispls[q];
     size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes, rcounts, rdispls}) + 7) / 8;
-    if (coll == kOneShotAllGather || coll == kOneShotAllToAll) units *= (size_t)comm->nranks; // n output blocks
+    if (coll == loomCollAllGather || coll == loomCollAllToAll) units *= (size_t)comm->nranks; // n output blocks
     a.nblocks = oneShotChannels(units); // core/select/tuning.h
     uint32_t call = ++comm->llCalls;
     if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
     a.flag = call;
-    enterCollective(comm, kOneShotNames[coll]);
+    enterCollective(comm, loomCollName(coll));
     size_t parity = (size_t)(call & 1) * comm->nranks;
     for (int q = 0; q < comm->nranks; ++q) {
         char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;
@@ -51,29 +51,29 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     }
     a.wait = callWait(comm);
     a.abortFlag = comm->abortFlagDev;
-    const bool moves = coll == kOneShotAllGather || coll == kOneShotBroadcast || coll == kOneShotAllToAll;
+    const bool moves = coll == loomCollAllGather || coll == loomCollBroadcast || coll == loomCollAllToAll;
     if (residentEligible(comm, units, stream)) { // no launch: the resident kernel runs it (core/stream/resident.h)
         bool ran = false;
         const loomResult_t r = residentRun(comm, a, dtype, op, moves, &ran);
         if (ran) {
             LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot on the resident kernel", comm->rank,
-                       kOneShotNames[coll], bytes);
+                       loomCollName(coll), bytes);
             return r;
         }
     }
     cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot %s launch: %s", comm->rank, comm->cudaDev,
-                    comm->busId, kOneShotNames[coll], cudaGetErrorString(err));
-    LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, kOneShotNames[coll], bytes);
+                    comm->busId, loomCollName(coll), cudaGetErrorString(err));
+    LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, loomCollName(coll), bytes);
     return loomSuccess;
 }
 
 // The registry's entry (core/algo/registry.h).
 
-static_assert((int)kOneShotAllReduce == (int)kRingAllReduce && (int)kOneShotReduceScatter == (int)kRingReduceScatter &&
-                  (int)kOneShotAllGather == (int)kRingAllGather && (int)kOneShotBroadcast == (int)kRingBroadcast &&
-                  (int)kOneShotReduce == (int)kRingReduce,
+static_assert((int)loomCollAllReduce == (int)loomCollAllReduce && (int)loomCollReduceScatter == (int)loomCollReduceScatter &&
+                  (int)loomCollAllGather == (int)loomCollAllGather && (int)loomCollBroadcast == (int)loomCollBroadcast &&
+                  (int)loomCollReduce == (int)loomCollReduce,
               "the table's collectives have the same numbers in both");
 
 namespace {
@@ -82,7 +82,7 @@ namespace {
 // one-shot collective beats the ring (measured: docs/performance.md,
 // "Measurements behind the code"). Ragged calls count their largest block as
 // the piece. LOOM_ONESHOT_MAX_BYTES replaces the table.
-constexpr size_t kOneShotLinkBytes[kRingNumColls] = {
+constexpr size_t kOneShotLinkBytes[LOOM_TABLE_COLLS] = {
     0,           // allreduce: LOOM_LL_MAX_BYTES alone decides
     1536 * 1024, // reduce_scatter
     1536 * 1024, // allgather
@@ -94,7 +94,7 @@ constexpr size_t kOneShotLinkBytes[kRingNumColls] = {
 // allreduce: LOOM_LL_MAX_BYTES alone.
 bool oneShotFits(const loomComm *comm, const CallShape &s) {
     if (!comm->allPeersMapped || s.esize > 8) return false;
-    if (s.coll == kRingAllReduce) return s.bytes <= comm->llMaxBytes;
+    if (s.coll == loomCollAllReduce) return s.bytes <= comm->llMaxBytes;
     return oneShotPieceFits(comm, s.piece, kOneShotLinkBytes[s.coll]);
 }
 

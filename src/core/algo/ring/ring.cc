@@ -21,8 +21,6 @@ namespace loom {
 
 namespace {
 
-const char *const kRingNames[kRingNumColls] = {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"};
-
 // Ragged blocks: the tables go to device memory on the call's stream, after
 // the last kernel that read the previous ones (which may be on another stream).
 loomResult_t uploadBlocks(loomComm *comm, const std::vector<size_t> &table, cudaStream_t stream) {
@@ -45,7 +43,7 @@ loomResult_t uploadBlocks(loomComm *comm, const std::vector<size_t> &table, cuda
 } // namespace
 
 loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stream) {
-    const bool bytes = c.coll == kRingAllGather || c.coll == kRingBroadcast; // moved, never reduced
+    const bool bytes = c.coll == loomCollAllGather || c.coll == loomCollBroadcast; // moved, never reduced
     const size_t esize = bytes ? 1 : loomTypeSize(c.dtype);
     const size_t scale = bytes ? loomTypeSize(c.dtype) : 1; // elements -> what the kernel counts
     const size_t count = c.count * scale;
@@ -77,7 +75,7 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.nthreads = params().ringThreads;
     a.nslots = comm->nslots;
     a.slotBytes = ringSlotBytes(comm, c.proto);
-    enterCollective(comm, kRingNames[c.coll]);
+    enterCollective(comm, loomCollName(c.coll));
     a.wait = callWait(comm);
     a.abortFlag = comm->abortFlagDev;
     ConnSteps *steps = comm->ringSteps[c.proto];
@@ -85,9 +83,9 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     cudaError_t err = bytes ? launchRingBytes(a, stream) : launchRingColl(a, c.dtype, c.op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s launch: %s", comm->rank, comm->cudaDev,
-                    comm->busId, kRingNames[c.coll], cudaGetErrorString(err));
+                    comm->busId, loomCollName(c.coll), cudaGetErrorString(err));
     if (c.counts && (err = cudaEventRecord(comm->blockTablesRead, stream)) != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d: %s: %s", comm->rank, comm->cudaDev, kRingNames[c.coll],
+        return fail(loomUnhandledCudaError, "rank %d GPU %d: %s: %s", comm->rank, comm->cudaDev, loomCollName(c.coll),
                     cudaGetErrorString(err));
     // Commit: what the kernel will send and receive on each channel.
     const size_t align = esize >= 16 ? 1 : 16 / esize;
@@ -119,7 +117,7 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
         netPost(&ring.netSend, used, ringSends, ringRecvs);
         netPost(&ring.netRecv, used, ringSends, ringRecvs);
     }
-    LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, root %d, ring %s on %d channels", comm->rank, kRingNames[c.coll],
+    LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, root %d, ring %s on %d channels", comm->rank, loomCollName(c.coll),
                c.count, loomTypeSize(c.dtype), c.root, protoName(c.proto), a.nchannels);
     return loomSuccess;
 }
@@ -160,10 +158,10 @@ loomResult_t ringRun(loomComm *comm, const TableCall &t) {
 
 extern const AlgoEntry kRingAlgo = {kAlgoRing,     "ring",    "ring",   kProtoSimple, kTableColls,
                                     fitsAlways,    "bandwidth", ringCtas, ringRun<kProtoSimple>, loadRingKernels};
-extern const AlgoEntry kRingLLAlgo = {kAlgoRingLL, "ll_ring", "ring (LL)", kProtoLL, collBit(kRingAllReduce), ringLLFits,
+extern const AlgoEntry kRingLLAlgo = {kAlgoRingLL, "ll_ring", "ring (LL)", kProtoLL, collBit(loomCollAllReduce), ringLLFits,
                                       "up to LOOM_LL_RING_MAX_BYTES", ringCtas, ringRun<kProtoLL>, loadRingKernels};
 extern const AlgoEntry kRingLL128Algo = {kAlgoRingLL128, "ll128_ring", "ring (LL128)", kProtoLL128,
-                                         collBit(kRingAllReduce), ringLL128Fits,
+                                         collBit(loomCollAllReduce), ringLL128Fits,
                                          "NVLink rings, up to LOOM_LL128_MAX_BYTES", ringCtas, ringRun<kProtoLL128>,
                                          loadRingKernels};
 

@@ -254,7 +254,7 @@ loomResult_t zeroCopyRun(loomComm *comm, const TableCall &t) {
     const loomResult_t r = zeroCopyAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream, &ran);
     if (ran || r != loomSuccess) return r;
     if (stagedTwoShotFits(comm, bytes)) return stagedTwoShotAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream);
-    const Choice ch = selectAlgorithm(comm, CallShape{kRingAllReduce, bytes, bytes, esize, false},
+    const Choice ch = selectAlgorithm(comm, CallShape{loomCollAllReduce, bytes, bytes, esize, false},
                                       kAllAlgos & ~(1u << kAlgoZeroCopy));
     LOOM_TRACE(kColl, "rank %d: allreduce of %zu B: %s instead (a buffer not shareable)", comm->rank, bytes,
                algoName(ch.algo));
@@ -263,7 +263,7 @@ loomResult_t zeroCopyRun(loomComm *comm, const TableCall &t) {
 
 } // namespace
 
-extern const AlgoEntry kZeroCopyAlgo = {kAlgoZeroCopy, "zerocopy", "zero-copy", kProtoSimple, collBit(kRingAllReduce),
+extern const AlgoEntry kZeroCopyAlgo = {kAlgoZeroCopy, "zerocopy", "zero-copy", kProtoSimple, collBit(loomCollAllReduce),
                                         zeroCopyFits, "every peer mapped, within LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES",
                                         zeroCopyCtas, zeroCopyRun, loadZeroCopyKernels};
 
