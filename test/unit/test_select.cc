@@ -23,8 +23,8 @@ loomComm oneHost(int n) {
     c.nranks = n;
     c.maxChannels = 64; // the rings of 4x H200 (NV18), where the model was fitted
     c.rank = 0;
-    c.allPeersMapped = n <= 8;
-    c.llMaxBytes = 1 << 20;
+    c.ll.allPeersMapped = n <= 8;
+    c.ll.maxBytes = 1 << 20;
     return c;
 }
 
@@ -33,9 +33,9 @@ loomComm acrossHosts(int n, int rank = 0) {
     c.nranks = n;
     c.rank = rank;
     c.spansHosts = true;
-    c.rdReady = c.treeReady = true;
-    c.rdMaxBytes = 128 << 10;
-    c.treeMaxBytes = 64 << 10;
+    c.edges.rdReady = c.edges.treeReady = true;
+    c.edges.rdMaxBytes = 128 << 10;
+    c.edges.treeMaxBytes = 64 << 10;
     return c;
 }
 
@@ -91,7 +91,7 @@ START_TEST(inside_a_host_one_shot_up_to_the_crossovers) {
     ck_assert_int_eq(pick(c, loomCollAllGather, 1 << 20, 100 << 10, 1, true), kAlgoOneShot);
     // not every peer mapped: the ring, whatever the size
     loomComm d = oneHost(4);
-    d.allPeersMapped = false;
+    d.ll.allPeersMapped = false;
     ck_assert_int_eq(pick(d, loomCollAllReduce, 8, 8, 4), kAlgoRing);
     ck_assert_int_eq(pick(d, loomCollBroadcast, 8, 8, 1), kAlgoRing);
 }
@@ -102,7 +102,7 @@ START_TEST(across_hosts_doubling_where_it_takes_fewer_hops) {
     ck_assert_int_eq(pick(acrossHosts(4), loomCollAllReduce, 64 << 10, 64 << 10, 4), kAlgoRecursiveDoubling);
     ck_assert_int_eq(pick(acrossHosts(4), loomCollAllReduce, 256 << 10, 256 << 10, 4), kAlgoRing);
     loomComm noRd = acrossHosts(4);
-    noRd.rdReady = false;
+    noRd.edges.rdReady = false;
     ck_assert_int_eq(pick(noRd, loomCollAllReduce, 32 << 10, 32 << 10, 4), kAlgoTrees);
     // the doubling family: not at 3 or 4 ranks (the ring's hops are fewer than
     // twice its own), yes at 8 and 16, not for ragged blocks, not above 128 KiB
@@ -159,7 +159,7 @@ START_TEST(loom_proto_syntax) {
         ck_assert_str_eq(protoName(algoProto(a)), (ll >> a) & 1 ? "LL" : (ll128 >> a) & 1 ? "LL128" : "Simple");
     // LOOM_PROTO=Simple (the mask params() builds): allreduce never on LL.
     loomComm c = oneHost(4);
-    c.zeroCopyReady = true;
+    c.zc.ready = true;
     c.algoMask = simple;
     ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoZeroCopy);
     ck_assert_int_eq(pick(c, loomCollBroadcast, 8, 8, 1), kAlgoRing);
@@ -168,9 +168,9 @@ START_TEST(loom_proto_syntax) {
     ck_assert_int_eq(pick(c, loomCollAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
     // LL128 only where the rings are NVLink (ll128Ready) and within its bound.
     c.algoMask = ll128;
-    c.ll128RingMaxBytes = 16 << 20;
+    c.ring.ll128MaxBytes = 16 << 20;
     ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 20, 1 << 20, 4), kAlgoRing); // not ready
-    c.ll128Ready = true;
+    c.ring.ll128Ready = true;
     ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 20, 1 << 20, 4), kAlgoRingLL128);
     ck_assert_int_eq(pick(c, loomCollAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
     ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 20, 1 << 20, 16), kAlgoRing); // 16-byte elements
@@ -178,11 +178,11 @@ START_TEST(loom_proto_syntax) {
     // Allowed beside the modelled ones, the unmodelled LL128 ring is passed
     // over: enabling it changes no choice the model makes.
     c.algoMask = kAllAlgos;
-    c.ll128RingMaxBytes = size_t(1) << 30;
+    c.ring.ll128MaxBytes = size_t(1) << 30;
     ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
     ck_assert_int_eq(pick(c, loomCollAllReduce, 2 << 20, 2 << 20, 4), kAlgoZeroCopy);
     ck_assert_int_eq(pick(c, loomCollAllReduce, 64 << 20, 64 << 20, 4), kAlgoRing);
-    c.llRingMaxBytes = size_t(1) << 30; // the LL ring likewise
+    c.ring.llMaxBytes = size_t(1) << 30; // the LL ring likewise
     ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
 }
 END_TEST
@@ -216,7 +216,7 @@ END_TEST
 // again without zero-copy.
 START_TEST(allreduce_in_a_host_takes_the_fastest_predicted) {
     loomComm c = oneHost(4);
-    c.zeroCopyReady = true;
+    c.zc.ready = true;
     ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoOneShot);
     ck_assert_int_eq(pick(c, loomCollAllReduce, 128 << 10, 128 << 10, 4), kAlgoOneShot);
     ck_assert_int_eq(pick(c, loomCollAllReduce, 256 << 10, 256 << 10, 4), kAlgoZeroCopy);
@@ -236,7 +236,7 @@ START_TEST(allreduce_in_a_host_takes_the_fastest_predicted) {
     ck_assert_int_eq(pick(c, loomCollAllReduce, 8, 8, 4), kAlgoZeroCopy);
     ck_assert_int_eq(pick(c, loomCollAllReduce, 1 << 30, 1 << 30, 4), kAlgoZeroCopy);
     loomComm two = oneHost(2);
-    two.zeroCopyReady = true;
+    two.zc.ready = true;
     ck_assert_int_eq(pick(two, loomCollAllReduce, 8 << 20, 8 << 20, 4), kAlgoZeroCopy);
     ck_assert_int_eq(pick(two, loomCollAllReduce, 32 << 20, 32 << 20, 4), kAlgoRing);
     loomComm d = oneHost(4); // not ready (ranks span hosts, a pair unmapped, no pairwise bootstrap)
@@ -255,7 +255,7 @@ START_TEST(allreduce_choices_are_monotonic_in_size) {
     for (int n = 2; n <= 8; ++n)
         for (size_t esize : {1, 4, 8, 16}) {
             loomComm c = oneHost(n);
-            c.zeroCopyReady = true;
+            c.zc.ready = true;
             int last = -1;
             for (size_t bytes = 16; bytes <= (size_t(1) << 32); bytes *= 2) {
                 const int a = pick(c, loomCollAllReduce, bytes, bytes, esize);
@@ -300,10 +300,10 @@ START_TEST(exchanges_one_shot_only_with_a_block_known_alike) {
     ck_assert(exchangeOneShot(&two, 1 << 20, &why));               // a whole slot at 2 ranks
     ck_assert(!exchangeOneShot(&two, (1 << 20) + 8, &why));        // past the slot
     loomComm d = oneHost(4);
-    d.allPeersMapped = false;                                      // a pair without p2p: the exchange kernel
+    d.ll.allPeersMapped = false;                                      // a pair without p2p: the exchange kernel
     ck_assert(!exchangeOneShot(&d, 64, &why));
     loomComm big = oneHost(16);                                    // over 8 ranks: no one-shot slots
-    big.llMaxBytes = 0;
+    big.ll.maxBytes = 0;
     ck_assert(!exchangeOneShot(&big, 64, &why));
     c.algoMask = kAllAlgos & ~(1u << kAlgoOneShot);                // LOOM_ALGO=^oneshot
     ck_assert(!exchangeOneShot(&c, 64, &why));

@@ -27,15 +27,15 @@ loomComm oneHost(int n) {
     loomComm c;
     c.nranks = n;
     c.maxChannels = 64; // the rings of 4x H200 (NV18), where the model was fitted
-    c.allPeersMapped = true;
-    c.zeroCopyReady = true;
-    c.llMaxBytes = 1 << 20;
+    c.ll.allPeersMapped = true;
+    c.zc.ready = true;
+    c.ll.maxBytes = 1 << 20;
     // The fitted constants are the launched kernels' (the model files were
     // measured before the resident kernel): predict as for ranks that share
     // a GPU, whose calls never go to it (non-blocking ones post there too
     // where the driver has stream memory operations, so that alone would
     // not keep a GPU host's run of these tests off it).
-    c.hostWaitAllowed = false;
+    c.order.hostWaitAllowed = false;
     c.gpuShared = true;
     return c;
 }
@@ -112,7 +112,7 @@ START_TEST(resident_saving_within_a_quarter_of_the_measurements) {
         }
     }
     loomComm c = oneHost(2);
-    c.hostWaitAllowed = true; // a blocking call
+    c.order.hostWaitAllowed = true; // a blocking call
     c.gpuShared = false;
     const CallShape small{loomCollAllReduce, 4096, 4096, 4, false}, big{loomCollAllReduce, 1 << 20, 1 << 20, 4, false};
     const CallShape mid{loomCollAllReduce, 8192, 8192, 4, false}; // resident, but several CTAs: no saving modelled
@@ -127,7 +127,7 @@ START_TEST(resident_saving_within_a_quarter_of_the_measurements) {
     c.gpuShared = false;
     // A non-blocking call posts only where loom's stream can wait for it on
     // the GPU (cuStreamWaitValue32), and LOOM_RESIDENT_NONBLOCKING allows it.
-    c.hostWaitAllowed = false;
+    c.order.hostWaitAllowed = false;
     const bool streamWaits = cudaDriver() && cudaDriver()->cuStreamWaitValue32;
     ck_assert(residentFits(&c, small) == (streamWaits && params().residentNonblocking > 0));
     if (!getenv("LOOM_RESIDENT_NONBLOCKING")) ck_assert_int_eq(params().residentNonblocking, 2); // posting by default
@@ -183,7 +183,7 @@ START_TEST(predictions_grow_with_size_and_only_where_modelled) {
     far.spansHosts = true; // other links: no constants
     ck_assert(predictUs(&far, CallShape{loomCollAllReduce, 1024, 1024, 4, false}, kAlgoRing) < 0);
     loomComm shm = oneHost(4);
-    shm.allPeersMapped = false; // some pair through shared host memory
+    shm.ll.allPeersMapped = false; // some pair through shared host memory
     ck_assert(predictUs(&shm, CallShape{loomCollAllReduce, 1024, 1024, 4, false}, kAlgoRing) < 0);
 }
 END_TEST

@@ -186,11 +186,11 @@ START_TEST(the_watchdog_cancels_a_communicator_whose_rank_died) {
     loomComm *comm = new loomComm;
     comm->nranks = 2;
     comm->rank = 0;
-    comm->arrivals = board;
-    comm->arrivalSlot = 0;
+    comm->ras.arrivals = board;
+    comm->ras.arrivalSlot = 0;
     WatchWords words;
     memset(&words, 0, sizeof(words));
-    comm->watch = &words;
+    comm->ras.watch = &words;
     words.started = 1;
     watchStart(comm);
     usleep(600 * 1000);
@@ -206,8 +206,8 @@ START_TEST(the_watchdog_cancels_a_communicator_whose_rank_died) {
                   why.c_str());
     watchStop(comm);
     ck_assert(watchReason(comm, &dead).empty()); // forgotten with the communicator
-    comm->arrivals = nullptr;
-    comm->watch = nullptr;
+    comm->ras.arrivals = nullptr;
+    comm->ras.watch = nullptr;
     delete comm;
     delete board;
 }
@@ -225,14 +225,14 @@ START_TEST(the_watchdog_tells_kernels_every_rank_started) {
     board->started(1, 3); // rank 1's GPU is still on call 3
     loomComm *comm = new loomComm;
     comm->nranks = 2;
-    comm->arrivals = board;
-    comm->arrivalSlot = 0;
+    comm->ras.arrivals = board;
+    comm->ras.arrivalSlot = 0;
     WatchWords words;
     memset(&words, 0, sizeof(words));
     words.started = 4;
     words.done = 3;
     words.stalled = 4;
-    comm->watch = &words;
+    comm->ras.watch = &words;
     watchStart(comm);
     usleep(800 * 1000);
     ck_assert_uint_eq(words.allStarted, 0); // rank 1 is late: no stuck clock yet
@@ -241,15 +241,15 @@ START_TEST(the_watchdog_tells_kernels_every_rank_started) {
     for (int k = 0; k < 20 && words.allStarted != 4; ++k) usleep(100 * 1000);
     ck_assert_uint_eq(words.allStarted, 4);
     watchStop(comm);
-    comm->arrivals = nullptr;
-    comm->watch = nullptr;
+    comm->ras.arrivals = nullptr;
+    comm->ras.watch = nullptr;
     delete comm;
     delete board;
 }
 END_TEST
 
 // Two communicators of one 2-rank communicator in this process (slots 0
-// and 1 of one board): rank 1's side fails after its call 2 (comm->failed,
+// and 1 of one board): rank 1's side fails after its call 2 (comm->ras.failed,
 // as a failed wait leaves it); its watchdog puts that on its slot, and rank
 // 0's, stalled in call 3, cancels with the reason naming rank 1, not dead.
 START_TEST(a_failed_side_cancels_the_peers_that_wait_for_it) {
@@ -268,10 +268,10 @@ START_TEST(a_failed_side_cancels_the_peers_that_wait_for_it) {
         comms[r] = new loomComm;
         comms[r]->nranks = 2;
         comms[r]->rank = r;
-        comms[r]->arrivals = board;
-        comms[r]->arrivalSlot = r;
-        comms[r]->watch = &words[r];
-        comms[r]->collsEntered = r == 0 ? 3 : 2;
+        comms[r]->ras.arrivals = board;
+        comms[r]->ras.arrivalSlot = r;
+        comms[r]->ras.watch = &words[r];
+        comms[r]->ras.collsEntered = r == 0 ? 3 : 2;
         watchStart(comms[r]);
     }
     words[0].started = 3, words[0].done = 2, words[0].stalled = 3; // rank 0 waits in call 3
@@ -279,7 +279,7 @@ START_TEST(a_failed_side_cancels_the_peers_that_wait_for_it) {
     usleep(800 * 1000);
     ck_assert_int_eq(words[0].cancel, 0); // rank 1 is only late so far
     ck_assert_uint_eq(board->read(1).failedIn, 0);
-    comms[1]->failed = true;
+    comms[1]->ras.failed = true;
     for (int k = 0; k < 30 && !words[0].cancel; ++k) usleep(100 * 1000);
     ck_assert_uint_eq(board->read(1).failedIn, 2);
     ck_assert_int_eq(words[0].cancel, 1);
@@ -292,8 +292,8 @@ START_TEST(a_failed_side_cancels_the_peers_that_wait_for_it) {
                   "%s", why.c_str());
     for (int r = 0; r < 2; ++r) {
         watchStop(comms[r]);
-        comms[r]->arrivals = nullptr;
-        comms[r]->watch = nullptr;
+        comms[r]->ras.arrivals = nullptr;
+        comms[r]->ras.watch = nullptr;
         delete comms[r];
     }
     delete board;

@@ -32,7 +32,7 @@ bool fitsAlways(const loomComm *, const CallShape &) { return true; }
 bool oneShotPieceFits(const loomComm *comm, size_t piece, size_t crossover) {
     const long limit = params().oneShotMaxBytes;
     const size_t link = piece * (size_t)(comm->nranks - 1);
-    return comm->allPeersMapped && piece <= comm->llMaxBytes && link <= (limit >= 0 ? (size_t)limit : crossover);
+    return comm->ll.allPeersMapped && piece <= comm->ll.maxBytes && link <= (limit >= 0 ? (size_t)limit : crossover);
 }
 
 } // namespace loom

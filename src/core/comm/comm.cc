@@ -90,26 +90,26 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
     // orders so explicitly (core/stream/app_order.cc).
     int least = 0, greatest = 0;
     if (p.streamPriority) CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
-    comm->streamBlocking = p.streamBlocking != 0;
-    CUDA_TRY(cudaStreamCreateWithPriority(&comm->stream, comm->streamBlocking ? cudaStreamDefault : cudaStreamNonBlocking,
+    comm->order.blocking = p.streamBlocking != 0;
+    CUDA_TRY(cudaStreamCreateWithPriority(&comm->stream, comm->order.blocking ? cudaStreamDefault : cudaStreamNonBlocking,
                                           p.streamPriority ? greatest : 0),
              "cudaStreamCreate");
-    CUDA_TRY(cudaHostAlloc((void **)&comm->abortFlag, kAbortWords * sizeof(int), cudaHostAllocMapped),
+    CUDA_TRY(cudaHostAlloc((void **)&comm->ras.abortFlag, kAbortWords * sizeof(int), cudaHostAllocMapped),
              "cudaHostAlloc");
-    for (int k = 0; k < kAbortWords; ++k) comm->abortFlag[k] = 0;
-    CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->abortFlagDev, (void *)comm->abortFlag, 0),
+    for (int k = 0; k < kAbortWords; ++k) comm->ras.abortFlag[k] = 0;
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&comm->ras.abortFlagDev, (void *)comm->ras.abortFlag, 0),
              "cudaHostGetDevicePointer");
-    CUDA_TRY(cudaHostAlloc((void **)&comm->watch, sizeof(WatchWords), cudaHostAllocMapped), "cudaHostAlloc");
-    memset((void *)comm->watch, 0, sizeof(WatchWords));
+    CUDA_TRY(cudaHostAlloc((void **)&comm->ras.watch, sizeof(WatchWords), cudaHostAllocMapped), "cudaHostAlloc");
+    memset((void *)comm->ras.watch, 0, sizeof(WatchWords));
     WatchWords *watchDev = nullptr;
-    CUDA_TRY(cudaHostGetDevicePointer((void **)&watchDev, (void *)comm->watch, 0), "cudaHostGetDevicePointer");
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&watchDev, (void *)comm->ras.watch, 0), "cudaHostGetDevicePointer");
     int clockKHz = 0;
     CUDA_TRY(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, comm->cudaDev), "clock rate");
     const double cyclesPerSecond = clockKHz * 1000.0;
-    comm->waitLimit.hardCycles = (unsigned long long)(p.timeoutSeconds * cyclesPerSecond);
-    comm->waitLimit.stuckCycles = (unsigned long long)(p.stuckSeconds * cyclesPerSecond);
-    comm->waitLimit.reportCycles = (unsigned long long)(kStallReportSeconds * cyclesPerSecond);
-    comm->waitLimit.words = watchDev;
+    comm->ras.waitLimit.hardCycles = (unsigned long long)(p.timeoutSeconds * cyclesPerSecond);
+    comm->ras.waitLimit.stuckCycles = (unsigned long long)(p.stuckSeconds * cyclesPerSecond);
+    comm->ras.waitLimit.reportCycles = (unsigned long long)(kStallReportSeconds * cyclesPerSecond);
+    comm->ras.waitLimit.words = watchDev;
     return loomSuccess;
 }
 
@@ -141,8 +141,8 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     if (comm->gpuShared) noteGpuShared();
     // The same graphs on every rank: every rank decides alike.
     comm->intraNvlink = !comm->spansHosts && g.intraType <= topo::PathType::Nvl;
-    comm->trees[0] = g.trees[0];
-    comm->trees[1] = g.trees[1];
+    comm->edges.trees[0] = g.trees[0];
+    comm->edges.trees[1] = g.trees[1];
     std::vector<std::vector<int>> orders;
     for (const topo::Ring &ring : g.rings) orders.push_back(ring.ranks);
     if (const char *given = paramString("LOOM_RINGS")) { // agreed across ranks with the FIFO geometry
@@ -171,10 +171,10 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     comm->maxChannels = ch < 1 ? 1 : ch > kMaxChannels ? kMaxChannels : ch;
     // Channel c runs on ring c % nrings: rings beyond the channel count go unused.
     const int nr = (int)orders.size() < comm->maxChannels ? (int)orders.size() : comm->maxChannels;
-    comm->rings.assign((size_t)nr, RingLink{});
+    comm->ring.links.assign((size_t)nr, RingLink{});
     int handles = 0;
     for (int k = 0; k < nr; ++k) {
-        RingLink &ring = comm->rings[k];
+        RingLink &ring = comm->ring.links[k];
         ring.order = orders[k];
         const int n = (int)ring.order.size();
         ring.posOf.assign((size_t)comm->nranks, 0);
@@ -194,44 +194,44 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
 // Phase 3, local: FIFO sizes and this rank's region.
 loomResult_t allocateFifos(loomComm *comm, PeerInfo *mine) {
     const Params &p = params();
-    comm->nslots = p.nslots;
-    comm->slotBytes = (size_t)p.slotBytes;
-    comm->channelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->slotBytes;
-    comm->llMaxBytes = comm->nranks <= kMaxOneShotRanks ? (size_t)p.llMaxBytes : 0;
-    comm->llSlotBytes = (llBytes(comm->llMaxBytes) + 255) / 256 * 256;
-    comm->llOffset = (size_t)comm->maxChannels * comm->channelBytes;
+    comm->ring.nslots = p.nslots;
+    comm->ring.slotBytes = (size_t)p.slotBytes;
+    comm->ring.channelBytes = sizeof(FifoFlags) + (size_t)comm->ring.nslots * comm->ring.slotBytes;
+    comm->ll.maxBytes = comm->nranks <= kMaxOneShotRanks ? (size_t)p.llMaxBytes : 0;
+    comm->ll.slotBytes = (llBytes(comm->ll.maxBytes) + 255) / 256 * 256;
+    comm->ll.offset = (size_t)comm->maxChannels * comm->ring.channelBytes;
     // The LL ring is not carried by the proxy: off on every rank when the
     // ranks span hosts — decided here, before the region's layout, which the
     // edge FIFOs' offset must not depend on LOOM_LL_SLOT_BYTES through.
-    comm->llRingMaxBytes = comm->spansHosts ? 0 : (size_t)p.llRingMaxBytes;
-    comm->llRingSlotBytes = (size_t)p.llSlotBytes;
-    comm->llRingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->llRingSlotBytes;
-    comm->llRingOffset = comm->llOffset + 2 * (size_t)comm->nranks * comm->llSlotBytes;
+    comm->ring.llMaxBytes = comm->spansHosts ? 0 : (size_t)p.llRingMaxBytes;
+    comm->ring.llSlotBytes = (size_t)p.llSlotBytes;
+    comm->ring.llChannelBytes = sizeof(FifoFlags) + (size_t)comm->ring.nslots * comm->ring.llSlotBytes;
+    comm->ring.llOffset = comm->ll.offset + 2 * (size_t)comm->nranks * comm->ll.slotBytes;
     // LL128 likewise (its FIFOs in this region only: never in host memory).
-    comm->ll128RingMaxBytes = comm->spansHosts || !comm->intraNvlink ? 0 : (size_t)p.ll128RingMaxBytes;
-    comm->ll128RingSlotBytes = (size_t)p.ll128SlotBytes;
-    comm->ll128RingChannelBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->ll128RingSlotBytes;
-    comm->ll128RingOffset =
-        comm->llRingOffset + (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
-    comm->edgeOffset = comm->ll128RingOffset +
-                       (comm->ll128RingMaxBytes ? (size_t)comm->maxChannels * comm->ll128RingChannelBytes : 0);
+    comm->ring.ll128MaxBytes = comm->spansHosts || !comm->intraNvlink ? 0 : (size_t)p.ll128RingMaxBytes;
+    comm->ring.ll128SlotBytes = (size_t)p.ll128SlotBytes;
+    comm->ring.ll128ChannelBytes = sizeof(FifoFlags) + (size_t)comm->ring.nslots * comm->ring.ll128SlotBytes;
+    comm->ring.ll128Offset =
+        comm->ring.llOffset + (comm->ring.llMaxBytes ? (size_t)comm->maxChannels * comm->ring.llChannelBytes : 0);
+    comm->edges.offset = comm->ring.ll128Offset +
+                       (comm->ring.ll128MaxBytes ? (size_t)comm->maxChannels * comm->ring.ll128ChannelBytes : 0);
     // Edge FIFOs only where trees or recursive doubling may run (ranks on
     // several hosts).
-    comm->treeMaxBytes = comm->spansHosts ? (size_t)p.treeMaxBytes : 0;
-    comm->rdMaxBytes = comm->spansHosts ? (size_t)p.rdMaxBytes : 0;
-    comm->edgeSlotBytes = (size_t)p.edgeSlotBytes;
-    comm->edgeFifoBytes = sizeof(FifoFlags) + (size_t)comm->nslots * comm->edgeSlotBytes;
-    const bool edges = comm->treeMaxBytes || comm->rdMaxBytes;
-    size_t regionBytes = comm->edgeOffset + (edges ? kEdgeSlots * comm->edgeFifoBytes : 0);
+    comm->edges.treeMaxBytes = comm->spansHosts ? (size_t)p.treeMaxBytes : 0;
+    comm->edges.rdMaxBytes = comm->spansHosts ? (size_t)p.rdMaxBytes : 0;
+    comm->edges.slotBytes = (size_t)p.edgeSlotBytes;
+    comm->edges.fifoBytes = sizeof(FifoFlags) + (size_t)comm->ring.nslots * comm->edges.slotBytes;
+    const bool edges = comm->edges.treeMaxBytes || comm->edges.rdMaxBytes;
+    size_t regionBytes = comm->edges.offset + (edges ? kEdgeSlots * comm->edges.fifoBytes : 0);
     // The zero-copy allreduce's flag words (zeroed with the region: calls count from 1).
-    comm->zeroCopyOffset = (regionBytes + 255) / 256 * 256;
-    if (comm->nranks <= kMaxZeroCopyRanks) regionBytes = comm->zeroCopyOffset + zeroCopyFlagBytes(comm->nranks);
+    comm->zc.offset = (regionBytes + 255) / 256 * 256;
+    if (comm->nranks <= kMaxZeroCopyRanks) regionBytes = comm->zc.offset + zeroCopyFlagBytes(comm->nranks);
     // The staged two-shot's scratch (inside one host only; whether every
     // pair is mapped is known later: unused then).
     if (comm->nranks <= kMaxZeroCopyRanks && comm->nranks > 1 && !comm->spansHosts && p.zeroCopyStagedBytes > 0) {
-        comm->stagedBytes = ((size_t)p.zeroCopyStagedBytes + 255) / 256 * 256;
-        comm->stagedOffset = (regionBytes + 255) / 256 * 256;
-        regionBytes = comm->stagedOffset + 2 * comm->stagedBytes;
+        comm->zc.stagedBytes = ((size_t)p.zeroCopyStagedBytes + 255) / 256 * 256;
+        comm->zc.stagedOffset = (regionBytes + 255) / 256 * 256;
+        regionBytes = comm->zc.stagedOffset + 2 * comm->zc.stagedBytes;
     }
     return p2pAllocRegion(regionBytes, &comm->region, &mine->endpoint);
 }
@@ -284,9 +284,9 @@ loomResult_t makeArrivalBoard(loomComm *comm, const loomBootstrap_t *bs, const s
         return loomSuccess;
     }
     for (size_t k = 0; k < locals.size(); ++k)
-        if (locals[k] == me) comm->arrivalSlot = (int)k;
-    board->publish(comm->arrivalSlot, me, comm->cudaDev, comm->busId);
-    comm->arrivals = board;
+        if (locals[k] == me) comm->ras.arrivalSlot = (int)k;
+    board->publish(comm->ras.arrivalSlot, me, comm->cudaDev, comm->busId);
+    comm->ras.arrivals = board;
     return loomSuccess;
 }
 
@@ -299,7 +299,7 @@ loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std:
     const int n = comm->nranks;
     ArrivalContact mine;
     memset(&mine, 0, sizeof(mine));
-    if (comm->arrivals && comm->arrivals->slots() < n) arrivalServe(comm->commTag, comm->arrivals, &mine);
+    if (comm->ras.arrivals && comm->ras.arrivals->slots() < n) arrivalServe(comm->commTag, comm->ras.arrivals, &mine);
     // Loopback (no other interface) reaches no other OS instance: not handed
     // to ranks there, whose own loopback would get the secret.
     bool otherOs = false;
@@ -313,7 +313,7 @@ loomResult_t setupArrivals(loomComm *comm, const loomBootstrap_t *bs, const std:
     }
     const bool perHost = boardsPerHost(peers);
     for (int q = 0; q < n; ++q) ap->boardOf.push_back(boardHost(peers[q], perHost));
-    comm->arrivalPeers = ap;
+    comm->ras.arrivalPeers = ap;
     return loomSuccess;
 }
 
@@ -359,29 +359,29 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
             pc->p2pWith.push_back(reach.p2p(rank, q));
         }
         // Zero-copy allreduce: from agreed facts only (every pair mapped, one host).
-        comm->zeroCopyReady = comm->allPeersMapped && !comm->spansHosts && n <= kMaxZeroCopyRanks &&
+        comm->zc.ready = comm->ll.allPeersMapped && !comm->spansHosts && n <= kMaxZeroCopyRanks &&
                               bs->pairwise && params().zeroCopyMaxBytes > 0;
-        if (comm->zeroCopyReady) {
-            comm->zeroCopy = new ZeroCopyState;
+        if (comm->zc.ready) {
+            comm->zc.state = new ZeroCopyState;
             // Its descriptions through the host's board where every rank has
             // one (agreed), else through the PML.
             const uint8_t mineOk =
-                params().zeroCopyBoard && comm->arrivals && comm->arrivals->extra() && comm->arrivalSlot == rank;
+                params().zeroCopyBoard && comm->ras.arrivals && comm->ras.arrivals->extra() && comm->ras.arrivalSlot == rank;
             std::vector<uint8_t> ok((size_t)n);
             if (bs->allgather(bs->ctx, &mineOk, ok.data(), 1) != 0)
                 return fail(loomRemoteError, "rank %d: bootstrap allgather of the descriptor board failed", rank);
             if (std::count(ok.begin(), ok.end(), 1) == n)
-                comm->zeroCopy->board.reset(
-                    new DescBoard(comm->arrivals->extra(), n, rank, sizeof(ZeroCopyRecord)));
+                comm->zc.state->board.reset(
+                    new DescBoard(comm->ras.arrivals->extra(), n, rank, sizeof(ZeroCopyRecord)));
         }
     }
     r = agreeAll(bs, rank, n, buildRingTables(comm), "ring connection tables");
     if (r != loomSuccess) return r;
     LOOM_INFO(kInit, "rank %d/%d GPU %d (%s): %s; %d channels x %d slots x %zu KiB (LL ring up to %zu KiB: %zu KiB "
               "slots); one-shot LL up to %zu KiB: %s; GPU memory %.1f MiB", rank, n, comm->cudaDev, comm->busId,
-              describeRings(comm).c_str(), comm->maxChannels, comm->nslots, comm->slotBytes >> 10,
-              comm->llRingMaxBytes >> 10, comm->llRingSlotBytes >> 10, comm->llMaxBytes >> 10,
-              comm->allPeersMapped ? "yes" : "no", comm->region.bytes / 1048576.0);
+              describeRings(comm).c_str(), comm->maxChannels, comm->ring.nslots, comm->ring.slotBytes >> 10,
+              comm->ring.llMaxBytes >> 10, comm->ring.llSlotBytes >> 10, comm->ll.maxBytes >> 10,
+              comm->ll.allPeersMapped ? "yes" : "no", comm->region.bytes / 1048576.0);
     return loomSuccess;
 }
 
@@ -395,48 +395,48 @@ void releaseComm(loomComm *comm) {
     watchStop(comm);       // its kernels are done: nothing more to watch
     // One deadline for the sends of all links (a dead peer takes none).
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    for (RingLink &ring : comm->rings) {
+    for (RingLink &ring : comm->ring.links) {
         netClose(&ring.netSend, end);
         netClose(&ring.netRecv, end);
     }
-    for (NetLinks &l : comm->edgeNet) netClose(&l, end);
+    for (NetLinks &l : comm->edges.net) netClose(&l, end);
     releasePeers(comm, end);
-    if (comm->zeroCopy) comm->zeroCopy->profile.report(comm->rank, comm->cudaDev);
-    delete comm->zeroCopy; // its mappings close (the stream is idle)
+    if (comm->zc.state) comm->zc.state->profile.report(comm->rank, comm->cudaDev);
+    delete comm->zc.state; // its mappings close (the stream is idle)
     for (char *m : comm->peerBase)
         if (m) p2pClose(m);
-    for (RingLink &ring : comm->rings) {
+    for (RingLink &ring : comm->ring.links) {
         shmClose(&ring.shmSend);
         shmClose(&ring.shmRecv);
         cudaFree(ring.orderDev);
         cudaFree(ring.posOfDev);
     }
     p2pFreeRegion(&comm->region);
-    for (RingChannel *t : comm->ringChansDev) cudaFree(t);
-    cudaFree(comm->scratch);
-    if (comm->stageBounce) cudaFreeHost(comm->stageBounce);
-    if (comm->stageStream) { // staged calls were finished (the component drains its requests first)
-        for (void *p : comm->stageParked) cudaFreeAsync(p, comm->stageStream); // loom's stream is idle (above)
-        cudaStreamSynchronize(comm->stageStream);
-        cudaStreamDestroy(comm->stageStream);
+    for (RingChannel *t : comm->ring.chansDev) cudaFree(t);
+    cudaFree(comm->stage.scratch);
+    if (comm->stage.bounce) cudaFreeHost(comm->stage.bounce);
+    if (comm->stage.stream) { // staged calls were finished (the component drains its requests first)
+        for (void *p : comm->stage.parked) cudaFreeAsync(p, comm->stage.stream); // loom's stream is idle (above)
+        cudaStreamSynchronize(comm->stage.stream);
+        cudaStreamDestroy(comm->stage.stream);
     }
-    if (comm->stagePool) cudaMemPoolDestroy(comm->stagePool); // its memory goes once every buffer is back
+    if (comm->stage.pool) cudaMemPoolDestroy(comm->stage.pool); // its memory goes once every buffer is back
     cudaFree(comm->blockTablesDev);
     delete comm->uploads; // under the communicator's device: its events and pinned slots
-    cudaFree(comm->vInput);
-    cudaFree(comm->edgeConnsDev);
-    cudaFree(comm->edgeAcc);
+    cudaFree(comm->stage.vInput);
+    cudaFree(comm->edges.connsDev);
+    cudaFree(comm->edges.acc);
     if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
-    if (comm->legacyMark) cudaEventDestroy(comm->legacyMark);
-    for (const loom::CallMarks::Mark &m : comm->marks.pending) cudaEventDestroy(m.event);
-    for (cudaEvent_t e : comm->marks.spare) cudaEventDestroy(e);
+    if (comm->order.legacyMark) cudaEventDestroy(comm->order.legacyMark);
+    for (const loom::CallMarks::Mark &m : comm->order.marks.pending) cudaEventDestroy(m.event);
+    for (cudaEvent_t e : comm->order.marks.spare) cudaEventDestroy(e);
     for (void *p : comm->retiredBuffers) cudaFree(p);
     if (comm->stream) cudaStreamDestroy(comm->stream);
-    if (comm->abortFlag) cudaFreeHost((void *)comm->abortFlag);
-    if (comm->watch) cudaFreeHost((void *)comm->watch);
-    if (comm->arrivals) arrivalUnserve(comm->arrivals); // before the board goes
-    delete comm->arrivals;
-    delete comm->arrivalPeers;
+    if (comm->ras.abortFlag) cudaFreeHost((void *)comm->ras.abortFlag);
+    if (comm->ras.watch) cudaFreeHost((void *)comm->ras.watch);
+    if (comm->ras.arrivals) arrivalUnserve(comm->ras.arrivals); // before the board goes
+    delete comm->ras.arrivals;
+    delete comm->ras.arrivalPeers;
     if (current >= 0) cudaSetDevice(current);
     delete comm;
 }
@@ -542,9 +542,9 @@ loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, si
 
 extern "C" loomResult_t loomCommScratch(loomComm_t comm, size_t bytes, void **ptr) {
     if (!comm || !ptr) return fail(loomInvalidArgument, "loomCommScratch: NULL argument");
-    loomResult_t r = growDeviceBuffer(comm, &comm->scratch, &comm->scratchBytes, bytes, "scratch buffer");
+    loomResult_t r = growDeviceBuffer(comm, &comm->stage.scratch, &comm->stage.scratchBytes, bytes, "scratch buffer");
     if (r != loomSuccess) return r;
-    *ptr = comm->scratch;
+    *ptr = comm->stage.scratch;
     return loomSuccess;
 }
 
@@ -552,11 +552,11 @@ namespace {
 
 // Every net link of the communicator: the rings' and the edges'.
 template <typename F> void forEachNet(loomComm *comm, F f) {
-    for (RingLink &ring : comm->rings) {
+    for (RingLink &ring : comm->ring.links) {
         f(&ring.netSend);
         f(&ring.netRecv);
     }
-    for (NetLinks &l : comm->edgeNet) f(&l);
+    for (NetLinks &l : comm->edges.net) f(&l);
 }
 
 loomResult_t anyNetError(loomComm *comm) {
@@ -568,8 +568,8 @@ loomResult_t anyNetError(loomComm *comm) {
 // "dead (process gone): rank ..." for ranks of this host whose process is
 // gone (a peer's death can also fail a kernel that reads its memory), else "".
 std::string deadPeers(const loomComm *comm) {
-    if (!comm->arrivals) return "";
-    const std::vector<Arrival> dead = deadRanks(*comm->arrivals);
+    if (!comm->ras.arrivals) return "";
+    const std::vector<Arrival> dead = deadRanks(*comm->ras.arrivals);
     return dead.empty() ? "" : "dead (process gone): " + describeRanks(dead);
 }
 
@@ -578,25 +578,25 @@ std::string deadPeers(const loomComm *comm) {
 // when everyone here arrived. *gone: a rank is known gone (dead process).
 std::string whoDidNotArrive(const loomComm *comm, bool *gone = nullptr) {
     if (gone) *gone = false;
-    if (!comm->arrivals) return "no arrival board to say who did not arrive";
+    if (!comm->ras.arrivals) return "no arrival board to say who did not arrive";
     std::string dead = deadPeers(comm);
     if (gone) *gone = !dead.empty();
     if (!dead.empty()) return dead;
-    const uint64_t call = comm->collsDone + 1;
-    const std::vector<Arrival> absent = absentRanks(*comm->arrivals, call);
+    const uint64_t call = comm->ras.collsDone + 1;
+    const std::vector<Arrival> absent = absentRanks(*comm->ras.arrivals, call);
     if (!absent.empty()) return "did not arrive: " + describeAbsent(absent, call);
-    if (int unknown = unfilledSlots(*comm->arrivals))
+    if (int unknown = unfilledSlots(*comm->ras.arrivals))
         return std::to_string(unknown) + " rank(s) of this host are not on its arrival board (see the warning at "
                "set-up): whether they arrived is unknown";
-    if (comm->arrivals->slots() == comm->nranks) return "every rank arrived (one is stuck inside the call, or its GPU is)";
-    if (!comm->arrivalPeers) return "every rank of this host arrived: the missing one is on another host";
-    const ArrivalPeers &ap = *comm->arrivalPeers;
+    if (comm->ras.arrivals->slots() == comm->nranks) return "every rank arrived (one is stuck inside the call, or its GPU is)";
+    if (!comm->ras.arrivalPeers) return "every rank of this host arrived: the missing one is on another host";
+    const ArrivalPeers &ap = *comm->ras.arrivalPeers;
     return describeOtherHosts(ap, ap.boardOf[comm->rank], comm->commTag, call, kArrivalAskSeconds, comm->rank, gone);
 }
 
 // "call 5" or "calls 5..7" (in flight when the wait failed).
 std::string callsInFlight(const loomComm *comm) {
-    const unsigned long long a = comm->collsDone + 1, b = comm->collsEntered;
+    const unsigned long long a = comm->ras.collsDone + 1, b = comm->ras.collsEntered;
     return a >= b ? "call " + std::to_string(b) : "calls " + std::to_string(a) + ".." + std::to_string(b);
 }
 
@@ -644,33 +644,33 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (loomResult_t r = loom::residentSettle(comm)) return r;
     // Nothing enqueued since a wait saw the stream drain (calls the resident
     // kernel ran finished inside them): no synchronize to pay.
-    if (comm->streamIdle) return loom::callsFinished(comm, cudaSuccess, true);
+    if (comm->order.idle) return loom::callsFinished(comm, cudaSuccess, true);
     cudaError_t err;
-    if (comm->ringsUseNet || comm->edgesUseNet) {
+    if (comm->ring.useNet || comm->edges.useNet) {
         // The proxy threads move this collective's data: a rank bound to one
         // core (mpirun's default binding) must not spin them out of it.
         while ((err = cudaStreamQuery(comm->stream)) == cudaErrorNotReady) sched_yield();
     } else {
         err = cudaStreamSynchronize(comm->stream);
     }
-    comm->streamIdle = err == cudaSuccess;
+    comm->order.idle = err == cudaSuccess;
     return loom::callsFinished(comm, err, true);
 }
 
 namespace loom {
 
 loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
-    if (*comm->abortFlag) {
-        comm->failed = true;
+    if (*comm->ras.abortFlag) {
+        comm->ras.failed = true;
         abandonNets(comm);
         char host[64] = "?";
         gethostname(host, sizeof(host) - 1);
-        const char *others = comm->treeReady || comm->rdReady ? ", or a tree or recursive-doubling peer" : "";
+        const char *others = comm->edges.treeReady || comm->edges.rdReady ? ", or a tree or recursive-doubling peer" : "";
         std::string neighbours = "ring neighbours " + ringNeighbours(comm);
-        const int to = comm->abortFlag[kAbortSendPeer] - 1, from = comm->abortFlag[kAbortRecvPeer] - 1;
+        const int to = comm->ras.abortFlag[kAbortSendPeer] - 1, from = comm->ras.abortFlag[kAbortRecvPeer] - 1;
         if (to >= 0 || from >= 0) { // an exchange or the scan chain: the peers of the stalled step
             others = "";
-            neighbours = std::string(comm->lastColl) + " peers:" +
+            neighbours = std::string(comm->ras.lastColl) + " peers:" +
                          (to >= 0 ? " sending to rank " + std::to_string(to) : std::string()) +
                          (to >= 0 && from >= 0 ? "," : "") +
                          (from >= 0 ? " receiving from rank " + std::to_string(from) : std::string());
@@ -680,7 +680,7 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
             bool gone = false;
             const std::string who = whoDidNotArrive(comm, &gone);
             return fail(gone ? loomProcFailed : loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a network connection (%s%s) failed (see the warning above); %s; communicator unusable", host,
-                        comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
+                        comm->rank, comm->cudaDev, comm->busId, comm->ras.lastColl, callsInFlight(comm).c_str(),
                         neighbours.c_str(), others, who.c_str());
         }
         if (comm->resident) // for a bug report: what this rank's resident kernel was doing
@@ -689,29 +689,29 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
         const std::string gone = watchReason(comm, &dead);
         if (!gone.empty()) // the watchdog cancelled the calls (core/ras/watchdog.h): a dead peer, or a failed one
             return fail(watchCancelledResult(dead), "%s rank %d GPU %d (%s): %s (%s): %s; communicator unusable", host, comm->rank,
-                        comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), gone.c_str());
+                        comm->cudaDev, comm->busId, comm->ras.lastColl, callsInFlight(comm).c_str(), gone.c_str());
         char silence[160];
-        if (comm->watch->why == kWaitStuck)
+        if (comm->ras.watch->why == kWaitStuck)
             snprintf(silence, sizeof(silence), "stopped moving inside the call: silent for %.0f s after every rank "
                      "had started it (LOOM_STUCK_TIMEOUT)", params().stuckSeconds);
         else
             snprintf(silence, sizeof(silence), "silent for %.0f s (LOOM_TIMEOUT)", params().timeoutSeconds);
         return fail(loomRemoteError, "%s rank %d GPU %d (%s): %s (%s): a peer (%s%s) %s; %s; communicator unusable",
-                    host, comm->rank, comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(),
+                    host, comm->rank, comm->cudaDev, comm->busId, comm->ras.lastColl, callsInFlight(comm).c_str(),
                     neighbours.c_str(), others, silence, whoDidNotArrive(comm).c_str());
     }
     if (err != cudaSuccess) {
-        comm->failed = true;
+        comm->ras.failed = true;
         abandonNets(comm);
         const std::string dead = deadPeers(comm);
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s): kernel failed: %s%s%s", comm->rank,
-                    comm->cudaDev, comm->busId, comm->lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
+                    comm->cudaDev, comm->busId, comm->ras.lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
                     dead.empty() ? "" : "; ", dead.c_str());
     }
-    if (all) comm->watch->done = comm->collsDone = comm->collsEntered;
-    if (const int q = comm->abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
-        comm->abortFlag[kAbortUndelivered] = 0;
-        if (strcmp(comm->lastColl, "allreduce") == 0) // the zero-copy allreduce (core/algo/zerocopy/zerocopy.h)
+    if (all) comm->ras.watch->done = comm->ras.collsDone = comm->ras.collsEntered;
+    if (const int q = comm->ras.abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing
+        comm->ras.abortFlag[kAbortUndelivered] = 0;
+        if (strcmp(comm->ras.lastColl, "allreduce") == 0) // the zero-copy allreduce (core/algo/zerocopy/zerocopy.h)
             return fail(loomRemoteError, "rank %d GPU %d (%s): allreduce: rank %d could not take part (it could "
                         "not map a peer's buffer with CUDA IPC, or it timed out waiting for another rank; its error "
                         "says which), so this rank moved no data and this call's result is missing; unless a rank "
@@ -720,7 +720,7 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
         return fail(loomRemoteError, "rank %d GPU %d (%s): %s: rank %d could not map this rank's output (CUDA IPC), "
                     "or its copy engines could not be given the block (its error says which), so its block was not "
                     "delivered; the communicator stays usable (%s)", comm->rank, comm->cudaDev, comm->busId,
-                    comm->lastColl, q - 1,
+                    comm->ras.lastColl, q - 1,
                     params().exchangeCopyEngines ? "LOOM_EXCHANGE_COPY_ENGINES=0 and LOOM_EXCHANGE_DIRECT_PUSH=0: "
                                                    "receivers map their senders' inputs instead"
                                                  : "LOOM_EXCHANGE_DIRECT_PUSH=0: receivers map their senders' inputs "

@@ -1,7 +1,7 @@
 /*
- * A loom communicator: the ranks, the GPU, loom's stream and the ring
- * connections (FIFO region of this rank, mapped regions of its neighbours,
- * per ring: core/connect/ring_link.h).
+ * A loom communicator: the ranks, the GPU, loom's stream, this rank's FIFO
+ * region and its peers' mapped ones, and one part per concern (rings,
+ * one-shot LL, edges, zero-copy, staging, stream order, arrival/failure).
  */
 #pragma once
 
@@ -23,6 +23,7 @@
 #include "device/ring/ring_args.h"
 #include "device/edges/edge_args.h"
 #include "device/edges/rd_args.h"
+#include "base/coll.h"
 #include "loom_component.h"
 #include "topo/search.h"
 
@@ -48,137 +49,181 @@ struct CallMarks {
 };
 } // namespace loom
 
-struct loomComm {
-    int rank = 0, nranks = 0, cudaDev = -1;
-    // The topology's distinct rings (at most one per channel); channel c
-    // runs on rings[c % rings.size()] (core/connect/ring_link.h).
-    std::vector<loom::RingLink> rings;
-    loom::RingChannel *ringChansDev[loom::kNumRingProtos] = {};
-    loom::ConnSteps ringSteps[loom::kNumRingProtos][loom::kMaxChannels] = {};
-    int maxChannels = 1, nslots = 2;
+namespace loom {
+// The rings (Simple, LL, LL128; core/algo/ring): the topology's distinct
+// rings (at most one per channel; channel c runs on links[c % size],
+// core/connect/ring_link.h), their channels in device memory and step
+// counters per protocol, and each protocol's FIFO area in the region.
+struct RingPart {
+    std::vector<RingLink> links;
+    RingChannel *chansDev[kNumRingProtos] = {};
+    ConnSteps steps[kNumRingProtos][kMaxChannels] = {};
+    int nslots = 2;
     size_t slotBytes = 0;
-    size_t channelBytes = 0;     // FifoFlags + slots of one channel
-    loom::P2pRegion region;      // this rank's FIFOs (one per channel), then its LL slots
-    std::vector<char *> peerBase; // peers' regions mapped into this process (null: not mapped)
-    bool ringsUseNet = false;    // some ring connection of this rank crosses hosts
-    bool spansHosts = false;     // some ring connection of the communicator crosses hosts
-    std::string nic;             // the topology's NIC nearest this rank's GPU ("mlx5_0:1"; "" if none)
-    bool allPeersMapped = false; // one-shot LL possible
-    unsigned algoMask = ~0u; // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
-    size_t llOffset = 0;         // LL slots: [2 parities][nranks senders] x llSlotBytes
-    size_t llSlotBytes = 0;
-    size_t llMaxBytes = 0;
-    uint32_t llCalls = 0;        // one-shot calls so far (flag and parity)
+    size_t channelBytes = 0; // FifoFlags + slots of one Simple channel
+    bool useNet = false;     // some ring connection of this rank crosses hosts
     // The ring on the LL protocol has FIFOs of its own (lines must never meet
     // Simple's raw data) after the one-shot slots, and its own step counters.
-    size_t llRingOffset = 0;
-    size_t llRingSlotBytes = 0;
-    size_t llRingChannelBytes = 0; // FifoFlags + slots of one channel
-    size_t llRingMaxBytes = 0;
+    size_t llOffset = 0;
+    size_t llSlotBytes = 0;
+    size_t llChannelBytes = 0; // FifoFlags + slots of one channel
+    size_t llMaxBytes = 0;
     // The ring on LL128 (device/prims_ll128.h), the same way after the LL
     // ring's FIFOs; it runs only where ll128Ready: one host, NVLink between
     // its GPUs (intraNvlink, from the topology) and every ring link p2p.
-    size_t ll128RingOffset = 0;
-    size_t ll128RingSlotBytes = 0;
-    size_t ll128RingChannelBytes = 0;
-    size_t ll128RingMaxBytes = 0;
-    bool intraNvlink = false;
+    size_t ll128Offset = 0;
+    size_t ll128SlotBytes = 0;
+    size_t ll128ChannelBytes = 0;
+    size_t ll128MaxBytes = 0;
     bool ll128Ready = false;
-    // Small messages across hosts: trees (double binary tree across hosts,
-    // chains inside) and recursive doubling, over edges with one peer each
-    // (device/edges/peer_edge.h): slot k leads to edgePeer[k], which uses its slot
-    // edgePeerSlot[k] for the same edge (-1: none).
-    int edgePeer[loom::kEdgeSlots] = {}, edgePeerSlot[loom::kEdgeSlots] = {};
-    loom::PeerEdge edge[loom::kEdgeSlots] = {}; // the kernels' view (also in device memory: edgeConnsDev)
-    loom::ConnSteps edgeSteps[loom::kEdgeSlots] = {}; // slots sent and received on each edge so far
-    loom::ConnPair *edgeConnsDev = nullptr;
-    void *edgeAcc = nullptr;     // the doubling reduce / reduce_scatter's accumulator (GPU memory)
-    size_t edgeAccBytes = 0;
-    loom::NetLinks edgeNet[loom::kEdgeSlots];   // edges across hosts
-    bool edgesUseNet = false;    // some of this rank's edges cross hosts
-    size_t edgeSlotBytes = 0;
-    size_t edgeFifoBytes = 0;    // FifoFlags + slots of one edge FIFO
-    size_t edgeOffset = 0;       // this rank's edge receive FIFOs in its region (kEdgeSlots of them)
-    loom::topo::Tree trees[2];   // every rank's place (the same on all ranks)
-    loom::TreeNode treeNode[2];  // this rank's
-    bool treeReady = false;      // connected (agreed by all ranks)
+};
+
+// The one-shot LL slots (core/algo/oneshot): [2 parities][nranks senders] x
+// slotBytes from offset in the region; possible where allPeersMapped.
+struct OneShotPart {
+    bool allPeersMapped = false;
+    size_t offset = 0;
+    size_t slotBytes = 0;
+    size_t maxBytes = 0;
+    uint32_t calls = 0; // one-shot calls so far (flag and parity)
+};
+
+// Small messages across hosts (core/algo/edges): trees (double binary tree
+// across hosts, chains inside) and recursive doubling, over edges with one
+// peer each (device/edges/peer_edge.h): slot k leads to peer[k], which uses
+// its slot peerSlot[k] for the same edge (-1: none).
+struct EdgePart {
+    int peer[kEdgeSlots] = {}, peerSlot[kEdgeSlots] = {};
+    PeerEdge edge[kEdgeSlots] = {};  // the kernels' view (also in device memory: connsDev)
+    ConnSteps steps[kEdgeSlots] = {}; // slots sent and received on each edge so far
+    ConnPair *connsDev = nullptr;
+    void *acc = nullptr;              // the doubling reduce / reduce_scatter's accumulator (GPU memory)
+    size_t accBytes = 0;
+    NetLinks net[kEdgeSlots];         // edges across hosts
+    bool useNet = false;              // some of this rank's edges cross hosts
+    size_t slotBytes = 0;
+    size_t fifoBytes = 0;             // FifoFlags + slots of one edge FIFO
+    size_t offset = 0;                // this rank's edge receive FIFOs in its region (kEdgeSlots of them)
+    topo::Tree trees[2];              // every rank's place (the same on all ranks)
+    TreeNode treeNode[2];             // this rank's
+    bool treeReady = false;           // connected (agreed by all ranks)
     size_t treeMaxBytes = 0;
-    loom::RdRole rdRole = {};    // this rank's part in recursive doubling (what the kernel is told)
+    RdRole rdRole = {};               // this rank's part in recursive doubling (what the kernel is told)
     bool rdReady = false;
     size_t rdMaxBytes = 0;
-    cudaStream_t stream = nullptr;
-    volatile int *abortFlag = nullptr; // host-mapped, set by a kernel that timed out
-    int *abortFlagDev = nullptr;
-    // Shared with the watchdog (core/ras/watchdog.h) and every kernel's waits
-    // (device/wait.h): host-mapped words, and the limits every call's waits
-    // get (callWait adds the call's number).
-    loom::WatchWords *watch = nullptr;
-    loom::WaitLimit waitLimit = {};
-    void *scratch = nullptr;     // loomCommScratch's buffer (GPU memory)
+};
+
+// The zero-copy allreduce (core/algo/zerocopy/zerocopy.h): its flag words in
+// the region (nranks x kMaxZeroCopyCtas from offset) and its state; ready
+// where every pair is mapped inside one host (agreed: from gathered data).
+// The staged two-shot's scratch in the region: stagedBytes of input copies,
+// then as many of results (0: none), the same size on every rank.
+struct ZeroCopyPart {
+    size_t offset = 0;
+    size_t stagedOffset = 0, stagedBytes = 0;
+    bool ready = false;
+    ZeroCopyState *state = nullptr;
+};
+
+// Host-memory staging (core/stage): loomCommScratch's buffer, the pinned
+// bounce of host-buffer ranks' copies (stage_bounce.cc), and non-blocking
+// staged calls' buffer pool and the stream of their copies (never a kernel
+// on it; poolFailed: none to be had, such calls finish inside the call);
+// parked: buffers of staged calls that failed (loom's stream may still use
+// them). vInput: a copy of an in-place ragged reduce_scatter's input
+// (core-owned; scratch belongs to the caller).
+struct StagePart {
+    void *scratch = nullptr;
     size_t scratchBytes = 0;
-    void *stageBounce = nullptr; // pinned: host-buffer ranks' copies to and from scratch (core/stage/stage_bounce.cc)
-    bool stageBounceFailed = false;
-    // Non-blocking staged calls (core/stage/stage_async.cc): their buffers' pool and
-    // the stream of their copies (never a kernel on it); stagePoolFailed: none
-    // to be had (such calls finish inside the call).
-    cudaMemPool_t stagePool = nullptr;
-    cudaStream_t stageStream = nullptr;
-    bool stagePoolFailed = false;
-    std::vector<void *> stageParked; // buffers of staged calls that failed: loom's stream may still use them
+    void *bounce = nullptr;
+    bool bounceFailed = false;
+    cudaMemPool_t pool = nullptr;
+    cudaStream_t stream = nullptr;
+    bool poolFailed = false;
+    std::vector<void *> parked;
+    void *vInput = nullptr;
+    size_t vInputBytes = 0;
+};
+
+// Ordering on loom's stream (core/stream): LOOM_STREAM_BLOCKING=0 makes it a
+// non-blocking stream that waits for the application's legacy-stream work
+// through legacyMark (app_order.cc; legacyIdleAtEntry: the legacy stream
+// was idle when the current call entered); blocking: it orders after the
+// legacy stream by itself. idle: nothing unfinished on it (a wait saw it
+// drain and nothing was enqueued since; false when unsure), idleAtEntry: so
+// when the current call entered (the resident kernel's cheap check).
+// hostWaitAllowed (loomCommSetHostWait): 0 while the caller may not wait on
+// the host for other ranks (MPI's non-blocking collectives): no zero-copy
+// allreduce. marks: loomCommMark / loomCommTest (call_marks.cc).
+struct OrderPart {
+    cudaEvent_t legacyMark = nullptr;
+    bool legacyIdleAtEntry = false;
+    bool blocking = true;
+    bool idle = true;
+    bool idleAtEntry = false;
+    bool hostWaitAllowed = true;
+    CallMarks marks;
+};
+
+// Arrival and failure (core/ras): the host-mapped abort flag a kernel that
+// timed out sets; the words shared with the watchdog (watchdog.h) and every
+// kernel's waits (device/wait.h), and the limits every call's waits get
+// (callWait adds the call's number); the collectives entered and seen done;
+// this host's arrival board and this rank's slot on it, whom to ask across
+// hosts (arrival_query.h); failed: an earlier call failed.
+struct RasPart {
+    volatile int *abortFlag = nullptr;
+    int *abortFlagDev = nullptr;
+    WatchWords *watch = nullptr;
+    WaitLimit waitLimit = {};
+    const char *lastColl = ""; // the collective last enqueued (for errors)
+    uint64_t collsEntered = 0;
+    uint64_t collsDone = 0;    // ... of which loomCommWait saw finish
+    ArrivalBoard *arrivals = nullptr;
+    int arrivalSlot = -1;
+    ArrivalPeers *arrivalPeers = nullptr;
+    bool failed = false;
+};
+} // namespace loom
+
+// A loom communicator: the ranks and GPU, loom's stream, the FIFO region
+// every path shares, and one part per concern above.
+struct loomComm {
+    int rank = 0, nranks = 0, cudaDev = -1;
+    char busId[16] = "";
+    uint64_t commTag = 0;         // from the unique id: the same on every rank
+    cudaStream_t stream = nullptr;
+    int maxChannels = 1;
+    loom::P2pRegion region;       // this rank's FIFOs (one per channel), then its LL slots
+    std::vector<char *> peerBase; // peers' regions mapped into this process (null: not mapped)
+    bool spansHosts = false;      // some ring connection of the communicator crosses hosts
+    std::string nic;              // the topology's NIC nearest this rank's GPU ("mlx5_0:1"; "" if none)
+    bool intraNvlink = false;     // NVLink between every pair of GPUs of the host
+    bool gpuShared = false;       // another rank's process uses this GPU (no resident kernel)
+    unsigned algoMask = ~0u;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
+    loom::RingPart ring;
+    loom::OneShotPart ll;
+    loom::EdgePart edges;
+    loom::ZeroCopyPart zc;
+    loom::StagePart stage;
+    loom::OrderPart order;
+    loom::RasPart ras;
     // Ragged calls (allgatherv, reduce_scatter with counts): their block
     // tables (counts, then displacements; 2 x nranks) in device memory, and
     // the event of the last kernel that read them (the next call's copy waits
-    // for it on its own stream). vInput: a copy of an in-place ragged
-    // reduce_scatter's input (core-owned; scratch belongs to the caller).
+    // for it on its own stream).
     size_t *blockTablesDev = nullptr;
     loom::PinnedUploads *uploads = nullptr; // host tables to the GPU through pinned memory: made on first use
     cudaEvent_t blockTablesRead = nullptr;
-    // LOOM_STREAM_BLOCKING=0: loom's stream is a non-blocking stream, which
-    // waits for the application's legacy-stream work through this event
-    // (core/stream/app_order.cc); with it, whether the legacy stream was idle when
-    // the current call entered (asked at every entry).
-    cudaEvent_t legacyMark = nullptr;
-    bool legacyIdleAtEntry = false;
-    bool streamBlocking = true; // loom's stream orders after the legacy stream by itself
-    void *vInput = nullptr;
-    size_t vInputBytes = 0;
     loom::PeerConns *peers = nullptr; // all-peer connections (exchanges): made on first need
-    // The zero-copy allreduce (core/algo/zerocopy/zerocopy.h): its flag words in the
-    // region (nranks x kMaxZeroCopyCtas) and its state; ready where every
-    // pair is mapped inside one host (agreed: from gathered data).
-    size_t zeroCopyOffset = 0;
-    // The staged two-shot's scratch in the region (stagedBytes of input
-    // copies, then as many of results; 0: none), same size on every rank.
-    size_t stagedOffset = 0, stagedBytes = 0;
-    bool zeroCopyReady = false;
-    loom::ZeroCopyState *zeroCopy = nullptr;
-    const char *lastColl = "";   // the collective last enqueued (for errors)
-    uint64_t collsEntered = 0;   // collectives enqueued so far
-    uint64_t collsDone = 0;      // ... of which loomCommWait saw finish
-    uint64_t commTag = 0;        // from the unique id: the same on every rank
-    loom::ArrivalBoard *arrivals = nullptr; // this host's ranks' collsEntered (null: none)
-    int arrivalSlot = -1;        // this rank's slot on it
-    loom::ArrivalPeers *arrivalPeers = nullptr; // ranks span hosts: whom to ask about theirs (arrival_query.h)
-    bool failed = false;
-    bool gpuShared = false;      // another rank's process uses this GPU (no resident kernel)
     // The resident kernel (core/stream/resident.h); residentOff: it could not be had
     // on this communicator (every call launches).
     loom::ResidentState *resident = nullptr;
     bool residentOff = false;
-    // loom's stream holds nothing unfinished (a wait saw it drain and nothing
-    // was enqueued since; false when unsure), and whether it was so when the
-    // current call entered (beginCall): the resident kernel's cheap check.
-    bool streamIdle = true;
-    bool streamIdleAtEntry = false;
-    // loomCommSetHostWait: 0 while the caller may not wait on the host for
-    // other ranks (MPI's non-blocking collectives): no zero-copy allreduce.
-    bool hostWaitAllowed = true;
-    loom::CallMarks marks;       // loomCommMark / loomCommTest (core/stream/call_marks.cc)
     std::vector<void *> retiredBuffers; // device buffers replaced by larger ones: freed with the communicator
     size_t grownBytes = 0;              // every growDeviceBuffer allocation, live and retired
-    char busId[16] = "";
     // Choices said at TUNE (enqueue.cc): per collective and power-of-two size class.
-    static constexpr int kTuneColls = 8, kTuneClasses = 48;
+    static constexpr int kTuneColls = loomCollCount, kTuneClasses = 48;
     uint8_t tuneSaid[kTuneColls][kTuneClasses] = {};
 };
 
@@ -191,28 +236,28 @@ void orderAfterApplication(loomComm *comm, cudaStream_t stream); // core/stream/
 inline void beginCall(loomComm *comm) {
     if (comm->resident) residentOrder(comm); // after a pending non-blocking resident call
     orderAfterApplication(comm, comm->stream); // after the application's legacy-stream work
-    comm->streamIdleAtEntry = comm->streamIdle;
-    comm->streamIdle = false;
+    comm->order.idleAtEntry = comm->order.idle;
+    comm->order.idle = false;
 }
 
 // Work put on loom's stream ahead of the call's own kernel (copies of inputs).
 inline void streamBusy(loomComm *comm) {
-    comm->streamIdle = false;
-    comm->streamIdleAtEntry = false;
+    comm->order.idle = false;
+    comm->order.idleAtEntry = false;
 }
 
 // Every collective's enqueue, once per call on every rank, before its launch:
 // names it for errors and counts it on the arrival board.
 inline void enterCollective(loomComm *comm, const char *name) {
-    comm->lastColl = name;
-    ++comm->collsEntered;
-    if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
+    comm->ras.lastColl = name;
+    ++comm->ras.collsEntered;
+    if (comm->ras.arrivals) comm->ras.arrivals->enter(comm->ras.arrivalSlot, comm->ras.collsEntered);
 }
 
 // The wait limits of the call that entered last (enterCollective).
 inline WaitLimit callWait(const loomComm *comm) {
-    WaitLimit w = comm->waitLimit;
-    w.seq = comm->collsEntered;
+    WaitLimit w = comm->ras.waitLimit;
+    w.seq = comm->ras.collsEntered;
     if (comm->rank == params().stuckRank && (long)w.seq == params().stuckCall) w.seq |= kCallStuckHere; // tests
     return w;
 }
@@ -220,19 +265,19 @@ inline WaitLimit callWait(const loomComm *comm) {
 // A call that entered (enterCollective) and goes on under another
 // algorithm, which enters it again: the first entry is taken back.
 inline void withdrawEntry(loomComm *comm) {
-    --comm->collsEntered;
-    if (comm->arrivals) comm->arrivals->enter(comm->arrivalSlot, comm->collsEntered);
+    --comm->ras.collsEntered;
+    if (comm->ras.arrivals) comm->ras.arrivals->enter(comm->ras.arrivalSlot, comm->ras.collsEntered);
 }
 
 // A ring protocol's FIFO slot, and one channel's FifoFlags + slots, in the
 // area of that protocol (kProtoSimple, kProtoLL, kProtoLL128).
 inline size_t ringSlotBytes(const loomComm *comm, int proto) {
-    return proto == kProtoLL ? comm->llRingSlotBytes : proto == kProtoLL128 ? comm->ll128RingSlotBytes : comm->slotBytes;
+    return proto == kProtoLL ? comm->ring.llSlotBytes : proto == kProtoLL128 ? comm->ring.ll128SlotBytes : comm->ring.slotBytes;
 }
 inline size_t ringChannelBytes(const loomComm *comm, int proto) {
-    return proto == kProtoLL ? comm->llRingChannelBytes
-           : proto == kProtoLL128 ? comm->ll128RingChannelBytes
-                                  : comm->channelBytes;
+    return proto == kProtoLL ? comm->ring.llChannelBytes
+           : proto == kProtoLL128 ? comm->ring.ll128ChannelBytes
+                                  : comm->ring.channelBytes;
 }
 
 // After the stream finished the calls up to some point (err: what the wait

@@ -17,16 +17,16 @@ namespace {
 // Offsets of the protocol areas inside a GPU region and inside a shm segment.
 void regionAreas(const loomComm *comm, char *base, char *areas[kNumRingProtos]) {
     areas[kProtoSimple] = base;
-    areas[kProtoLL] = comm->llRingMaxBytes ? base + comm->llRingOffset : nullptr;
-    areas[kProtoLL128] = comm->ll128RingMaxBytes ? base + comm->ll128RingOffset : nullptr;
+    areas[kProtoLL] = comm->ring.llMaxBytes ? base + comm->ring.llOffset : nullptr;
+    areas[kProtoLL128] = comm->ring.ll128MaxBytes ? base + comm->ring.ll128Offset : nullptr;
 }
 size_t shmBytes(const loomComm *comm) {
-    return (size_t)comm->maxChannels * comm->channelBytes +
-           (comm->llRingMaxBytes ? (size_t)comm->maxChannels * comm->llRingChannelBytes : 0);
+    return (size_t)comm->maxChannels * comm->ring.channelBytes +
+           (comm->ring.llMaxBytes ? (size_t)comm->maxChannels * comm->ring.llChannelBytes : 0);
 }
 void shmAreas(const loomComm *comm, void *base, char *areas[kNumRingProtos]) {
     areas[kProtoSimple] = static_cast<char *>(base);
-    areas[kProtoLL] = comm->llRingMaxBytes ? static_cast<char *>(base) + (size_t)comm->maxChannels * comm->channelBytes
+    areas[kProtoLL] = comm->ring.llMaxBytes ? static_cast<char *>(base) + (size_t)comm->maxChannels * comm->ring.channelBytes
                                            : nullptr;
     areas[kProtoLL128] = nullptr; // host memory: never LL128
 }
@@ -79,17 +79,17 @@ loomResult_t gatherReach(loomComm *comm, const loomBootstrap_t *bs, const std::v
 
 loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
                          const Reach &reach) {
-    const int n = comm->nranks, me = comm->rank, nr = (int)comm->rings.size();
+    const int n = comm->nranks, me = comm->rank, nr = (int)comm->ring.links.size();
     auto p2p = [&](int a, int b) { return reach.p2p(a, b); };
     // Across hosts: the net transport. Decided from gathered data, so every
     // rank knows whether any rank goes through the net set-up below.
     auto sameHost = [&](int a, int b) { return peers[a].hostHash == peers[b].hostHash; };
-    for (RingLink &ring : comm->rings) {
+    for (RingLink &ring : comm->ring.links) {
         ring.recvNet = !sameHost(ring.prev, me);
         ring.sendNet = !sameHost(me, ring.next);
         ring.recvShm = !ring.recvNet && !p2p(ring.prev, me);
         ring.sendShm = !ring.sendNet && !p2p(me, ring.next);
-        comm->ringsUseNet |= ring.usesNet();
+        comm->ring.useNet |= ring.usesNet();
     }
     if (comm->spansHosts) { // (the LL ring is off: allocateFifos)
         // Per ring a receive link (its handles at the ring's place in the
@@ -97,8 +97,8 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
         // on the NIC the topology gave this ring where it enters / leaves the host.
         std::vector<NetSetup> setups;
         std::vector<NetLinks *> links;
-        for (RingLink &ring : comm->rings) {
-            NetSetup recv{false, ring.recvNet, -1, ring.prev, ring.nchannels, comm->nslots, comm->slotBytes,
+        for (RingLink &ring : comm->ring.links) {
+            NetSetup recv{false, ring.recvNet, -1, ring.prev, ring.nchannels, comm->ring.nslots, comm->ring.slotBytes,
                           ring.handleBase, ring.handleBase, ring.handleBase, ring.recvNic.c_str()};
             NetSetup send = recv;
             send.send = ring.sendNet;
@@ -120,35 +120,35 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     std::vector<ShmEndpoint> myShm((size_t)nr);
     loomResult_t made = loomSuccess;
     for (int k = 0; k < nr && made == loomSuccess; ++k)
-        if (comm->rings[k].recvShm) made = shmCreate(shmBytes(comm), "fifo", &comm->rings[k].shmRecv, &myShm[k]);
+        if (comm->ring.links[k].recvShm) made = shmCreate(shmBytes(comm), "fifo", &comm->ring.links[k].shmRecv, &myShm[k]);
     made = agreeAll(bs, me, n, made, "shm FIFO creation");
     if (made != loomSuccess) return made;
     std::vector<ShmEndpoint> shm((size_t)n * nr);
     if (bs->allgather(bs->ctx, myShm.data(), shm.data(), sizeof(ShmEndpoint) * (size_t)nr) != 0)
         return fail(loomRemoteError, "rank %d: bootstrap allgather of shm FIFOs failed", me);
 
-    bool all = n <= kMaxOneShotRanks && comm->llMaxBytes > 0;
+    bool all = n <= kMaxOneShotRanks && comm->ll.maxBytes > 0;
     for (int a = 0; all && a < n; ++a)
         for (int b = 0; all && b < n; ++b) all = p2p(a, b);
     comm->peerBase.assign(n, nullptr);
     loomResult_t r = loomSuccess;
     for (int q = 0; q < n && r == loomSuccess; ++q) {
         bool need = all && q != me;
-        for (const RingLink &ring : comm->rings)
+        for (const RingLink &ring : comm->ring.links)
             need |= q != me && ((q == ring.next && !ring.sendShm && !ring.sendNet) ||
                                 (q == ring.prev && !ring.recvShm && !ring.recvNet));
         if (need) r = mapPeerRegion(comm, peers, q);
     }
     for (int k = 0; k < nr && r == loomSuccess; ++k)
-        if (comm->rings[k].sendShm) r = shmOpen(shm[(size_t)comm->rings[k].next * nr + k], &comm->rings[k].shmSend);
+        if (comm->ring.links[k].sendShm) r = shmOpen(shm[(size_t)comm->ring.links[k].next * nr + k], &comm->ring.links[k].shmSend);
     // Everyone has mapped what it needs (or failed): the names can go.
     r = agreeAll(bs, me, n, r, "mapping peers");
-    for (RingLink &ring : comm->rings) shmUnlink(&ring.shmRecv);
+    for (RingLink &ring : comm->ring.links) shmUnlink(&ring.shmRecv);
     if (r != loomSuccess) return r;
-    comm->allPeersMapped = all;
+    comm->ll.allPeersMapped = all;
 
     char *myRegion = static_cast<char *>(comm->region.base);
-    for (RingLink &ring : comm->rings) {
+    for (RingLink &ring : comm->ring.links) {
         // Net FIFOs have the Simple layout only (LL is off across hosts).
         if (ring.recvNet) {
             ring.recvArea[kProtoSimple] = ring.prevCreditArea[kProtoSimple] = ring.netRecv.recvArea.device;
@@ -177,10 +177,10 @@ loomResult_t connectRing(loomComm *comm, const loomBootstrap_t *bs, const std::v
     }
     // LL128 where every link of every ring is NVLink p2p (gathered reach and
     // the same rings everywhere: every rank decides alike).
-    comm->ll128Ready = comm->ll128RingMaxBytes > 0 && n > 1;
-    for (const RingLink &ring : comm->rings)
-        for (int i = 0; i < n && comm->ll128Ready; ++i)
-            comm->ll128Ready = p2p(ring.order[i], ring.order[(i + 1) % n]);
+    comm->ring.ll128Ready = comm->ring.ll128MaxBytes > 0 && n > 1;
+    for (const RingLink &ring : comm->ring.links)
+        for (int i = 0; i < n && comm->ring.ll128Ready; ++i)
+            comm->ring.ll128Ready = p2p(ring.order[i], ring.order[(i + 1) % n]);
     return loomSuccess;
 }
 
@@ -200,15 +200,15 @@ cudaError_t uploadRingOrder(RingLink *ring) {
 } // namespace
 
 loomResult_t buildRingTables(loomComm *comm) {
-    const int n = comm->nranks, nr = (int)comm->rings.size();
+    const int n = comm->nranks, nr = (int)comm->ring.links.size();
     cudaError_t e = cudaSuccess;
-    for (RingLink &ring : comm->rings)
+    for (RingLink &ring : comm->ring.links)
         if (e == cudaSuccess) e = uploadRingOrder(&ring);
     for (int p = 0; p < kNumRingProtos && e == cudaSuccess; ++p) {
         const size_t chBytes = ringChannelBytes(comm, p);
         std::vector<RingChannel> chans((size_t)comm->maxChannels);
         for (int c = 0; c < comm->maxChannels && n > 1; ++c) {
-            const RingLink &ring = comm->rings[c % nr];
+            const RingLink &ring = comm->ring.links[c % nr];
             if (!ring.recvArea[p] || !ring.sendArea[p]) continue;
             // Channel c's FIFO: index c of a region or shm segment, index c / nr of the ring's net link.
             const size_t recvAt = (size_t)(ring.recvNet ? RingLink::netIndex(c, nr) : c) * chBytes;
@@ -226,9 +226,9 @@ loomResult_t buildRingTables(loomComm *comm) {
             ch.order = ring.orderDev;
             ch.posOf = ring.posOfDev;
         }
-        e = cudaMalloc((void **)&comm->ringChansDev[p], sizeof(RingChannel) * chans.size());
+        e = cudaMalloc((void **)&comm->ring.chansDev[p], sizeof(RingChannel) * chans.size());
         if (e == cudaSuccess)
-            e = setupWrite(comm->ringChansDev[p], chans.data(), sizeof(RingChannel) * chans.size());
+            e = setupWrite(comm->ring.chansDev[p], chans.data(), sizeof(RingChannel) * chans.size());
     }
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: ring connection tables: %s", comm->rank, comm->cudaDev,
@@ -238,11 +238,11 @@ loomResult_t buildRingTables(loomComm *comm) {
 
 std::string ringNeighbours(const loomComm *comm) {
     std::string s;
-    for (size_t k = 0; k < comm->rings.size(); ++k) {
-        const RingLink &ring = comm->rings[k];
+    for (size_t k = 0; k < comm->ring.links.size(); ++k) {
+        const RingLink &ring = comm->ring.links[k];
         bool seen = false; // rings with the same neighbours are named once
         for (size_t j = 0; j < k && !seen; ++j)
-            seen = comm->rings[j].prev == ring.prev && comm->rings[j].next == ring.next;
+            seen = comm->ring.links[j].prev == ring.prev && comm->ring.links[j].next == ring.next;
         if (!seen) s += (s.empty() ? "" : "; ") + std::to_string(ring.prev) + ", " + std::to_string(ring.next);
     }
     return s;
@@ -251,8 +251,8 @@ std::string ringNeighbours(const loomComm *comm) {
 std::string describeRings(const loomComm *comm) {
     auto kind = [](bool net, bool shm) { return net ? "net" : shm ? "shm" : "p2p"; };
     std::string s;
-    for (size_t k = 0; k < comm->rings.size(); ++k) {
-        const RingLink &ring = comm->rings[k];
+    for (size_t k = 0; k < comm->ring.links.size(); ++k) {
+        const RingLink &ring = comm->ring.links[k];
         char one[160];
         snprintf(one, sizeof(one), "%sring %zu: %d -(%s)-> %d -(%s)-> %d%s%s%s%s", k ? "; " : "", k, ring.prev,
                  kind(ring.recvNet, ring.recvShm), comm->rank, kind(ring.sendNet, ring.sendShm), ring.next,

@@ -70,20 +70,20 @@ using SameHostP2p = std::function<bool(int, int)>;
 // peer uses for the same edge (-1: no edge). False when a rank has more
 // children than a tree kernel takes (kMaxTreeChildren).
 bool planTreeEdges(const topo::Tree trees[2], int rank, TreeNode node[2], int peerSlot[kTreeEdgeSlots]);
-// Trees usable by every rank (decided alike everywhere): fills comm->treeNode
+// Trees usable by every rank (decided alike everywhere): fills comm->edges.treeNode
 // and slots [0, kTreeEdgeSlots) of peerOf/peerSlot.
 bool planTrees(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEdgeSlots], int peerSlot[kEdgeSlots]);
 
 // Rank's recursive-doubling edges: peerOf[k] / peerSlot[k] for its slot
 // kTreeEdgeSlots + k. False beyond kMaxRdSteps steps.
 bool planRdEdges(int rank, int n, int peerOf[kRdEdgeSlots], int peerSlot[kRdEdgeSlots]);
-// Recursive doubling usable by every rank: fills comm->rdRole and its slots.
+// Recursive doubling usable by every rank: fills comm->edges.rdRole and its slots.
 bool planRd(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEdgeSlots], int peerSlot[kEdgeSlots]);
 
 // Collective. When the ranks span hosts: plans the trees and recursive
 // doubling (each off where LOOM_TREE_MAX_BYTES / LOOM_RD_MAX_BYTES is 0 or a
 // host has GPUs without p2p between them) and connects their edges (p2p
-// inside a host, net across); sets comm->treeReady / rdReady.
+// inside a host, net across); sets comm->edges.treeReady / rdReady.
 loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
                           const Reach &reach);
 

@@ -28,14 +28,14 @@ FifoFlags *flagsAt(char *area) { return reinterpret_cast<FifoFlags *>(area); }
 loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::vector<PeerInfo> &peers,
                           const Reach &reach) {
     const int n = comm->nranks, me = comm->rank;
-    for (int k = 0; k < kEdgeSlots; ++k) comm->edgePeer[k] = comm->edgePeerSlot[k] = -1;
-    if (!comm->spansHosts || n < 2 || (!comm->treeMaxBytes && !comm->rdMaxBytes)) return loomSuccess;
+    for (int k = 0; k < kEdgeSlots; ++k) comm->edges.peer[k] = comm->edges.peerSlot[k] = -1;
+    if (!comm->spansHosts || n < 2 || (!comm->edges.treeMaxBytes && !comm->edges.rdMaxBytes)) return loomSuccess;
     auto sameHost = [&](int a, int b) { return peers[a].hostHash == peers[b].hostHash; };
     const SameHostP2p p2pInsideHosts = [&](int a, int b) { return !sameHost(a, b) || reach.p2p(a, b); };
     // Decided from the same graphs and gathered data on every rank.
-    int *peerOf = comm->edgePeer, *peerSlot = comm->edgePeerSlot;
-    comm->treeReady = comm->treeMaxBytes && planTrees(comm, p2pInsideHosts, peerOf, peerSlot);
-    comm->rdReady = comm->rdMaxBytes && planRd(comm, p2pInsideHosts, peerOf, peerSlot);
+    int *peerOf = comm->edges.peer, *peerSlot = comm->edges.peerSlot;
+    comm->edges.treeReady = comm->edges.treeMaxBytes && planTrees(comm, p2pInsideHosts, peerOf, peerSlot);
+    comm->edges.rdReady = comm->edges.rdMaxBytes && planRd(comm, p2pInsideHosts, peerOf, peerSlot);
 
     // Inside a host: map the peers' regions.
     loomResult_t r = loomSuccess;
@@ -49,24 +49,24 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
     std::vector<NetLinks *> links;
     for (int k = 0; k < kEdgeSlots; ++k) {
         if (peerOf[k] < 0 || sameHost(me, peerOf[k])) continue;
-        setups.push_back(NetSetup{true, true, peerOf[k], peerOf[k], 1, comm->nslots, comm->edgeSlotBytes, k,
+        setups.push_back(NetSetup{true, true, peerOf[k], peerOf[k], 1, comm->ring.nslots, comm->edges.slotBytes, k,
                                   peerSlot[k], k});
-        links.push_back(&comm->edgeNet[k]);
-        comm->edgesUseNet = true;
+        links.push_back(&comm->edges.net[k]);
+        comm->edges.useNet = true;
     }
     const NetCommon common{comm->nic.c_str(), me, n, setupWaitSeconds(), kEdgeSlots};
     r = netConnect(common, setups, bs, links);
     if (r != loomSuccess) return r;
 
-    char *mine = static_cast<char *>(comm->region.base) + comm->edgeOffset;
+    char *mine = static_cast<char *>(comm->region.base) + comm->edges.offset;
     for (int k = 0; k < kEdgeSlots; ++k) {
-        PeerEdge &d = comm->edge[k];
+        PeerEdge &d = comm->edges.edge[k];
         d = PeerEdge{};
         const int peer = peerOf[k];
         if (peer < 0) continue;
         if (sameHost(me, peer)) {
-            char *myFifo = mine + (size_t)k * comm->edgeFifoBytes;
-            char *theirs = comm->peerBase[peer] + comm->edgeOffset + (size_t)peerSlot[k] * comm->edgeFifoBytes;
+            char *myFifo = mine + (size_t)k * comm->edges.fifoBytes;
+            char *theirs = comm->peerBase[peer] + comm->edges.offset + (size_t)peerSlot[k] * comm->edges.fifoBytes;
             d.recv.slots = myFifo + sizeof(FifoFlags);
             d.recv.tail = &flagsAt(myFifo)->recvTail;
             d.send.head = &flagsAt(myFifo)->sendHead; // the credit for my sends lives with me
@@ -74,7 +74,7 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
             d.send.tail = &flagsAt(theirs)->recvTail;
             d.recv.head = &flagsAt(theirs)->sendHead;
         } else {
-            const NetLinks &l = comm->edgeNet[k];
+            const NetLinks &l = comm->edges.net[k];
             d.recv.slots = netRecvSlotBase(l) + sizeof(FifoFlags);
             d.recv.tail = &flagsAt(l.recvArea.device)->recvTail;
             d.recv.head = &flagsAt(l.recvArea.device)->sendHead; // the proxy takes it as its head
@@ -85,24 +85,24 @@ loomResult_t connectEdges(loomComm *comm, const loomBootstrap_t *bs, const std::
         }
     }
     // The kernels read the edges from device memory.
-    cudaError_t e = cudaMalloc((void **)&comm->edgeConnsDev, sizeof(comm->edge));
-    if (e == cudaSuccess) e = setupWrite(comm->edgeConnsDev, comm->edge, sizeof(comm->edge));
+    cudaError_t e = cudaMalloc((void **)&comm->edges.connsDev, sizeof(comm->edges.edge));
+    if (e == cudaSuccess) e = setupWrite(comm->edges.connsDev, comm->edges.edge, sizeof(comm->edges.edge));
     r = e == cudaSuccess ? loomSuccess
                          : fail(loomUnhandledCudaError, "rank %d: edge table: %s", me, cudaGetErrorString(e));
     r = agreeAll(bs, me, n, r, "uploading the edge table");
     if (r != loomSuccess) return r;
-    if (comm->treeReady)
+    if (comm->edges.treeReady)
         LOOM_INFO(kInit, "rank %d: trees: parent %d / %d, children %d / %d; %s; up to %zu KiB, %zu KiB slots", me,
-                  comm->treeNode[0].parent, comm->treeNode[1].parent, comm->treeNode[0].nchildren,
-                  comm->treeNode[1].nchildren, comm->edgesUseNet ? "edges across hosts over the net" : "p2p only",
-                  comm->treeMaxBytes >> 10, comm->edgeSlotBytes >> 10);
-    if (comm->rdReady) {
+                  comm->edges.treeNode[0].parent, comm->edges.treeNode[1].parent, comm->edges.treeNode[0].nchildren,
+                  comm->edges.treeNode[1].nchildren, comm->edges.useNet ? "edges across hosts over the net" : "p2p only",
+                  comm->edges.treeMaxBytes >> 10, comm->edges.slotBytes >> 10);
+    if (comm->edges.rdReady) {
         const RdPlan q = rdPlan(me, n);
         LOOM_INFO(kInit, "rank %d: recursive doubling: %d steps over %d ranks%s; up to %zu KiB", me, q.steps, q.p,
                   q.extra >= 0  ? (", folds in rank " + std::to_string(q.extra)).c_str()
                   : q.host >= 0 ? (", an extra of rank " + std::to_string(q.host)).c_str()
                                 : "",
-                  comm->rdMaxBytes >> 10);
+                  comm->edges.rdMaxBytes >> 10);
     }
     return loomSuccess;
 }

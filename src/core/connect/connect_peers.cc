@@ -95,7 +95,7 @@ loomResult_t connectAll(loomComm *comm) {
                                                                                          : params().exchangeChannels;
     const int n = comm->nranks, me = comm->rank, C = exchangeChannels(n, cap); // LOOM_MAX_CTAS caps it too
     p.channels = C;
-    exchangeFifoShape(n, C, comm->edgeSlotBytes, comm->nslots, &p.nslots, &p.slotBytes);
+    exchangeFifoShape(n, C, comm->edges.slotBytes, comm->ring.nslots, &p.nslots, &p.slotBytes);
     p.fifoBytes = sizeof(FifoFlags) + (size_t)p.nslots * p.slotBytes;
     p.peerRegion.assign(n, nullptr);
     p.shmSend.assign(n, ShmSegment{});

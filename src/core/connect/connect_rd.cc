@@ -41,7 +41,7 @@ bool planRd(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEdgeS
             }
     }
     planRdEdges(me, n, peerOf + kTreeEdgeSlots, peerSlot + kTreeEdgeSlots);
-    comm->rdRole = rdRoleOf(me, n);
+    comm->edges.rdRole = rdRoleOf(me, n);
     return true;
 }
 

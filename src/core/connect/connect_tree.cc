@@ -50,21 +50,21 @@ bool planTrees(loomComm *comm, const SameHostP2p &p2pInsideHosts, int peerOf[kEd
     int unusedSlots[kTreeEdgeSlots];
     TreeNode unusedNodes[2];
     for (int r = 0; r < n; ++r)
-        if (!planTreeEdges(comm->trees, r, unusedNodes, unusedSlots)) {
+        if (!planTreeEdges(comm->edges.trees, r, unusedNodes, unusedSlots)) {
             LOOM_INFO(kInit, "rank %d: trees off: rank %d has more than %d children", me, r, kMaxTreeChildren);
             return false;
         }
     for (int t = 0; t < 2; ++t)
         for (int r = 0; r < n; ++r) {
-            const int p = comm->trees[t].parent[r];
+            const int p = comm->edges.trees[t].parent[r];
             if (p >= 0 && !p2pInsideHosts(r, p)) {
                 LOOM_INFO(kInit, "rank %d: trees off: ranks %d and %d share a host without p2p", me, r, p);
                 return false;
             }
         }
-    planTreeEdges(comm->trees, me, comm->treeNode, peerSlot);
+    planTreeEdges(comm->edges.trees, me, comm->edges.treeNode, peerSlot);
     for (int k = 0; k < kTreeEdgeSlots; ++k) {
-        const TreeNode &nd = comm->treeNode[k / kTreeEdges];
+        const TreeNode &nd = comm->edges.treeNode[k / kTreeEdges];
         const int e = k % kTreeEdges;
         peerOf[k] = peerSlot[k] < 0 ? -1 : e == 0 ? nd.parent : nd.children[e - 1];
     }

@@ -81,7 +81,7 @@ Choice choose(loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize
     // No host rendezvous while the caller must not block (loomCommSetHostWait):
     // zero-copy then only staged (no per-call agreement), where it fits.
     const bool staged = coll == loomCollAllReduce && stagedTwoShotFits(comm, bytes);
-    const unsigned allowed = comm->hostWaitAllowed || staged ? kAllAlgos : kAllAlgos & ~(1u << kAlgoZeroCopy);
+    const unsigned allowed = comm->order.hostWaitAllowed || staged ? kAllAlgos : kAllAlgos & ~(1u << kAlgoZeroCopy);
     const Choice c = selectAlgorithm(comm, CallShape{coll, bytes, piece, esize, ragged}, allowed);
     LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, loomCollName(coll), bytes, algoName(c.algo),
                c.rule);
@@ -105,14 +105,14 @@ bool equalBlocks(const size_t *counts, const size_t *displs, int n) {
 // A device buffer of the communicator's own for an in-place ragged
 // reduce_scatter's input (whose blocks the result would overwrite).
 loomResult_t vInputCopy(loomComm *comm, const void *in, size_t bytes, cudaStream_t stream, const void **copy) {
-    loomResult_t r = growDeviceBuffer(comm, &comm->vInput, &comm->vInputBytes, bytes, "in-place reduce_scatter input");
+    loomResult_t r = growDeviceBuffer(comm, &comm->stage.vInput, &comm->stage.vInputBytes, bytes, "in-place reduce_scatter input");
     if (r != loomSuccess) return r;
     streamBusy(comm);
-    cudaError_t e = cudaMemcpyAsync(comm->vInput, in, bytes, cudaMemcpyDeviceToDevice, stream);
+    cudaError_t e = cudaMemcpyAsync(comm->stage.vInput, in, bytes, cudaMemcpyDeviceToDevice, stream);
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d: copy of an in-place reduce_scatter's input (%zu B): %s",
                     comm->rank, comm->cudaDev, bytes, cudaGetErrorString(e));
-    *copy = comm->vInput;
+    *copy = comm->stage.vInput;
     return loomSuccess;
 }
 
@@ -142,7 +142,7 @@ namespace loom {
 
 loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
-    if (comm->failed) return failedEarlier(comm, what);
+    if (comm->ras.failed) return failedEarlier(comm, what);
     beginCall(comm);
     if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
     if (reduction && !loomOpSupported(dtype, op))

@@ -33,7 +33,7 @@ bool movementOnEngines(const loomComm *comm, size_t block) {
     // pairwise: the per-call buffer descriptions (without it no block moves
     // in place, and the FIFOs would carry every copy); allPeersMapped is the
     // one-shot family's flag (up to 8 ranks, LOOM_LL_MAX_BYTES > 0).
-    return params().exchangeCopyEngines && comm->hostWaitAllowed && !comm->spansHosts && comm->allPeersMapped &&
+    return params().exchangeCopyEngines && comm->order.hostWaitAllowed && !comm->spansHosts && comm->ll.allPeersMapped &&
            comm->nranks > 1 && least > 0 && block >= (size_t)least && comm->peers && comm->peers->bootstrap.pairwise;
 }
 

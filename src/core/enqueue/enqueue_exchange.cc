@@ -96,7 +96,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
                                      size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
     if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
-    if (comm->failed) return failedEarlier(comm, "loomAllToAllV");
+    if (comm->ras.failed) return failedEarlier(comm, "loomAllToAllV");
     beginCall(comm);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
         return fail(loomInvalidArgument, "loomAllToAllV: NULL counts or displacements");
@@ -163,7 +163,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     const bool push = exchangePushes(knobs, fanIn != 0, agreedBlock);
     // No in-place pairs while the caller must not block (loomCommSetHostWait):
     // their buffer descriptions are a per-call host exchange.
-    const size_t least = comm->hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
+    const size_t least = comm->order.hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
     loomResult_t r = planDirectPairs(comm, least, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
     if (r != loomSuccess) return r;
@@ -231,7 +231,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
     a.wait = callWait(comm);
-    a.abortFlag = comm->abortFlagDev;
+    a.abortFlag = comm->ras.abortFlagDev;
     cudaError_t e = launchExchange(a, stream);
     if (e != cudaSuccess) return cudaFail(comm, "launch", e);
     if (exchangeSecondKernel(s)) { // the pushed direct blocks on the copy engines, their publications, waits
@@ -246,7 +246,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
         a.enginesFailed = r != loomSuccess; // the root is told its blocks did not come
         e = launchExchangeAfterCopies(a, stream);
         if (e != cudaSuccess) { // the root's ready is spent and copies may be in flight: no later call is safe
-            comm->failed = true;
+            comm->ras.failed = true;
             return cudaFail(comm, "launch of the publications after the copies", e);
         }
     }

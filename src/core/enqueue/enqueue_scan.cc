@@ -72,7 +72,7 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
     a.wait = callWait(comm);
-    a.abortFlag = comm->abortFlagDev;
+    a.abortFlag = comm->ras.abortFlagDev;
     cudaError_t e = launchScan(a, datatype, op, stream);
     if (e != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s: launch: %s", me, comm->cudaDev, comm->busId, what,

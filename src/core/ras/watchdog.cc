@@ -90,8 +90,8 @@ void readPeers(Watched &w, double now) {
         w.who.assign(n, std::string());
         for (int q = 0; q < n; ++q) w.peers[q].rank = q;
     }
-    if (comm->arrivals) {
-        const ArrivalBoard &board = *comm->arrivals;
+    if (comm->ras.arrivals) {
+        const ArrivalBoard &board = *comm->ras.arrivals;
         std::vector<int> dead;
         for (const Arrival &a : deadRanks(board)) dead.push_back(a.rank);
         for (int k = 0; k < board.slots(); ++k) {
@@ -99,9 +99,9 @@ void readPeers(Watched &w, double now) {
             take(w, a, std::find(dead.begin(), dead.end(), a.rank) != dead.end());
         }
     }
-    if (!comm->arrivalPeers || now - w.lastAsk < kAskEverySeconds) return;
+    if (!comm->ras.arrivalPeers || now - w.lastAsk < kAskEverySeconds) return;
     w.lastAsk = now;
-    const ArrivalPeers &ap = *comm->arrivalPeers;
+    const ArrivalPeers &ap = *comm->ras.arrivalPeers;
     const OtherHosts others = otherHosts(ap, ap.boardOf[comm->rank]);
     const std::vector<std::vector<int>> &ranks = others.ranks;
     const std::vector<HostArrivals> answers = arrivalAsk(comm->commTag, others.contacts, kAskSeconds, comm->rank);
@@ -130,18 +130,18 @@ std::string rankList(const Watched &w, const std::vector<int> &ranks, const char
 // Cancels the communicator's calls for w.reason (set by the caller).
 void cancel(Watched &w) {
     w.cancelled = true;
-    w.comm->watch->cancel = 1;
+    w.comm->ras.watch->cancel = 1;
     LOOM_INFO(kColl, "rank %d: call %llu: %s: cancelling this communicator's calls", w.comm->rank,
               (unsigned long long)w.call, w.reason.c_str());
 }
 
 void look(Watched &w, double now) {
     loomComm *comm = w.comm;
-    WatchWords *words = comm->watch;
-    if (comm->arrivals) comm->arrivals->started(comm->arrivalSlot, words->started);
+    WatchWords *words = comm->ras.watch;
+    if (comm->ras.arrivals) comm->ras.arrivals->started(comm->ras.arrivalSlot, words->started);
     // This rank's side failed (set by the thread that made the calls): the others' watchdogs read it here.
-    if (comm->arrivals && !w.failedSaid && __atomic_load_n(&comm->failed, __ATOMIC_RELAXED)) {
-        comm->arrivals->failed(comm->arrivalSlot, __atomic_load_n(&comm->collsEntered, __ATOMIC_RELAXED));
+    if (comm->ras.arrivals && !w.failedSaid && __atomic_load_n(&comm->ras.failed, __ATOMIC_RELAXED)) {
+        comm->ras.arrivals->failed(comm->ras.arrivalSlot, __atomic_load_n(&comm->ras.collsEntered, __ATOMIC_RELAXED));
         w.failedSaid = true;
     }
     if (w.cancelled) return;
@@ -177,7 +177,7 @@ void look(Watched &w, double now) {
     w.warned = true;
     char head[160];
     snprintf(head, sizeof(head), "rank %d GPU %d (%s): %s (call %llu) has waited %.0f s", comm->rank, comm->cudaDev,
-             comm->busId, comm->lastColl, (unsigned long long)w.call, now - w.stallSeen + kStallReportSeconds);
+             comm->busId, comm->ras.lastColl, (unsigned long long)w.call, now - w.stallSeen + kStallReportSeconds);
     std::string late;
     for (int q : v.notEntered)
         late += (late.empty() ? "" : "; ") + rankList(w, {q}, "") + " has not entered it (it entered " +
@@ -285,7 +285,7 @@ WaitLimit hostWaitLimit(const loomComm *comm, uint64_t call) {
     l.hardCycles = (unsigned long long)(params().timeoutSeconds * 1e9);
     l.reportCycles = (unsigned long long)(kStallReportSeconds * 1e9);
     l.seq = call;
-    l.words = comm->watch;
+    l.words = comm->ras.watch;
     return l;
 }
 

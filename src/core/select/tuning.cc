@@ -47,7 +47,7 @@ double predictUs(const loomComm *comm, const CallShape &s, int algo) {
 }
 
 double predictUs(const loomComm *comm, const CallShape &s, int algo, int channels) {
-    if (s.coll != loomCollAllReduce || !comm->allPeersMapped || comm->spansHosts || comm->nranks < 2) return -1;
+    if (s.coll != loomCollAllReduce || !comm->ll.allPeersMapped || comm->spansHosts || comm->nranks < 2) return -1;
     const double n = comm->nranks, bytes = (double)s.bytes;
     for (const AlgoModel &m : kAllReduceModels) {
         if (m.algo != algo) continue;

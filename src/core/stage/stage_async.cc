@@ -76,25 +76,25 @@ class OnDevice {
 
 // The pool and stream, made at the first staged non-blocking call.
 bool stagingReady(loomComm *comm) {
-    if (comm->stagePool || comm->stagePoolFailed) return comm->stagePool != nullptr;
+    if (comm->stage.pool || comm->stage.poolFailed) return comm->stage.pool != nullptr;
     cudaMemPoolProps props = {};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = comm->cudaDev;
     uint64_t keep = kPoolKeepBytes;
-    cudaError_t e = cudaMemPoolCreate(&comm->stagePool, &props);
-    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(comm->stagePool, cudaMemPoolAttrReleaseThreshold, &keep);
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&comm->stageStream, cudaStreamNonBlocking);
+    cudaError_t e = cudaMemPoolCreate(&comm->stage.pool, &props);
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(comm->stage.pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&comm->stage.stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         cudaGetLastError(); // not sticky
-        if (comm->stagePool) cudaMemPoolDestroy(comm->stagePool);
-        comm->stagePool = nullptr;
-        comm->stagePoolFailed = true;
+        if (comm->stage.pool) cudaMemPoolDestroy(comm->stage.pool);
+        comm->stage.pool = nullptr;
+        comm->stage.poolFailed = true;
         LOOM_WARN(loom::kColl, "rank %d GPU %d: no memory pool for non-blocking calls on host buffers (%s): they "
                   "finish inside the call", comm->rank, comm->cudaDev, cudaGetErrorString(e));
     }
-    return comm->stagePool != nullptr;
+    return comm->stage.pool != nullptr;
 }
 
 // One copy on the staging stream, finished on return; small host buffers
@@ -104,11 +104,11 @@ loomResult_t copyNow(loomComm *comm, void *dst, const void *src, size_t bytes, b
     if (b && toDevice) memcpy(b, src, bytes);
     // Device memory (another GPU's) may still be written by the legacy
     // stream; pageable host memory cannot be (core/stream/app_order.cc).
-    if (!b && toDevice && !comm->streamBlocking && loom::stagedSourceOnDevice(src))
-        loom::orderAfterApplication(comm, comm->stageStream);
+    if (!b && toDevice && !comm->order.blocking && loom::stagedSourceOnDevice(src))
+        loom::orderAfterApplication(comm, comm->stage.stream);
     cudaError_t e = cudaMemcpyAsync(toDevice || !b ? dst : b, toDevice && b ? b : src, bytes, cudaMemcpyDefault,
-                                    comm->stageStream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stageStream);
+                                    comm->stage.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stage.stream);
     if (e != cudaSuccess) return loom::stageCopyFail(comm, toDevice ? "in" : "out", e);
     if (b && !toDevice) memcpy(dst, b, bytes);
     return loomSuccess;
@@ -123,8 +123,8 @@ extern "C" loomResult_t loomStagedCreate(loomComm_t comm, size_t bytes, void **b
     OnDevice on(comm->cudaDev);
     if (!stagingReady(comm)) return loomSuccess;
     void *buf = nullptr;
-    cudaError_t e = cudaMallocFromPoolAsync(&buf, bytes ? bytes : 1, comm->stagePool, comm->stageStream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stageStream); // usable from loom's stream too
+    cudaError_t e = cudaMallocFromPoolAsync(&buf, bytes ? bytes : 1, comm->stage.pool, comm->stage.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(comm->stage.stream); // usable from loom's stream too
     if (e != cudaSuccess) {
         cudaGetLastError();
         return loom::fail(loomUnhandledCudaError, "rank %d GPU %d: a staging buffer of %zu bytes for a non-blocking "
@@ -165,10 +165,10 @@ extern "C" loomResult_t loomStagedFinish(loomStaged_t staged, int copyOut) {
     for (const loomStaged::Out &o : staged->outs)
         if (copyOut && r == loomSuccess) r = copyNow(comm, o.dst, o.src, o.bytes, false);
     if (copyOut) { // the call's kernel is done: nothing reads the buffer any more
-        if (cudaFreeAsync(staged->buf, comm->stageStream) != cudaSuccess) cudaGetLastError(); // a failed context
+        if (cudaFreeAsync(staged->buf, comm->stage.stream) != cudaSuccess) cudaGetLastError(); // a failed context
     } else { // a failed call: work it enqueued may still run; freed with the communicator, after its stream
         try {
-            comm->stageParked.push_back(staged->buf);
+            comm->stage.parked.push_back(staged->buf);
         } catch (const std::bad_alloc &) { /* leaked: better than freed under a running kernel */ }
     }
     delete staged;

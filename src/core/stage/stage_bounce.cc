@@ -35,26 +35,26 @@ namespace {
 
 // The bounce buffer (allocated at the first small copy); null: none to be had.
 void *bounce(loomComm *comm) {
-    if (!comm->stageBounce && !comm->stageBounceFailed) {
+    if (!comm->stage.bounce && !comm->stage.bounceFailed) {
         int current = -1;
         cudaGetDevice(&current);
         cudaSetDevice(comm->cudaDev);
-        if (cudaHostAlloc(&comm->stageBounce, kBounceBytes, cudaHostAllocDefault) != cudaSuccess) {
+        if (cudaHostAlloc(&comm->stage.bounce, kBounceBytes, cudaHostAllocDefault) != cudaSuccess) {
             cudaGetLastError(); // not sticky: cudaMemcpy goes on
-            comm->stageBounce = nullptr;
-            comm->stageBounceFailed = true;
+            comm->stage.bounce = nullptr;
+            comm->stage.bounceFailed = true;
             LOOM_WARN(loom::kColl, "rank %d GPU %d: no pinned bounce buffer for host-buffer ranks: copies go straight",
                       comm->rank, comm->cudaDev);
         }
         if (current >= 0) cudaSetDevice(current);
     }
-    return comm->stageBounce;
+    return comm->stage.bounce;
 }
 
 } // namespace
 
 loomResult_t stageCopyFail(loomComm *comm, const char *what, cudaError_t e) {
-    comm->failed = true; // a copy that could not be enqueued: the next call would meet a broken context
+    comm->ras.failed = true; // a copy that could not be enqueued: the next call would meet a broken context
     return loom::fail(loomUnhandledCudaError, "rank %d GPU %d: staging a host buffer %s: %s", comm->rank,
                       comm->cudaDev, what, cudaGetErrorString(e));
 }

@@ -44,12 +44,12 @@
 namespace loom {
 
 void orderAfterApplication(loomComm *comm, cudaStream_t stream) {
-    if (stream == comm->stream && comm->streamBlocking) return;
-    comm->legacyIdleAtEntry = cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
-    if (comm->legacyIdleAtEntry) return;
-    cudaError_t e = comm->legacyMark ? cudaSuccess : cudaEventCreateWithFlags(&comm->legacyMark, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(comm->legacyMark, cudaStreamLegacy);
-    if (e == cudaSuccess) e = cudaStreamWaitEvent(stream, comm->legacyMark, 0);
+    if (stream == comm->stream && comm->order.blocking) return;
+    comm->order.legacyIdleAtEntry = cudaStreamQuery(cudaStreamLegacy) == cudaSuccess;
+    if (comm->order.legacyIdleAtEntry) return;
+    cudaError_t e = comm->order.legacyMark ? cudaSuccess : cudaEventCreateWithFlags(&comm->order.legacyMark, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(comm->order.legacyMark, cudaStreamLegacy);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(stream, comm->order.legacyMark, 0);
     if (e == cudaSuccess) return;
     // Ordering on the GPU failed: wait on the host instead (an error of the
     // application's own work is the application's; loom's launches say theirs).

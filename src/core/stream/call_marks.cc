@@ -16,18 +16,18 @@ using loom::CallMarks;
 
 extern "C" loomResult_t loomCommSetHostWait(loomComm_t comm, int allowed) {
     if (!comm) return loom::fail(loomInvalidArgument, "loomCommSetHostWait: comm is NULL");
-    comm->hostWaitAllowed = allowed != 0;
+    comm->order.hostWaitAllowed = allowed != 0;
     return loomSuccess;
 }
 
 extern "C" loomResult_t loomCommMark(loomComm_t comm, uint64_t *ticket) {
     if (!comm || !ticket) return loom::fail(loomInvalidArgument, "loomCommMark: comm or ticket is NULL");
-    CallMarks &m = comm->marks;
+    CallMarks &m = comm->order.marks;
     cudaEvent_t e = nullptr;
     cudaError_t err = cudaSuccess;
     // No event where loom's stream holds nothing (the last call went to the
     // resident kernel, or none came since a wait drained it).
-    if (!comm->streamIdle) {
+    if (!comm->order.idle) {
         if (!m.spare.empty()) {
             e = m.spare.back();
             m.spare.pop_back();
@@ -48,7 +48,7 @@ extern "C" loomResult_t loomCommMark(loomComm_t comm, uint64_t *ticket) {
 
 extern "C" loomResult_t loomCommTest(loomComm_t comm, uint64_t ticket, int *done) {
     if (!comm || !done) return loom::fail(loomInvalidArgument, "loomCommTest: comm or done is NULL");
-    CallMarks &m = comm->marks;
+    CallMarks &m = comm->order.marks;
     *done = 0;
     if (ticket > m.issued) return loom::fail(loomInvalidArgument, "loomCommTest: ticket %llu was never issued",
                                              (unsigned long long)ticket);

@@ -241,7 +241,7 @@ bool residentAllowed(const loomComm *comm, size_t bytes) {
     // stream to wait for it on the GPU (residentOrder).
     // LOOM_RESIDENT_NONBLOCKING=1: while no other communicator has a resident kernel; 2: any.
     const bool alone = residentComms.load(std::memory_order_relaxed) - (comm->resident ? 1 : 0) == 0;
-    const bool posting = comm->hostWaitAllowed ||
+    const bool posting = comm->order.hostWaitAllowed ||
                          (p.residentNonblocking && (p.residentNonblocking == 2 || alone) &&
                           !streamWaitBroken.load(std::memory_order_relaxed) && cudaDriver() &&
                           cudaDriver()->cuStreamWaitValue32);
@@ -257,8 +257,8 @@ bool residentEligible(loomComm *comm, size_t units, cudaStream_t stream) {
     // Nothing of loom's, nor of the application's on the legacy stream, may
     // still write the buffers (the latter asked at the call's entry with
     // LOOM_STREAM_BLOCKING=0: beginCall).
-    if (!comm->streamIdleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
-    return comm->streamBlocking ? cudaStreamQuery(cudaStreamLegacy) == cudaSuccess : comm->legacyIdleAtEntry;
+    if (!comm->order.idleAtEntry && cudaStreamQuery(comm->stream) != cudaSuccess) return false;
+    return comm->order.blocking ? cudaStreamQuery(cudaStreamLegacy) == cudaSuccess : comm->order.legacyIdleAtEntry;
 }
 
 namespace {
@@ -271,18 +271,18 @@ int look(loomComm *comm, uint32_t s, unsigned every, loomResult_t *err) {
     ResidentState *r = comm->resident;
     *err = loomSuccess;
     if (r->box->done == s) return 1;
-    if (*comm->abortFlag) return -1;
+    if (*comm->ras.abortFlag) return -1;
     if (++r->polls % every) return 0;
     const cudaError_t q = cudaStreamQuery(r->stream);
     if (q == cudaErrorNotReady) return 0;
     r->alive = false;
     if (r->box->done == s) return 1; // finished, then left idle
-    if (*comm->abortFlag) return -1;
-    comm->failed = true;
+    if (*comm->ras.abortFlag) return -1;
+    comm->ras.failed = true;
     *err = q != cudaSuccess ? cudaFail(comm, "ended", q)
                             : fail(loomInternalError, "rank %d GPU %d (%s): %s: the resident kernel ended before call %u "
                                    "finished; communicator unusable", comm->rank, comm->cudaDev, comm->busId,
-                                   comm->lastColl, s);
+                                   comm->ras.lastColl, s);
     return -1;
 }
 
@@ -339,7 +339,7 @@ loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dt
     }
     // The first communicator's create() probed stream memory operations: a
     // call that may not wait posts only where they work (it launches else).
-    if (!comm->hostWaitAllowed && streamWaitBroken.load(std::memory_order_relaxed)) return loomSuccess;
+    if (!comm->order.hostWaitAllowed && streamWaitBroken.load(std::memory_order_relaxed)) return loomSuccess;
     ResidentState *r = comm->resident;
     const int key = moves ? kAnyKey : reductionKey(dtype, op);
     loomResult_t res = loomSuccess;
@@ -355,14 +355,14 @@ loomResult_t residentRun(loomComm *comm, const OneShotArgs &a, loomDataType_t dt
     }
     *ran = true;
     ++r->calls;
-    if (!comm->hostWaitAllowed) { // the caller may not wait: done when a mark or loomCommWait sees `done`
+    if (!comm->order.hostWaitAllowed) { // the caller may not wait: done when a mark or loomCommWait sees `done`
         r->pending = r->seq;
         ++r->posted;
-        comm->streamIdle = true; // it was at entry, and the call is not on it
+        comm->order.idle = true; // it was at entry, and the call is not on it
         return loomSuccess;
     }
     res = finish(comm, r->seq);
-    if (res == loomSuccess) comm->streamIdle = true; // it was at entry (residentEligible), and the call is not on it
+    if (res == loomSuccess) comm->order.idle = true; // it was at entry (residentEligible), and the call is not on it
     return res;
 }
 
@@ -416,7 +416,7 @@ void residentOrder(loomComm *comm) {
     if (!streamWaitBroken.exchange(true))
         LOOM_WARN(kColl, "rank %d: cuStreamWaitValue32 failed (%d): non-blocking calls no longer go to the resident "
                   "kernel", comm->rank, (int)e);
-    if (settle(comm) != loomSuccess) comm->failed = true; // said by fail(); the call's own wait reports it again
+    if (settle(comm) != loomSuccess) comm->ras.failed = true; // said by fail(); the call's own wait reports it again
 }
 
 std::string residentDescribe(loomComm *comm) {
@@ -437,7 +437,7 @@ void residentRelease(loomComm *comm) {
     LOOM_INFO(kColl, "rank %d: the resident kernel ran %lu calls, %lu of them posted by non-blocking calls", comm->rank,
               r->calls, r->posted);
     if (r->alive) {
-        if (comm->failed) awaitEnd(r); // its CTAs leave on their own time-outs
+        if (comm->ras.failed) awaitEnd(r); // its CTAs leave on their own time-outs
         else leave(comm);
     }
     destroy(r);

@@ -28,7 +28,7 @@ EdgeSched schedBase(const loomComm *comm, int algo, size_t count, size_t elemByt
     s.algo = algo;
     s.count = count;
     s.elemBytes = elemBytes;
-    s.chunkElems = comm->edgeSlotBytes / elemBytes;
+    s.chunkElems = comm->edges.slotBytes / elemBytes;
     return s;
 }
 
@@ -36,14 +36,14 @@ EdgeSched schedBase(const loomComm *comm, int algo, size_t count, size_t elemByt
 
 EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize) {
     EdgeSched s = schedBase(comm, kEdgeTreeAllReduce, count, esize);
-    for (int t = 0; t < 2; ++t) s.tree[t] = comm->treeNode[t];
-    s.lag = comm->nslots / 2 > 0 ? comm->nslots / 2 : 1; // the schedule is deadlock-free for any lag
+    for (int t = 0; t < 2; ++t) s.tree[t] = comm->edges.treeNode[t];
+    s.lag = comm->ring.nslots / 2 > 0 ? comm->ring.nslots / 2 : 1; // the schedule is deadlock-free for any lag
     return s;
 }
 
 EdgeSched rdSched(const loomComm *comm, size_t count, size_t esize) {
     EdgeSched s = schedBase(comm, kEdgeRdAllReduce, count, esize);
-    s.rd = comm->rdRole;
+    s.rd = comm->edges.rdRole;
     return s;
 }
 
@@ -61,19 +61,19 @@ loomResult_t edgeCollective(loomComm *comm, const EdgeCall &c, cudaStream_t stre
     a.out = c.out;
     if (c.s.algo == kEdgeDoubling && dblAccElems(c.s.dbl)) {
         // The doubling reduce and reduce_scatter keep partial sums here.
-        loomResult_t r = growDeviceBuffer(comm, &comm->edgeAcc, &comm->edgeAccBytes,
+        loomResult_t r = growDeviceBuffer(comm, &comm->edges.acc, &comm->edges.accBytes,
                                           dblAccElems(c.s.dbl) * c.s.elemBytes, "doubling accumulator");
         if (r != loomSuccess) return r;
-        a.acc = comm->edgeAcc;
+        a.acc = comm->edges.acc;
     }
-    a.conns = comm->edgeConnsDev;
+    a.conns = comm->edges.connsDev;
     a.nthreads = params().ringThreads;
-    a.nslots = comm->nslots;
-    a.slotBytes = comm->edgeSlotBytes;
+    a.nslots = comm->ring.nslots;
+    a.slotBytes = comm->edges.slotBytes;
     enterCollective(comm, c.name);
     a.wait = callWait(comm);
-    a.abortFlag = comm->abortFlagDev;
-    for (int k = 0; k < kEdgeSlots; ++k) a.steps[k] = comm->edgeSteps[k];
+    a.abortFlag = comm->ras.abortFlagDev;
+    for (int k = 0; k < kEdgeSlots; ++k) a.steps[k] = comm->edges.steps[k];
     cudaError_t err = c.bytes ? launchEdgeBytes(a, stream) : launchEdgeColl(a, c.dtype, c.op, stream);
     if (err != cudaSuccess)
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s) launch: %s", comm->rank, comm->cudaDev,
@@ -82,11 +82,11 @@ loomResult_t edgeCollective(loomComm *comm, const EdgeCall &c, cudaStream_t stre
     edgeStepCounts(c.s, sends, recvs);
     for (int k = 0; k < kEdgeSlots; ++k) {
         if (!sends[k] && !recvs[k]) continue;
-        comm->edgeSteps[k].send += sends[k];
-        comm->edgeSteps[k].recv += recvs[k];
-        if (comm->edgeNet[k].send) {
+        comm->edges.steps[k].send += sends[k];
+        comm->edges.steps[k].recv += recvs[k];
+        if (comm->edges.net[k].send) {
             const uint64_t s = sends[k], r = recvs[k];
-            netPost(&comm->edgeNet[k], 1, &s, &r);
+            netPost(&comm->edges.net[k], 1, &s, &r);
         }
     }
     LOOM_TRACE(kColl, "rank %d: %s %zu x %zu B, %s", comm->rank, c.name, c.s.count, c.s.elemBytes, c.algoName);
@@ -101,8 +101,8 @@ namespace {
 
 // Recursive doubling (log2 n hops; trees 2x that, rings 2(n-1)) up to
 // LOOM_RD_MAX_BYTES, where it won across hosts (docs/performance.md).
-bool rdFits(const loomComm *comm, const CallShape &s) { return comm->rdReady && s.bytes <= comm->rdMaxBytes; }
-bool treesFit(const loomComm *comm, const CallShape &s) { return comm->treeReady && s.bytes <= comm->treeMaxBytes; }
+bool rdFits(const loomComm *comm, const CallShape &s) { return comm->edges.rdReady && s.bytes <= comm->edges.rdMaxBytes; }
+bool treesFit(const loomComm *comm, const CallShape &s) { return comm->edges.treeReady && s.bytes <= comm->edges.treeMaxBytes; }
 
 // The doubling family takes log2(ranks) network hops (one or two more with
 // extras) where the ring takes n - 1; but an edge hop costs about twice a
@@ -111,7 +111,7 @@ bool treesFit(const loomComm *comm, const CallShape &s) { return comm->treeReady
 // ring's hops (from 8 ranks). LOOM_DOUBLING=1/0 forces it on/off. Equal
 // blocks only.
 bool doublingFits(const loomComm *comm, const CallShape &s) {
-    if (s.ragged || !comm->rdReady || s.bytes > comm->rdMaxBytes || params().doubling == 0) return false;
+    if (s.ragged || !comm->edges.rdReady || s.bytes > comm->edges.rdMaxBytes || params().doubling == 0) return false;
     if (params().doubling == 1) return true;
     const RdPlan q = rdPlan(comm->rank, comm->nranks); // p and steps are the same on every rank
     const bool extras = q.p < comm->nranks;

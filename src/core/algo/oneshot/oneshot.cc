@@ -37,20 +37,20 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes, rcounts, rdispls}) + 7) / 8;
     if (coll == loomCollAllGather || coll == loomCollAllToAll) units *= (size_t)comm->nranks; // n output blocks
     a.nblocks = oneShotChannels(units); // core/select/tuning.h
-    uint32_t call = ++comm->llCalls;
-    if (call == 0) call = ++comm->llCalls; // flag 0 would match zeroed slots
+    uint32_t call = ++comm->ll.calls;
+    if (call == 0) call = ++comm->ll.calls; // flag 0 would match zeroed slots
     a.flag = call;
     enterCollective(comm, loomCollName(coll));
     size_t parity = (size_t)(call & 1) * comm->nranks;
     for (int q = 0; q < comm->nranks; ++q) {
-        char *mine = static_cast<char *>(comm->region.base) + comm->llOffset;
-        a.mine[q] = reinterpret_cast<const LLLine *>(mine + (parity + q) * comm->llSlotBytes);
+        char *mine = static_cast<char *>(comm->region.base) + comm->ll.offset;
+        a.mine[q] = reinterpret_cast<const LLLine *>(mine + (parity + q) * comm->ll.slotBytes);
         if (q != comm->rank)
-            a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->llOffset +
-                                                   (parity + comm->rank) * comm->llSlotBytes);
+            a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->ll.offset +
+                                                   (parity + comm->rank) * comm->ll.slotBytes);
     }
     a.wait = callWait(comm);
-    a.abortFlag = comm->abortFlagDev;
+    a.abortFlag = comm->ras.abortFlagDev;
     const bool moves = coll == loomCollAllGather || coll == loomCollBroadcast || coll == loomCollAllToAll;
     if (residentEligible(comm, units, stream)) { // no launch: the resident kernel runs it (core/stream/resident.h)
         bool ran = false;
@@ -93,8 +93,8 @@ constexpr size_t kOneShotLinkBytes[LOOM_TABLE_COLLS] = {
 // LL lines carry 8-byte units: a 16-byte element would straddle two;
 // allreduce: LOOM_LL_MAX_BYTES alone.
 bool oneShotFits(const loomComm *comm, const CallShape &s) {
-    if (!comm->allPeersMapped || s.esize > 8) return false;
-    if (s.coll == loomCollAllReduce) return s.bytes <= comm->llMaxBytes;
+    if (!comm->ll.allPeersMapped || s.esize > 8) return false;
+    if (s.coll == loomCollAllReduce) return s.bytes <= comm->ll.maxBytes;
     return oneShotPieceFits(comm, s.piece, kOneShotLinkBytes[s.coll]);
 }
 

@@ -64,7 +64,7 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     memset(&a, 0, sizeof(a));
     a.coll = c.coll;
     a.proto = c.proto;
-    a.chans = comm->ringChansDev[c.proto];
+    a.chans = comm->ring.chansDev[c.proto];
     a.in = c.in;
     a.out = c.out;
     a.blocks = hostBlocks;
@@ -73,12 +73,12 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.root = c.root; // each channel's schedule is in positions on its own ring
     a.nchannels = ringChannels(comm, c.totalBytes); // core/select/tuning.h
     a.nthreads = params().ringThreads;
-    a.nslots = comm->nslots;
+    a.nslots = comm->ring.nslots;
     a.slotBytes = ringSlotBytes(comm, c.proto);
     enterCollective(comm, loomCollName(c.coll));
     a.wait = callWait(comm);
-    a.abortFlag = comm->abortFlagDev;
-    ConnSteps *steps = comm->ringSteps[c.proto];
+    a.abortFlag = comm->ras.abortFlagDev;
+    ConnSteps *steps = comm->ring.steps[c.proto];
     for (int ch = 0; ch < a.nchannels; ++ch) a.steps[ch] = steps[ch];
     cudaError_t err = bytes ? launchRingBytes(a, stream) : launchRingColl(a, c.dtype, c.op, stream);
     if (err != cudaSuccess)
@@ -91,11 +91,11 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     const size_t align = esize >= 16 ? 1 : 16 / esize;
     const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;
     uint64_t sends[kMaxChannels] = {}, recvs[kMaxChannels] = {};
-    const int nr = (int)comm->rings.size();
+    const int nr = (int)comm->ring.links.size();
     // Per ring, not per channel: each walks the round's 2n steps.
     unsigned long long perRoundSends[kMaxChannels] = {}, perRoundRecvs[kMaxChannels] = {};
     for (int k = 0; k < nr && k < a.nchannels && comm->nranks > 1; ++k)
-        ringRoundSteps(c.coll, comm->rings[k].pos, comm->rings[k].posOf[c.root], comm->nranks, &perRoundSends[k],
+        ringRoundSteps(c.coll, comm->ring.links[k].pos, comm->ring.links[k].posOf[c.root], comm->nranks, &perRoundSends[k],
                        &perRoundRecvs[k]);
     for (int ch = 0; ch < a.nchannels && comm->nranks > 1; ++ch) {
         const size_t rounds = ringGeom(c.coll, hostBlocks, comm->nranks, a.nchannels, ch, slotElems, align).rounds;
@@ -105,8 +105,8 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
         steps[ch].recv += recvs[ch];
     }
     // Each ring's net links hold its channels only: channel ch is their ch / nr.
-    for (int k = 0; k < nr && comm->ringsUseNet; ++k) {
-        RingLink &ring = comm->rings[k];
+    for (int k = 0; k < nr && comm->ring.useNet; ++k) {
+        RingLink &ring = comm->ring.links[k];
         if (!ring.usesNet()) continue;
         uint64_t ringSends[kMaxChannels] = {}, ringRecvs[kMaxChannels] = {};
         int used = 0;
@@ -127,12 +127,12 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
 namespace {
 
 // The LL ring (off by default: it won only in a narrow band of sizes).
-bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->llRingMaxBytes && s.esize <= 8; }
+bool ringLLFits(const loomComm *comm, const CallShape &s) { return s.bytes <= comm->ring.llMaxBytes && s.esize <= 8; }
 
 // The LL128 ring (off by default, LOOM_LL128_MAX_BYTES): NVLink rings only
-// (comm->ll128Ready), elements that fit its 8-byte units.
+// (comm->ring.ll128Ready), elements that fit its 8-byte units.
 bool ringLL128Fits(const loomComm *comm, const CallShape &s) {
-    return comm->ll128Ready && s.bytes <= comm->ll128RingMaxBytes && s.esize <= 8;
+    return comm->ring.ll128Ready && s.bytes <= comm->ring.ll128MaxBytes && s.esize <= 8;
 }
 
 int ringCtas(const loomComm *comm, const CallShape &s) { return ringChannels(comm, s.bytes); }

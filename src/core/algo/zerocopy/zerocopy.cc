@@ -31,13 +31,13 @@ bool inPlace(const BufferDesc &in, const BufferDesc &out, size_t bytes) {
 // The flag words (this rank's and every peer's), the call's number (counted
 // alike on every rank, direct and staged calls together) and the abort words.
 void setFlagsAndCall(loomComm *comm, ZeroCopyArgs *a) {
-    a->mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zeroCopyOffset);
+    a->mine = reinterpret_cast<volatile uint64_t *>(static_cast<char *>(comm->region.base) + comm->zc.offset);
     for (int q = 0; q < comm->nranks; ++q)
         if (q != comm->rank)
-            a->peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zeroCopyOffset);
-    a->call = ++comm->zeroCopy->calls;
+            a->peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zc.offset);
+    a->call = ++comm->zc.state->calls;
     a->wait = callWait(comm);
-    a->abortFlag = comm->abortFlagDev;
+    a->abortFlag = comm->ras.abortFlagDev;
 }
 
 } // namespace
@@ -45,7 +45,7 @@ void setFlagsAndCall(loomComm *comm, ZeroCopyArgs *a) {
 loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
                                loomRedOp_t op, cudaStream_t stream, bool *ran) {
     *ran = false;
-    ZeroCopyState &z = *comm->zeroCopy;
+    ZeroCopyState &z = *comm->zc.state;
     const loomBootstrap_t &bs = comm->peers->bootstrap;
     const int n = comm->nranks, me = comm->rank;
     const size_t bytes = count * loomTypeSize(dtype);
@@ -65,9 +65,9 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     if (z.board) {
         int absent = -1;
         WaitEnd why = kWaitGoesOn;
-        if (z.board->exchange(++z.exchanges, &mine, rec.data(), hostWaitLimit(comm, comm->collsEntered), &absent,
+        if (z.board->exchange(++z.exchanges, &mine, rec.data(), hostWaitLimit(comm, comm->ras.collsEntered), &absent,
                               &why) != loomSuccess) {
-            comm->failed = true; // the board's sequence is broken for every later call
+            comm->ras.failed = true; // the board's sequence is broken for every later call
             int dead = -1;
             const std::string gone = watchReason(comm, &dead);
             if (why == kWaitCancelled && !gone.empty())
@@ -87,7 +87,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
                         sizeof(ZeroCopyRecord)) != 0) {
             // Peers whose exchange went through may launch this call: its
             // flags no longer pair the same calls on every rank.
-            comm->failed = true;
+            comm->ras.failed = true;
             return fail(loomRemoteError, "rank %d: allreduce: exchanging buffer descriptions with %d peers failed; "
                         "communicator unusable", me, n - 1);
         }
@@ -124,7 +124,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
             LOOM_INFO(kColl, "rank %d: allreduce of %zu B not zero-copy: rank %d's %s cannot be shared with CUDA "
                       "IPC (pool, VMM, managed or host memory), so no rank reads it in place (the staged two-shot up "
                       "to %zu B, else the FIFOs); said once per communicator, chosen per call", me, bytes, unshareable,
-                      rec[unshareable].in.shareable ? "output" : "input", comm->stagedBytes);
+                      rec[unshareable].in.shareable ? "output" : "input", comm->zc.stagedBytes);
         }
         LOOM_TRACE(kColl, "rank %d: allreduce %zu B: not zero-copy (rank %d's buffers not shareable)", me, bytes,
                    unshareable);
@@ -161,7 +161,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
     if (prof.on()) prof.mark(ZeroCopyProfile::kLaunch);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
-        comm->failed = true;
+        comm->ras.failed = true;
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): zero-copy allreduce launch: %s", me, comm->cudaDev,
                     comm->busId, cudaGetErrorString(e));
     }
@@ -170,7 +170,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     if (prof.on()) prof.mark(ZeroCopyProfile::kRecord);
     if (r != loomSuccess) { // the mappings this kernel reads would not wait for it: let it finish first
         cudaStreamSynchronize(stream);
-        comm->failed = true;
+        comm->ras.failed = true;
     }
     if (!z.said) {
         z.said = true;
@@ -184,12 +184,12 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
 }
 
 bool stagedTwoShotFits(const loomComm *comm, size_t bytes) {
-    return comm->zeroCopyReady && comm->stagedBytes && bytes && bytes <= comm->stagedBytes;
+    return comm->zc.ready && comm->zc.stagedBytes && bytes && bytes <= comm->zc.stagedBytes;
 }
 
 loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, size_t count, loomDataType_t dtype,
                                     loomRedOp_t op, cudaStream_t stream) {
-    ZeroCopyState &z = *comm->zeroCopy;
+    ZeroCopyState &z = *comm->zc.state;
     const int n = comm->nranks, me = comm->rank;
     const size_t bytes = count * loomTypeSize(dtype);
     enterCollective(comm, "allreduce");
@@ -199,20 +199,20 @@ loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, s
     a.out[me] = out;
     for (int q = 0; q < n; ++q)
         if (q != me) {
-            a.in[q] = comm->peerBase[q] + comm->stagedOffset;
-            a.out[q] = comm->peerBase[q] + comm->stagedOffset + comm->stagedBytes;
+            a.in[q] = comm->peerBase[q] + comm->zc.stagedOffset;
+            a.out[q] = comm->peerBase[q] + comm->zc.stagedOffset + comm->zc.stagedBytes;
         }
     a.rank = me;
     a.nranks = n;
     a.staged = true;
-    a.scratch = static_cast<char *>(comm->region.base) + comm->stagedOffset;
-    a.scratchBytes = comm->stagedBytes;
+    a.scratch = static_cast<char *>(comm->region.base) + comm->zc.stagedOffset;
+    a.scratchBytes = comm->zc.stagedBytes;
     a.count = count;
     a.ctas = zeroCopyChannels(bytes, n, false); // core/select/tuning.h
     setFlagsAndCall(comm, &a);
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
-        comm->failed = true;
+        comm->ras.failed = true;
         return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): staged two-shot allreduce launch: %s", me,
                     comm->cudaDev, comm->busId, cudaGetErrorString(e));
     }
@@ -234,7 +234,7 @@ namespace {
 // buffer descriptions per call, and the size within
 // LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES.
 bool zeroCopyFits(const loomComm *comm, const CallShape &s) {
-    return comm->zeroCopyReady && s.bytes >= (size_t)params().zeroCopyMinBytes &&
+    return comm->zc.ready && s.bytes >= (size_t)params().zeroCopyMinBytes &&
            s.bytes <= (size_t)params().zeroCopyMaxBytes;
 }
 
@@ -249,7 +249,7 @@ int zeroCopyCtas(const loomComm *comm, const CallShape &s) {
 // to the next entry selection picks without zero-copy.
 loomResult_t zeroCopyRun(loomComm *comm, const TableCall &t) {
     const size_t esize = loomTypeSize(t.dtype), bytes = t.count * esize;
-    if (!comm->hostWaitAllowed) return stagedTwoShotAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream);
+    if (!comm->order.hostWaitAllowed) return stagedTwoShotAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream);
     bool ran = false;
     const loomResult_t r = zeroCopyAllReduce(comm, t.in, t.out, t.count, t.dtype, t.op, t.stream, &ran);
     if (ran || r != loomSuccess) return r;
