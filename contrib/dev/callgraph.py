@@ -8,8 +8,9 @@ line, the body's '{' on a later line or at the end of it), calls wherever a
 defined name appears inside braces (a call, or a pointer in a function table)
 outside comments and strings; at brace depth 0 it is a declaration. A name
 the calling file defines itself, or several files define (static helpers),
-is not followed; nor is a member access (s.name, p->name) or a name whose
-only definition is another file's static function. Prints "caller-file -> callee-file: names" per
+is not followed; nor is a member access (s.name, p->name), a declaration
+of a member or variable of that name, or a name whose only definition is
+another file's static function. Prints "caller-file -> callee-file: names" per
 edge and each strongly connected group of more than one file (a call cycle
 across files). With --cycles, exits 1 when such a group exists. A reading
 aid, not a compiler: macros that build names are not followed.
@@ -81,6 +82,9 @@ def main(argv):
                 continue  # a member (s.name, p->name), not the function of that name
             if p in static.get(m.group(1), ()):
                 continue  # the file's own static of that name
+            before, after = t[max(0, m.start() - 2):m.start()], t[m.end():m.end() + 3]
+            if re.search(r'[\w*&>]\s?$', before) and re.match(r'\s*(?:=(?!=)|;|\[|\{)', after):
+                continue  # a declaration (a member or variable of that name), not a call
             edges.setdefault((p, callee), set()).add(m.group(1))
     for (a, b), ns in sorted(edges.items()):
         print(f'{a} -> {b}: {", ".join(sorted(ns))}')

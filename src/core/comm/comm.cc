@@ -609,6 +609,11 @@ void abandonNets(loomComm *comm) {
 namespace loom {
 std::string describeAbsentPeers(const loomComm *comm) { return whoDidNotArrive(comm); }
 
+loomResult_t cudaFailed(const loomComm *comm, const char *coll, const char *step, cudaError_t e) {
+    return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s: %s: %s", comm->rank, comm->cudaDev, comm->busId, coll,
+                step, cudaGetErrorString(e));
+}
+
 loomResult_t failedEarlier(const loomComm *comm, const char *what) {
     int dead = -1;
     const std::string gone = watchReason(comm, &dead);

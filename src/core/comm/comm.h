@@ -262,6 +262,18 @@ inline WaitLimit callWait(const loomComm *comm) {
     return w;
 }
 
+// Every kernel's waits: the limits of the call that entered last
+// (enterCollective) and the communicator's abort flag.
+template <class KernelArgs> void kernelWaits(const loomComm *comm, KernelArgs &a) {
+    a.wait = callWait(comm);
+    a.abortFlag = comm->ras.abortFlagDev;
+}
+
+// A CUDA call of a collective's enqueue that failed (a launch, a copy, an
+// event), named the same way on every path: rank, GPU, the collective and
+// the step.
+loomResult_t cudaFailed(const loomComm *comm, const char *coll, const char *step, cudaError_t e);
+
 // A call that entered (enterCollective) and goes on under another
 // algorithm, which enters it again: the first entry is taken back.
 inline void withdrawEntry(loomComm *comm) {

@@ -140,10 +140,16 @@ loomResult_t raggedCollective(loomComm *comm, int coll, const void *in, void *ou
 
 namespace loom {
 
-loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
+loomResult_t checkComm(const char *what, loomComm *comm) {
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
     if (comm->ras.failed) return failedEarlier(comm, what);
     beginCall(comm);
+    return loomSuccess;
+}
+
+loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op) {
+    const loomResult_t r = checkComm(what, comm);
+    if (r != loomSuccess) return r;
     if (!loomTypeSize(dtype)) return fail(loomInvalidArgument, "%s: unknown datatype %d", what, (int)dtype);
     if (reduction && !loomOpSupported(dtype, op))
         return fail(loomInvalidArgument, "%s: op %d is not defined on datatype %d", what, (int)op, (int)dtype);

@@ -54,8 +54,6 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
                                const size_t *displs = nullptr, const size_t *rcounts = nullptr,
                                const size_t *rdispls = nullptr);
 
-// The checks every collective's entry shares: comm, its state, the datatype
-// and (reduction) the op; loomSuccess means go on.
 // Copy-engine mode's broadcast and allgather (enqueue_engines.cc): whether
 // a call of this block takes it (the same answer on every rank), and the
 // calls as exchanges whose pairs the senders' copy engines move.
@@ -64,6 +62,10 @@ loomResult_t allGatherOnEngines(loomComm *comm, const void *in, void *out, size_
 loomResult_t broadcastOnEngines(loomComm *comm, const void *in, void *out, size_t bytes, int root,
                                 cudaStream_t stream);
 
+// Every collective's entry (enqueue.cc): checkComm, the checks and the
+// start every call shares (comm, its state, then beginCall); checkCall adds
+// the datatype and (reduction) the op. loomSuccess means go on.
+loomResult_t checkComm(const char *what, loomComm *comm);
 loomResult_t checkCall(const char *what, loomComm *comm, loomDataType_t dtype, bool reduction, loomRedOp_t op);
 
 EdgeSched treeSched(const loomComm *comm, size_t count, size_t esize);

@@ -27,11 +27,6 @@ namespace loom {
 
 namespace {
 
-loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
-    return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): alltoallv: %s: %s", comm->rank, comm->cudaDev,
-                comm->busId, what, cudaGetErrorString(e));
-}
-
 // The call's tables to device memory on `stream`, after the last kernel that
 // read the previous ones (through pinned memory, core/stream/pinned_uploads.h).
 loomResult_t uploadTables(loomComm *comm, const std::vector<size_t> &tables, cudaStream_t stream) {
@@ -39,7 +34,7 @@ loomResult_t uploadTables(loomComm *comm, const std::vector<size_t> &tables, cud
     cudaError_t e = cudaStreamWaitEvent(stream, p.tablesRead, 0);
     if (e == cudaSuccess)
         e = PinnedUploads::upload(comm, p.tablesDev, tables.data(), tables.size() * sizeof(size_t), stream);
-    return e == cudaSuccess ? loomSuccess : cudaFail(comm, "tables", e);
+    return e == cudaSuccess ? loomSuccess : cudaFailed(comm, "alltoallv", "tables", e);
 }
 
 bool overlaps(const char *in, size_t inSpan, const char *out, size_t outSpan) {
@@ -77,7 +72,7 @@ bool deferToEngines(loomComm *comm, const ExchangeKnobs &k, const ExchangeSched 
 loomResult_t selfCopy(loomComm *comm, const char *in, char *out, size_t bytes, cudaStream_t stream) {
     if (!bytes || in == out) return loomSuccess;
     cudaError_t e = cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream);
-    return e == cudaSuccess ? loomSuccess : cudaFail(comm, "own block", e);
+    return e == cudaSuccess ? loomSuccess : cudaFailed(comm, "alltoallv", "own block", e);
 }
 
 } // namespace
@@ -95,9 +90,8 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
 extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
                                      size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
-    if (!comm) return fail(loomInvalidArgument, "loomAllToAllV: comm is NULL");
-    if (comm->ras.failed) return failedEarlier(comm, "loomAllToAllV");
-    beginCall(comm);
+    loomResult_t checked = checkComm("loomAllToAllV", comm);
+    if (checked != loomSuccess) return checked;
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
         return fail(loomInvalidArgument, "loomAllToAllV: NULL counts or displacements");
     const int n = comm->nranks, me = comm->rank;
@@ -139,7 +133,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
         if (r != loomSuccess) return r;
         streamBusy(comm);
         cudaError_t e = cudaMemcpyAsync(p.inputCopy, in, inSpan, cudaMemcpyDeviceToDevice, stream);
-        if (e != cudaSuccess) return cudaFail(comm, "copy of an in-place input", e);
+        if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "copy of an in-place input", e);
         in = static_cast<const char *>(p.inputCopy);
     }
     if (oneShot)
@@ -230,10 +224,9 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     a.nthreads = exchangeThreads(largest, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
-    a.wait = callWait(comm);
-    a.abortFlag = comm->ras.abortFlagDev;
+    kernelWaits(comm, a);
     cudaError_t e = launchExchange(a, stream);
-    if (e != cudaSuccess) return cudaFail(comm, "launch", e);
+    if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "launch", e);
     if (exchangeSecondKernel(s)) { // the pushed direct blocks on the copy engines, their publications, waits
         p.engineBlocks.clear();
         for (int q = 0; q < n; ++q)
@@ -247,10 +240,10 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
         e = launchExchangeAfterCopies(a, stream);
         if (e != cudaSuccess) { // the root's ready is spent and copies may be in flight: no later call is safe
             comm->ras.failed = true;
-            return cudaFail(comm, "launch of the publications after the copies", e);
+            return cudaFailed(comm, "alltoallv", "launch of the publications after the copies", e);
         }
     }
-    if (a.steps && (e = cudaEventRecord(p.tablesRead, stream)) != cudaSuccess) return cudaFail(comm, "launch", e);
+    if (a.steps && (e = cudaEventRecord(p.tablesRead, stream)) != cudaSuccess) return cudaFailed(comm, "alltoallv", "launch", e);
     if (direct && (r = p.direct.markRead(stream)) != loomSuccess) return r;
 
     // Commit: the host's copy of the schedule says what each peer's

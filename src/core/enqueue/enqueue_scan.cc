@@ -33,7 +33,7 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
         enterCollective(comm, exclusive ? "exscan" : "scan");
         if (!bytes || exclusive || sendbuff == recvbuff) return loomSuccess;
         cudaError_t e = cudaMemcpyAsync(recvbuff, sendbuff, bytes, cudaMemcpyDeviceToDevice, stream);
-        return e == cudaSuccess ? loomSuccess : fail(loomUnhandledCudaError, "%s: %s", what, cudaGetErrorString(e));
+        return e == cudaSuccess ? loomSuccess : cudaFailed(comm, what, "copy", e);
     }
     PeerConns &p = *comm->peers;
     if (!p.ready) { // collective: every rank's first call over the all-peer connections
@@ -49,7 +49,7 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
         r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, bytes, "overlapping scan input");
         if (r != loomSuccess) return r;
         cudaError_t e = cudaMemcpyAsync(p.inputCopy, in, bytes, cudaMemcpyDeviceToDevice, stream);
-        if (e != cudaSuccess) return fail(loomUnhandledCudaError, "%s: input copy: %s", what, cudaGetErrorString(e));
+        if (e != cudaSuccess) return cudaFailed(comm, what, "input copy", e);
         sendbuff = p.inputCopy;
     }
     const int C = p.channels;
@@ -71,12 +71,9 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
     a.nthreads = exchangeThreads(bytes, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
-    a.wait = callWait(comm);
-    a.abortFlag = comm->ras.abortFlagDev;
+    kernelWaits(comm, a);
     cudaError_t e = launchScan(a, datatype, op, stream);
-    if (e != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s: launch: %s", me, comm->cudaDev, comm->busId, what,
-                    cudaGetErrorString(e));
+    if (e != cudaSuccess) return cudaFailed(comm, what, "launch", e);
 
     // Commit: what each connection of the chain moved.
     std::vector<unsigned long long> &sends = p.callSends, &recvs = p.callRecvs;

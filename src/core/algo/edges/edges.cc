@@ -71,13 +71,10 @@ loomResult_t edgeCollective(loomComm *comm, const EdgeCall &c, cudaStream_t stre
     a.nslots = comm->ring.nslots;
     a.slotBytes = comm->edges.slotBytes;
     enterCollective(comm, c.name);
-    a.wait = callWait(comm);
-    a.abortFlag = comm->ras.abortFlagDev;
+    kernelWaits(comm, a);
     for (int k = 0; k < kEdgeSlots; ++k) a.steps[k] = comm->edges.steps[k];
     cudaError_t err = c.bytes ? launchEdgeBytes(a, stream) : launchEdgeColl(a, c.dtype, c.op, stream);
-    if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s) launch: %s", comm->rank, comm->cudaDev,
-                    comm->busId, c.name, c.algoName, cudaGetErrorString(err));
+    if (err != cudaSuccess) return cudaFailed(comm, c.name, c.algoName, err);
     unsigned long long sends[kEdgeSlots], recvs[kEdgeSlots];
     edgeStepCounts(c.s, sends, recvs);
     for (int k = 0; k < kEdgeSlots; ++k) {

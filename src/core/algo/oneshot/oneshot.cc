@@ -49,8 +49,7 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
             a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->ll.offset +
                                                    (parity + comm->rank) * comm->ll.slotBytes);
     }
-    a.wait = callWait(comm);
-    a.abortFlag = comm->ras.abortFlagDev;
+    kernelWaits(comm, a);
     const bool moves = coll == loomCollAllGather || coll == loomCollBroadcast || coll == loomCollAllToAll;
     if (residentEligible(comm, units, stream)) { // no launch: the resident kernel runs it (core/stream/resident.h)
         bool ran = false;
@@ -62,19 +61,12 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
         }
     }
     cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
-    if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): one-shot %s launch: %s", comm->rank, comm->cudaDev,
-                    comm->busId, loomCollName(coll), cudaGetErrorString(err));
+    if (err != cudaSuccess) return cudaFailed(comm, loomCollName(coll), "one-shot launch", err);
     LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, loomCollName(coll), bytes);
     return loomSuccess;
 }
 
 // The registry's entry (core/algo/registry.h).
-
-static_assert((int)loomCollAllReduce == (int)loomCollAllReduce && (int)loomCollReduceScatter == (int)loomCollReduceScatter &&
-                  (int)loomCollAllGather == (int)loomCollAllGather && (int)loomCollBroadcast == (int)loomCollBroadcast &&
-                  (int)loomCollReduce == (int)loomCollReduce,
-              "the table's collectives have the same numbers in both");
 
 namespace {
 

@@ -76,17 +76,13 @@ loomResult_t ringCollective(loomComm *comm, const RingCall &c, cudaStream_t stre
     a.nslots = comm->ring.nslots;
     a.slotBytes = ringSlotBytes(comm, c.proto);
     enterCollective(comm, loomCollName(c.coll));
-    a.wait = callWait(comm);
-    a.abortFlag = comm->ras.abortFlagDev;
+    kernelWaits(comm, a);
     ConnSteps *steps = comm->ring.steps[c.proto];
     for (int ch = 0; ch < a.nchannels; ++ch) a.steps[ch] = steps[ch];
     cudaError_t err = bytes ? launchRingBytes(a, stream) : launchRingColl(a, c.dtype, c.op, stream);
-    if (err != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s launch: %s", comm->rank, comm->cudaDev,
-                    comm->busId, loomCollName(c.coll), cudaGetErrorString(err));
+    if (err != cudaSuccess) return cudaFailed(comm, loomCollName(c.coll), "ring launch", err);
     if (c.counts && (err = cudaEventRecord(comm->blockTablesRead, stream)) != cudaSuccess)
-        return fail(loomUnhandledCudaError, "rank %d GPU %d: %s: %s", comm->rank, comm->cudaDev, loomCollName(c.coll),
-                    cudaGetErrorString(err));
+        return cudaFailed(comm, loomCollName(c.coll), "the block tables' event", err);
     // Commit: what the kernel will send and receive on each channel.
     const size_t align = esize >= 16 ? 1 : 16 / esize;
     const size_t slotElems = ringSlotDataBytes(a.proto, a.slotBytes) / esize;

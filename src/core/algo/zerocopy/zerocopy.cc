@@ -36,8 +36,7 @@ void setFlagsAndCall(loomComm *comm, ZeroCopyArgs *a) {
         if (q != comm->rank)
             a->peer[q] = reinterpret_cast<volatile uint64_t *>(comm->peerBase[q] + comm->zc.offset);
     a->call = ++comm->zc.state->calls;
-    a->wait = callWait(comm);
-    a->abortFlag = comm->ras.abortFlagDev;
+    kernelWaits(comm, *a);
 }
 
 } // namespace
@@ -162,8 +161,7 @@ loomResult_t zeroCopyAllReduce(loomComm *comm, const void *in, void *out, size_t
     if (prof.on()) prof.mark(ZeroCopyProfile::kLaunch);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
         comm->ras.failed = true;
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): zero-copy allreduce launch: %s", me, comm->cudaDev,
-                    comm->busId, cudaGetErrorString(e));
+        return cudaFailed(comm, "allreduce", "zero-copy launch", e);
     }
     *ran = true;
     loomResult_t r = z.buffers.markRead(stream);
@@ -213,8 +211,7 @@ loomResult_t stagedTwoShotAllReduce(loomComm *comm, const void *in, void *out, s
     cudaError_t e = launchZeroCopyAllReduce(a, dtype, op, stream);
     if (e != cudaSuccess) { // the peers wait for this rank's flags in vain: no later call is safe
         comm->ras.failed = true;
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): staged two-shot allreduce launch: %s", me,
-                    comm->cudaDev, comm->busId, cudaGetErrorString(e));
+        return cudaFailed(comm, "allreduce", "staged two-shot launch", e);
     }
     if (!z.stagedSaid) {
         z.stagedSaid = true;
