@@ -3,8 +3,8 @@
 
     contrib/dev/callgraph.py [--cycles] DIR...
 
-Functions are found where they are defined (a name and '(' at the start of a
-line, the body's '{' on a later line or at the end of it), calls wherever a
+Functions are found where they are defined (a name, or Class::name, and '('
+at the start of a line, the body's '{' on a later line or at the end of it), calls wherever a
 defined name appears inside braces (a call, or a pointer in a function table)
 outside comments and strings; at brace depth 0 it is a declaration. A name
 the calling file defines itself, or several files define (static helpers),
@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-DEF = re.compile(r'^(?:[A-Za-z_][\w\s\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:const\s*)?\{?\s*$', re.M)
+DEF = re.compile(r'^(?:[A-Za-z_][\w\s\*]*?[\s\*])?(?:\w+::)*([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:const\s*)?\{?\s*$', re.M)
 KEYWORDS = {'if', 'for', 'while', 'switch', 'return', 'sizeof', 'defined'}
 
 
