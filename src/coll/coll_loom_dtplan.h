@@ -1,0 +1,57 @@
+/*
+ * A datatype's layout as a plan of strided runs: the first part of packing
+ * and unpacking non-contiguous types where the data is (the GPU's kernels
+ * will run the same plan that the CPU executor here runs and that the
+ * tests check against MPI_Pack / MPI_Unpack).
+ *
+ * The plan of count elements of a datatype lists the contiguous runs of
+ * bytes the type map names, in type-map order (the order MPI_Pack packs
+ * them), merged into segments: `count` runs of `len` bytes, `stride` bytes
+ * apart, the first at `offset` from the buffer pointer (negative where the
+ * type map reaches below it), packed back to back from `packed`. A vector,
+ * a 2-D subarray or a resized row of them is one segment; each face of a
+ * 3-D subarray one; an indexed type one per block that breaks the stride.
+ * The runs come from Open MPI's own description of the type
+ * (opal_convertor_raw), so every constructor, nesting, hole, negative lower
+ * bound and resized extent is the library's, not a reimplementation.
+ */
+#ifndef COLL_LOOM_DTPLAN_H
+#define COLL_LOOM_DTPLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll_loom.h"
+
+BEGIN_C_DECLS
+
+typedef struct {
+    int64_t offset; /* the first run's first byte, from the buffer pointer */
+    int64_t stride; /* from one run's start to the next's (any sign) */
+    uint64_t len;   /* bytes in each run */
+    uint64_t count; /* runs */
+    uint64_t packed; /* the first run's place in the packed bytes */
+} loom_dt_seg_t;
+
+typedef struct {
+    loom_dt_seg_t *segs;
+    size_t nsegs;
+    size_t bytes;        /* packed bytes: count x the type's size */
+    int64_t lo, hi;      /* the bytes touched: [lo, hi) from the buffer pointer */
+} loom_dt_plan_t;
+
+/* The plan of count elements of dt (*plan zeroed first; free it with
+ * mca_coll_loom_dt_plan_free). MPI_SUCCESS, MPI_ERR_NO_MEM, or
+ * MPI_ERR_INTERN where the library's description does not add up to the
+ * type's size (said with the type's name). */
+int mca_coll_loom_dt_plan(ompi_datatype_t *dt, size_t count, loom_dt_plan_t *plan);
+void mca_coll_loom_dt_plan_free(loom_dt_plan_t *plan);
+
+/* The CPU executors of a plan (host memory): user -> packed, packed -> user
+ * (bytes between runs untouched). */
+void mca_coll_loom_dt_pack_cpu(const loom_dt_plan_t *plan, const void *user, void *packed);
+void mca_coll_loom_dt_unpack_cpu(const loom_dt_plan_t *plan, const void *packed, void *user);
+
+END_C_DECLS
+
+#endif
