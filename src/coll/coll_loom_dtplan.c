@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "opal/datatype/opal_convertor.h"
+#include "opal/threads/mutex.h"
 #include "opal/util/output.h"
 
 /* Room for n more segments. */
@@ -51,12 +52,16 @@ static bool add_run(loom_dt_plan_t *p, size_t *cap, int64_t at, uint64_t len)
     return true;
 }
 
-int mca_coll_loom_dt_plan(ompi_datatype_t *dt, size_t count, loom_dt_plan_t *plan)
+int mca_coll_loom_dt_plan(ompi_datatype_t *dt, loom_dt_plan_t *plan)
 {
     memset(plan, 0, sizeof(*plan));
     size_t size = 0;
+    ptrdiff_t lb = 0, extent = 0;
     ompi_datatype_type_size(dt, &size);
-    if (0 == size || 0 == count) return MPI_SUCCESS;
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    plan->extent = extent;
+    if (0 == size) return MPI_SUCCESS;
+    const size_t count = 1;
     opal_convertor_t *conv = opal_convertor_create(opal_local_arch, 0);
     if (NULL == conv) return MPI_ERR_NO_MEM;
     /* Addresses only, never read: a base far from 0 keeps negative
@@ -89,7 +94,68 @@ int mca_coll_loom_dt_plan(ompi_datatype_t *dt, size_t count, loom_dt_plan_t *pla
         rc = MPI_ERR_INTERN;
     }
     if (MPI_SUCCESS != rc) mca_coll_loom_dt_plan_free(plan);
+    plan->extent = extent;
     return rc;
+}
+
+/* Plans kept with datatypes: an attribute of each type that has one. */
+static int plan_key = MPI_KEYVAL_INVALID;
+static opal_mutex_t plan_key_lock = OPAL_MUTEX_STATIC_INIT;
+static long plans_kept;
+
+static int drop_plan(MPI_Datatype type, int key, void *value, void *extra)
+{
+    (void)type, (void)key, (void)extra;
+    mca_coll_loom_dt_plan_free((loom_dt_plan_t *)value);
+    free(value);
+    __atomic_sub_fetch(&plans_kept, 1, __ATOMIC_RELAXED);
+    return MPI_SUCCESS;
+}
+
+const loom_dt_plan_t *mca_coll_loom_dt_plan_of(ompi_datatype_t *dt, int *rc)
+{
+    OPAL_THREAD_LOCK(&plan_key_lock);
+    if (MPI_KEYVAL_INVALID == plan_key) *rc = PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, drop_plan, &plan_key, NULL);
+    else *rc = MPI_SUCCESS;
+    OPAL_THREAD_UNLOCK(&plan_key_lock);
+    if (MPI_SUCCESS != *rc) return NULL;
+    void *kept = NULL;
+    int found = 0;
+    if (MPI_SUCCESS != (*rc = PMPI_Type_get_attr((MPI_Datatype)dt, plan_key, &kept, &found))) return NULL;
+    if (found) return (const loom_dt_plan_t *)kept;
+    loom_dt_plan_t *plan = (loom_dt_plan_t *)malloc(sizeof(*plan));
+    if (NULL == plan) {
+        *rc = MPI_ERR_NO_MEM;
+        return NULL;
+    }
+    if (MPI_SUCCESS != (*rc = mca_coll_loom_dt_plan(dt, plan))) {
+        free(plan);
+        return NULL;
+    }
+    /* Two threads may make one at once: the later set replaces (and
+     * frees, through drop_plan) the earlier, which its caller may still
+     * hold; so the loser keeps its own plan out of the attribute. */
+    OPAL_THREAD_LOCK(&plan_key_lock);
+    *rc = PMPI_Type_get_attr((MPI_Datatype)dt, plan_key, &kept, &found);
+    if (MPI_SUCCESS == *rc && !found) *rc = PMPI_Type_set_attr((MPI_Datatype)dt, plan_key, plan);
+    OPAL_THREAD_UNLOCK(&plan_key_lock);
+    if (MPI_SUCCESS == *rc && found) {
+        mca_coll_loom_dt_plan_free(plan);
+        free(plan);
+        return (const loom_dt_plan_t *)kept;
+    }
+    if (MPI_SUCCESS != *rc) {
+        mca_coll_loom_dt_plan_free(plan);
+        free(plan);
+        return NULL;
+    }
+    __atomic_add_fetch(&plans_kept, 1, __ATOMIC_RELAXED);
+    return plan;
+}
+
+long mca_coll_loom_dt_plans_kept(void)
+{
+    return __atomic_load_n(&plans_kept, __ATOMIC_RELAXED);
 }
 
 void mca_coll_loom_dt_plan_free(loom_dt_plan_t *plan)
@@ -98,24 +164,28 @@ void mca_coll_loom_dt_plan_free(loom_dt_plan_t *plan)
     memset(plan, 0, sizeof(*plan));
 }
 
-void mca_coll_loom_dt_pack_cpu(const loom_dt_plan_t *plan, const void *user, void *packed)
+void mca_coll_loom_dt_pack_cpu(const loom_dt_plan_t *plan, size_t count, const void *user, void *packed)
 {
-    const char *u = (const char *)user;
-    char *p = (char *)packed;
-    for (size_t k = 0; k < plan->nsegs; ++k) {
-        const loom_dt_seg_t *s = &plan->segs[k];
-        for (uint64_t r = 0; r < s->count; ++r)
-            memcpy(p + s->packed + r * s->len, u + s->offset + (int64_t)r * s->stride, s->len);
+    for (size_t e = 0; e < count; ++e) {
+        const char *u = (const char *)user + (int64_t)e * plan->extent;
+        char *p = (char *)packed + e * plan->bytes;
+        for (size_t k = 0; k < plan->nsegs; ++k) {
+            const loom_dt_seg_t *s = &plan->segs[k];
+            for (uint64_t r = 0; r < s->count; ++r)
+                memcpy(p + s->packed + r * s->len, u + s->offset + (int64_t)r * s->stride, s->len);
+        }
     }
 }
 
-void mca_coll_loom_dt_unpack_cpu(const loom_dt_plan_t *plan, const void *packed, void *user)
+void mca_coll_loom_dt_unpack_cpu(const loom_dt_plan_t *plan, size_t count, const void *packed, void *user)
 {
-    char *u = (char *)user;
-    const char *p = (const char *)packed;
-    for (size_t k = 0; k < plan->nsegs; ++k) {
-        const loom_dt_seg_t *s = &plan->segs[k];
-        for (uint64_t r = 0; r < s->count; ++r)
-            memcpy(u + s->offset + (int64_t)r * s->stride, p + s->packed + r * s->len, s->len);
+    for (size_t e = 0; e < count; ++e) {
+        char *u = (char *)user + (int64_t)e * plan->extent;
+        const char *p = (const char *)packed + e * plan->bytes;
+        for (size_t k = 0; k < plan->nsegs; ++k) {
+            const loom_dt_seg_t *s = &plan->segs[k];
+            for (uint64_t r = 0; r < s->count; ++r)
+                memcpy(u + s->offset + (int64_t)r * s->stride, p + s->packed + r * s->len, s->len);
+        }
     }
 }

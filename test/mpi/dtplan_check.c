@@ -52,18 +52,19 @@ static void pattern(span_t *s, unsigned seed)
  * byte + 1 (pack) or -(byte + 1) (unpack). */
 static long compare(const loom_dt_plan_t *plan, MPI_Datatype t, int count)
 {
+    const size_t bytes = plan->bytes * (size_t)count;
     int psize = 0;
     MPI_Pack_size(count, t, MPI_COMM_SELF, &psize);
     span_t s = span_of(t, count);
     pattern(&s, 1);
-    char *want = malloc((size_t)psize + 1), *got = malloc(plan->bytes + 1);
+    char *want = malloc((size_t)psize + 1), *got = malloc(bytes + 1);
     int pos = 0;
     MPI_Pack(s.base, count, t, want, psize, &pos, MPI_COMM_SELF);
     long bad = 0;
-    if ((size_t)pos != plan->bytes) bad = 1;
-    for (size_t i = 0; !bad && i < plan->bytes; ++i) got[i] = (char)~want[i]; /* a byte the plan skips differs */
-    mca_coll_loom_dt_pack_cpu(plan, s.base, got);
-    for (size_t i = 0; !bad && i < plan->bytes; ++i)
+    if ((size_t)pos != bytes) bad = 1;
+    for (size_t i = 0; !bad && i < bytes; ++i) got[i] = (char)~want[i]; /* a byte the plan skips differs */
+    mca_coll_loom_dt_pack_cpu(plan, (size_t)count, s.base, got);
+    for (size_t i = 0; !bad && i < bytes; ++i)
         if (want[i] != got[i]) bad = (long)i + 1;
     if (!bad) { /* unpack the packed bytes into two equally patterned buffers */
         span_t a = span_of(t, count), b = span_of(t, count);
@@ -72,7 +73,7 @@ static long compare(const loom_dt_plan_t *plan, MPI_Datatype t, int count)
         for (int i = 0; i < pos; ++i) want[i] = (char)(want[i] ^ 0x5a); /* differ from what is there */
         int upos = 0;
         MPI_Unpack(want, psize, &upos, a.base, count, t, MPI_COMM_SELF);
-        mca_coll_loom_dt_unpack_cpu(plan, want, b.base);
+        mca_coll_loom_dt_unpack_cpu(plan, (size_t)count, want, b.base);
         for (size_t i = 0; !bad && i < a.bytes; ++i)
             if (a.mem[i] != b.mem[i]) bad = -(long)i - 1;
         free(a.mem);
@@ -89,14 +90,14 @@ static long compare(const loom_dt_plan_t *plan, MPI_Datatype t, int count)
 static void check(const char *name, MPI_Datatype t, size_t max_segs)
 {
     MPI_Type_commit(&t);
+    loom_dt_plan_t plan;
+    int rc = mca_coll_loom_dt_plan((ompi_datatype_t *)t, &plan);
+    if (MPI_SUCCESS != rc) {
+        printf("FAIL %s: no plan (error %d)\n", name, rc);
+        ++failures;
+        return;
+    }
     for (int count = 1; count <= 3; count += 2) {
-        loom_dt_plan_t plan;
-        int rc = mca_coll_loom_dt_plan((ompi_datatype_t *)t, (size_t)count, &plan);
-        if (MPI_SUCCESS != rc) {
-            printf("FAIL %s x %d: no plan (error %d)\n", name, count, rc);
-            ++failures;
-            continue;
-        }
         const long bad = compare(&plan, t, count);
         if (bad) {
             printf("FAIL %s x %d: %s differs from MPI's at byte %ld\n", name, count, bad > 0 ? "pack" : "unpack",
@@ -126,8 +127,8 @@ static void check(const char *name, MPI_Datatype t, size_t max_segs)
                 plan.segs[0] = keep;
             }
         }
-        mca_coll_loom_dt_plan_free(&plan);
     }
+    mca_coll_loom_dt_plan_free(&plan);
     if (MPI_INT != t && MPI_DOUBLE_INT != t) MPI_Type_free(&t);
 }
 
@@ -208,6 +209,39 @@ int main(int argc, char **argv)
     }
     MPI_Type_free(&v);
     MPI_Type_free(&u);
+
+    /* Plans kept with their types: the same plan twice, gone with the type,
+     * and a new type at the old one's address gets its own. */
+    for (int round = 0; round < 2; ++round) {
+        const long before = mca_coll_loom_dt_plans_kept();
+        MPI_Type_vector(3 + round, 2, 5 + 3 * round, MPI_INT, &t);
+        MPI_Type_commit(&t);
+        int rc1 = 0, rc2 = 0;
+        const loom_dt_plan_t *p1 = mca_coll_loom_dt_plan_of((ompi_datatype_t *)t, &rc1);
+        const loom_dt_plan_t *p2 = mca_coll_loom_dt_plan_of((ompi_datatype_t *)t, &rc2);
+        if (NULL == p1 || p1 != p2 || mca_coll_loom_dt_plans_kept() != before + 1) {
+            printf("FAIL kept plans: round %d: %p then %p (errors %d %d), %ld kept (%ld before)\n", round,
+                   (const void *)p1, (const void *)p2, rc1, rc2, mca_coll_loom_dt_plans_kept(), before);
+            ++failures;
+        } else if (compare(p1, t, 2)) {
+            printf("FAIL kept plans: round %d: the kept plan is not the type's\n", round);
+            ++failures;
+        }
+        MPI_Type_dup(t, &u);
+        const loom_dt_plan_t *pd = mca_coll_loom_dt_plan_of((ompi_datatype_t *)u, &rc1);
+        if (NULL == pd || pd == p1) {
+            printf("FAIL kept plans: a dup's plan is its original's (or none)\n");
+            ++failures;
+        }
+        MPI_Type_free(&u);
+        MPI_Type_free(&t);
+        if (mca_coll_loom_dt_plans_kept() != before) {
+            printf("FAIL kept plans: %ld kept after the types were freed, %ld before\n", mca_coll_loom_dt_plans_kept(),
+                   before);
+            ++failures;
+        }
+    }
+    if (!failures) printf("ok kept plans: one per type, freed with it, a dup's its own\n");
 
     printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     MPI_Finalize();
