@@ -24,16 +24,10 @@
 #include <stdint.h>
 
 #include "coll_loom.h"
+#include "base/dt_seg.h" /* loom_dt_seg_t: one segment, shared with the kernels */
 
 BEGIN_C_DECLS
 
-typedef struct {
-    int64_t offset; /* the first run's first byte, from the buffer pointer */
-    int64_t stride; /* from one run's start to the next's (any sign) */
-    uint64_t len;   /* bytes in each run */
-    uint64_t count; /* runs */
-    uint64_t packed; /* the first run's place in the packed bytes */
-} loom_dt_seg_t;
 
 typedef struct {
     loom_dt_seg_t *segs;

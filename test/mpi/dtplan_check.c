@@ -15,38 +15,9 @@
 #include <string.h>
 
 #include "coll_loom_dtplan.h"
+#include "dt_types.h"
 
 static int failures;
-
-/* The buffer a type's count elements live in, with room around: base is
- * where the MPI buffer pointer goes. */
-typedef struct {
-    char *mem, *base;
-    size_t bytes;
-} span_t;
-
-static span_t span_of(MPI_Datatype t, int count)
-{
-    MPI_Aint lb, extent, tlb, textent;
-    MPI_Type_get_extent(t, &lb, &extent);
-    MPI_Type_get_true_extent(t, &tlb, &textent);
-    MPI_Aint lo = tlb, hi = tlb + textent;
-    if (count > 1) { /* elements at k x extent (extent may be negative only in theory) */
-        const MPI_Aint last = (MPI_Aint)(count - 1) * extent;
-        if (tlb + last < lo) lo = tlb + last;
-        if (tlb + textent + last > hi) hi = tlb + textent + last;
-    }
-    span_t s;
-    s.bytes = (size_t)(hi - lo) + 128;
-    s.mem = malloc(s.bytes);
-    s.base = s.mem + 64 - lo;
-    return s;
-}
-
-static void pattern(span_t *s, unsigned seed)
-{
-    for (size_t i = 0; i < s->bytes; ++i) s->mem[i] = (char)(seed * 131u + i * 7u + (i >> 8));
-}
 
 /* 0 when the plan packs and unpacks as MPI does; else the first differing
  * byte + 1 (pack) or -(byte + 1) (unpack). */
@@ -135,80 +106,9 @@ static void check(const char *name, MPI_Datatype t, size_t max_segs)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    MPI_Datatype t, u, v, w;
+    MPI_Datatype t, u;
 
-    check("int", MPI_INT, 1);
-    check("double_int (a gap at the end)", MPI_DOUBLE_INT, 0);
-    MPI_Type_contiguous(7, MPI_INT, &t);
-    check("contiguous(7, int)", t, 1);
-    MPI_Type_vector(1000, 64, 128, MPI_FLOAT, &t);
-    check("vector(1000, 64, 128, float)", t, 1);
-    MPI_Type_vector(5, 3, 7, MPI_DOUBLE, &t);
-    check("vector(5, 3, 7, double)", t, 1);
-    MPI_Type_vector(4, 0, 3, MPI_INT, &t);
-    check("vector(4, 0, 3, int): zero-size", t, 0);
-    MPI_Type_create_hvector(4, 2, -24, MPI_INT, &t);
-    check("hvector(4, 2, -24 B, int)", t, 1);
-    {
-        const int bl[] = {1, 0, 3, 2}, dp[] = {5, 0, 9, -2};
-        MPI_Type_indexed(4, bl, dp, MPI_INT, &t);
-        check("indexed({1,0,3,2}, {5,0,9,-2}, int)", t, 0);
-    }
-    {
-        const int bl[] = {2, 1, 4};
-        const MPI_Aint dp[] = {3, -40, 17};
-        MPI_Type_create_hindexed(3, bl, dp, MPI_SHORT, &t);
-        check("hindexed({2,1,4}, {3,-40,17} B, short)", t, 0);
-    }
-    {
-        const int dp[] = {0, 6, 3};
-        MPI_Type_create_indexed_block(3, 2, dp, MPI_FLOAT, &t);
-        check("indexed_block(3, 2, {0,6,3}, float)", t, 0);
-    }
-    {
-        const int bl[] = {1, 2, 3};
-        const MPI_Aint dp[] = {0, 8, 28};
-        const MPI_Datatype ty[] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
-        MPI_Type_create_struct(3, bl, dp, ty, &u);
-        MPI_Type_dup(u, &t);
-        check("dup(struct{int; 2 double; 3 char})", t, 0);
-        MPI_Type_vector(6, 2, 3, u, &t);
-        check("vector(6, 2, 3, struct)", t, 0);
-        MPI_Type_free(&u);
-    }
-    {
-        const int sz[] = {8, 10}, sub[] = {3, 4}, st[] = {2, 5};
-        MPI_Type_create_subarray(2, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, &t);
-        check("subarray 8x10 [3x4 at 2,5], double", t, 1);
-    }
-    {
-        const int sz[] = {6, 7, 8}, sub[] = {6, 7, 1}, st[] = {0, 0, 5};
-        MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE_COMPLEX, &t);
-        check("subarray 6x7x8 face [6x7x1], C", t, 1);
-        const int sub2[] = {2, 3, 4}, st2[] = {1, 2, 3};
-        MPI_Type_create_subarray(3, sz, sub2, st2, MPI_ORDER_FORTRAN, MPI_INT, &t);
-        check("subarray 6x7x8 [2x3x4], Fortran", t, 12);
-    }
-    MPI_Type_vector(3, 2, 5, MPI_INT, &u);
-    MPI_Type_create_resized(u, -16, 200, &t);
-    check("resized(vector, lb -16, extent 200)", t, 0);
-    MPI_Type_create_resized(u, -16, 200, &v);
-    MPI_Type_create_hvector(3, 1, 400, v, &t);
-    check("hvector(3, 1, 400 B, resized vector)", t, 0);
-    {
-        const int bl[] = {2, 1}, dp[] = {1, -3};
-        MPI_Type_indexed(2, bl, dp, v, &t);
-        check("indexed({2,1}, {1,-3}, resized vector)", t, 0);
-    }
-    {
-        const int sz[] = {4, 4}, sub[] = {2, 2}, st[] = {1, 1};
-        MPI_Type_create_subarray(2, sz, sub, st, MPI_ORDER_C, u, &w);
-        MPI_Type_create_hvector(2, 1, -4096, w, &t);
-        check("hvector(2, 1, -4096 B, subarray of vector)", t, 0);
-        MPI_Type_free(&w);
-    }
-    MPI_Type_free(&v);
-    MPI_Type_free(&u);
+    dt_each_type(check);
 
     /* Plans kept with their types: the same plan twice, gone with the type,
      * and a new type at the old one's address gets its own. */

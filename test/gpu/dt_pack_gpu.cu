@@ -1,0 +1,94 @@
+// The CUDA side of test/gpu/dt_pack.c: a plan to the GPU, loom's datatype
+// copy kernel (device/datatype/dt_copy.h) on it, buffers, and timings.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "device/datatype/dt_copy.h"
+
+namespace {
+struct DevPlan {
+    loom::DtPlanDev p;
+    loom_dt_seg_t *segs;
+    uint64_t *first;
+};
+bool ok(cudaError_t e, const char *what) {
+    if (e == cudaSuccess) return true;
+    fprintf(stderr, "dt_pack: %s: %s\n", what, cudaGetErrorString(e));
+    return false;
+}
+} // namespace
+
+extern "C" {
+
+int dtgpu_count(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+void *dtgpu_plan(const loom_dt_seg_t *segs, int nsegs, int64_t extent, uint64_t bytes) {
+    DevPlan *d = new DevPlan{};
+    std::vector<uint64_t> first(nsegs + 1, 0);
+    for (int k = 0; k < nsegs; ++k) first[k + 1] = first[k] + segs[k].count * loom::dtPiecesOf(segs[k].len);
+    if (!ok(cudaMalloc(&d->segs, sizeof(*segs) * (nsegs ? nsegs : 1)), "plan") ||
+        !ok(cudaMalloc(&d->first, sizeof(uint64_t) * (nsegs + 1)), "plan") ||
+        !ok(cudaMemcpy(d->segs, segs, sizeof(*segs) * nsegs, cudaMemcpyHostToDevice), "plan upload") ||
+        !ok(cudaMemcpy(d->first, first.data(), sizeof(uint64_t) * (nsegs + 1), cudaMemcpyHostToDevice), "plan upload"))
+        return nullptr;
+    d->p = loom::DtPlanDev{d->segs, d->first, first[nsegs], nsegs, extent, bytes};
+    return d;
+}
+
+void dtgpu_plan_free(void *h) {
+    DevPlan *d = static_cast<DevPlan *>(h);
+    if (!d) return;
+    cudaFree(d->segs);
+    cudaFree(d->first);
+    delete d;
+}
+
+void *dtgpu_alloc(size_t bytes) {
+    void *p = nullptr;
+    return ok(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc") ? p : nullptr;
+}
+void dtgpu_free(void *p) { cudaFree(p); }
+int dtgpu_put(void *dev, const void *host, size_t bytes) {
+    return ok(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "to the GPU") ? 0 : 1;
+}
+int dtgpu_get(void *host, const void *dev, size_t bytes) {
+    return ok(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "from the GPU") ? 0 : 1;
+}
+
+// One copy (pack: user -> packed; unpack: packed -> user), finished.
+int dtgpu_copy(void *h, size_t count, void *user, void *packed, int unpack) {
+    const DevPlan *d = static_cast<DevPlan *>(h);
+    if (!ok(loom::launchDtCopy(d->p, count, user, packed, unpack != 0, 0, nullptr), "dt copy launch")) return 1;
+    return ok(cudaDeviceSynchronize(), "dt copy") ? 0 : 1;
+}
+
+// Best time in microseconds of reps copies: the plan's (h), or (h null) a
+// cudaMemcpyAsync of bytes device to device.
+double dtgpu_time(void *h, size_t count, void *user, void *packed, int unpack, size_t bytes, int reps) {
+    const DevPlan *d = static_cast<DevPlan *>(h);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    float best = 1e30f;
+    for (int r = 0; r < reps; ++r) {
+        cudaEventRecord(a);
+        if (d) loom::launchDtCopy(d->p, count, user, packed, unpack != 0, 0, nullptr);
+        else cudaMemcpyAsync(packed, user, bytes, cudaMemcpyDeviceToDevice);
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, a, b);
+        if (ms < best) best = ms;
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ok(cudaGetLastError(), "timing") ? best * 1e3 : -1;
+}
+
+} // extern "C"
