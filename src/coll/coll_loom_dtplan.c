@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "opal/datatype/opal_convertor.h"
-#include "opal/threads/mutex.h"
 #include "opal/util/output.h"
 
 /* Room for n more segments. */
