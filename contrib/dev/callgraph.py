@@ -6,7 +6,8 @@
 Functions are found where they are defined (a name, or Class::name, and '('
 at the start of a line, the body's '{' on a later line or at the end of it), calls wherever a
 defined name appears inside braces (a call, or a pointer in a function table)
-outside comments and strings; at brace depth 0 it is a declaration. A name
+outside comments and strings; at brace depth 0 (namespace and extern "C"
+blocks not counted) it is a declaration. A name
 the calling file defines itself, or several files define (static helpers),
 is not followed; nor is a member access (s.name, p->name), a declaration
 of a member or variable of that name, or a name whose only definition is
@@ -30,12 +31,20 @@ def strip(text):
 
 
 def brace_depths(t):
-    out, d = [0] * (len(t) + 1), 0
+    """Brace depth at each character; namespace and extern "C" blocks do not
+    count (what is declared in them is at file scope)."""
+    out, d, stack = [0] * (len(t) + 1), 0, []
+    opener = re.compile(r'(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s*"")\s*$')
     for i, c in enumerate(t):
         out[i] = d
         if c == '{':
-            d += 1
+            scope = bool(opener.search(t[max(0, i - 80):i]))
+            stack.append(scope)
+            if not scope:
+                d += 1
         elif c == '}':
+            if stack and stack.pop():
+                continue
             d = max(0, d - 1)
     return out
 
