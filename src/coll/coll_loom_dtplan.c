@@ -60,14 +60,13 @@ int mca_coll_loom_dt_plan(ompi_datatype_t *dt, loom_dt_plan_t *plan)
     ompi_datatype_get_extent(dt, &lb, &extent);
     plan->extent = extent;
     if (0 == size) return MPI_SUCCESS;
-    const size_t count = 1;
     opal_convertor_t *conv = opal_convertor_create(opal_local_arch, 0);
     if (NULL == conv) return MPI_ERR_NO_MEM;
     /* Addresses only, never read: a base far from 0 keeps negative
      * displacements from wrapping. */
     char *const base = (char *)(uintptr_t)((uintptr_t)1 << 46);
     int rc = MPI_SUCCESS;
-    if (OPAL_SUCCESS != opal_convertor_prepare_for_send(conv, &dt->super, count, base)) rc = MPI_ERR_INTERN;
+    if (OPAL_SUCCESS != opal_convertor_prepare_for_send(conv, &dt->super, 1, base)) rc = MPI_ERR_INTERN;
     size_t cap = 0;
     bool done = false;
     while (MPI_SUCCESS == rc && !done) {
@@ -87,9 +86,9 @@ int mca_coll_loom_dt_plan(ompi_datatype_t *dt, loom_dt_plan_t *plan)
         if (0 == n && !done) rc = MPI_ERR_INTERN; /* no progress */
     }
     OBJ_RELEASE(conv);
-    if (MPI_SUCCESS == rc && plan->bytes != size * count) {
-        opal_output(0, "coll/loom: the layout of datatype %s x %zu adds up to %zu bytes, not %zu: no plan",
-                    dt->name, count, plan->bytes, size * count);
+    if (MPI_SUCCESS == rc && plan->bytes != size) {
+        opal_output(0, "coll/loom: the layout of datatype %s adds up to %zu bytes, not its size %zu: no plan", dt->name,
+                    plan->bytes, size);
         rc = MPI_ERR_INTERN;
     }
     if (MPI_SUCCESS != rc) mca_coll_loom_dt_plan_free(plan);

@@ -9,7 +9,6 @@
  */
 #include "coll_loom_args.h"
 #include "coll_loom_defer.h"
-#include "coll_loom_request.h"
 
 #define LOOM_THUNKS(name, type)                                                                          \
     int mca_coll_loom_##name(LOOM_PARAMS_##type, mca_coll_base_module_t *module)                          \

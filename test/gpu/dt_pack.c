@@ -31,46 +31,18 @@ double dtgpu_time(void *h, size_t count, void *user, void *packed, int unpack, s
 
 static int failures;
 
-/* 0 when the GPU packs and unpacks count elements as MPI does; else the
- * first differing byte + 1 (pack) or -(byte + 1) (unpack). */
-static long compare(void *dev_plan, MPI_Datatype t, int count)
+/* The GPU's copy (dt_exec_fn): both buffers to the GPU, the kernel, both
+ * back. */
+static int run_gpu(void *dev_plan, int count, span_t *user, char *packed, size_t packed_bytes, int unpack)
 {
-    int psize = 0;
-    MPI_Pack_size(count, t, MPI_COMM_SELF, &psize);
-    span_t s = span_of(t, count);
-    pattern(&s, 1);
-    char *want = malloc((size_t)psize + 1), *got = malloc((size_t)psize + 1);
-    int pos = 0;
-    MPI_Pack(s.base, count, t, want, psize, &pos, MPI_COMM_SELF);
-    char *d_user = dtgpu_alloc(s.bytes), *d_packed = dtgpu_alloc((size_t)pos + 1);
-    long bad = NULL == d_user || NULL == d_packed;
-    for (int i = 0; i < pos; ++i) got[i] = (char)~want[i];
-    if (!bad) bad = dtgpu_put(d_user, s.mem, s.bytes) || dtgpu_put(d_packed, got, (size_t)pos);
-    if (!bad) bad = dtgpu_copy(dev_plan, (size_t)count, d_user + (s.base - s.mem), d_packed, 0);
-    if (!bad) bad = dtgpu_get(got, d_packed, (size_t)pos);
-    for (int i = 0; !bad && i < pos; ++i)
-        if (want[i] != got[i]) bad = i + 1;
-    if (!bad) { /* unpack changed bytes into a patterned buffer on both sides */
-        span_t a = span_of(t, count);
-        pattern(&a, 2);
-        char *b = malloc(a.bytes);
-        for (int i = 0; i < pos; ++i) want[i] = (char)(want[i] ^ 0x5a);
-        bad = dtgpu_put(d_user, a.mem, a.bytes) || dtgpu_put(d_packed, want, (size_t)pos);
-        int upos = 0;
-        MPI_Unpack(want, psize, &upos, a.base, count, t, MPI_COMM_SELF);
-        if (!bad) bad = dtgpu_copy(dev_plan, (size_t)count, d_user + (a.base - a.mem), d_packed, 1);
-        if (!bad) bad = dtgpu_get(b, d_user, a.bytes);
-        for (size_t i = 0; !bad && i < a.bytes; ++i)
-            if (a.mem[i] != b[i]) bad = -(long)i - 1;
-        free(b);
-        free(a.mem);
-    }
+    char *d_user = dtgpu_alloc(user->bytes), *d_packed = dtgpu_alloc(packed_bytes + 1);
+    int rc = NULL == d_user || NULL == d_packed;
+    if (!rc) rc = dtgpu_put(d_user, user->mem, user->bytes) || dtgpu_put(d_packed, packed, packed_bytes);
+    if (!rc) rc = dtgpu_copy(dev_plan, (size_t)count, d_user + (user->base - user->mem), d_packed, unpack);
+    if (!rc) rc = dtgpu_get(user->mem, d_user, user->bytes) || dtgpu_get(packed, d_packed, packed_bytes);
     dtgpu_free(d_user);
     dtgpu_free(d_packed);
-    free(want);
-    free(got);
-    free(s.mem);
-    return bad;
+    return rc;
 }
 
 static void check(const char *name, MPI_Datatype t, size_t max_segs)
@@ -88,7 +60,7 @@ static void check(const char *name, MPI_Datatype t, size_t max_segs)
     const int big = plan && plan->bytes ? (int)((1 << 20) / plan->bytes) + 1 : 5;
     const int counts[] = {1, 3, big};
     for (int i = 0; dev && i < 3; ++i) {
-        const long bad = compare(dev, t, counts[i]);
+        const long bad = dt_compare(t, counts[i], run_gpu, dev);
         if (bad) {
             printf("FAIL %s x %d: GPU %s differs from MPI's at byte %ld\n", name, counts[i], bad > 0 ? "pack" : "unpack",
                    (bad > 0 ? bad : -bad) - 1);

@@ -41,6 +41,47 @@ static inline void pattern(span_t *s, unsigned seed)
     for (size_t i = 0; i < s->bytes; ++i) s->mem[i] = (char)(seed * 131u + i * 7u + (i >> 8));
 }
 
+/* Runs a plan's copy of count elements on host memory, as the caller's
+ * executor does it: pack (unpack 0) from user's span into packed, or
+ * unpack into it; nonzero when it could not run. */
+typedef int (*dt_exec_fn)(void *ctx, int count, span_t *user, char *packed, size_t packed_bytes, int unpack);
+
+/* 0 when exec packs and unpacks count elements of t as MPI does; else the
+ * first differing byte + 1 (pack) or -(byte + 1) (unpack). Every byte exec
+ * should write starts out different from what it should write, and the
+ * unpack's holes must keep what was there. */
+static inline long dt_compare(MPI_Datatype t, int count, dt_exec_fn exec, void *ctx)
+{
+    int psize = 0;
+    MPI_Pack_size(count, t, MPI_COMM_SELF, &psize);
+    span_t s = span_of(t, count);
+    pattern(&s, 1);
+    char *want = (char *)malloc((size_t)psize + 1), *got = (char *)malloc((size_t)psize + 1);
+    int pos = 0;
+    MPI_Pack(s.base, count, t, want, psize, &pos, MPI_COMM_SELF);
+    for (int i = 0; i < pos; ++i) got[i] = (char)~want[i];
+    long bad = exec(ctx, count, &s, got, (size_t)pos, 0) ? 1 : 0;
+    for (int i = 0; !bad && i < pos; ++i)
+        if (want[i] != got[i]) bad = i + 1;
+    if (!bad) { /* unpack changed bytes into two equally patterned buffers */
+        span_t a = span_of(t, count), b = span_of(t, count);
+        pattern(&a, 2);
+        pattern(&b, 2);
+        for (int i = 0; i < pos; ++i) want[i] = (char)(want[i] ^ 0x5a);
+        int upos = 0;
+        MPI_Unpack(want, psize, &upos, a.base, count, t, MPI_COMM_SELF);
+        bad = exec(ctx, count, &b, want, (size_t)pos, 1) ? -1 : 0;
+        for (size_t i = 0; !bad && i < a.bytes; ++i)
+            if (a.mem[i] != b.mem[i]) bad = -(long)i - 1;
+        free(a.mem);
+        free(b.mem);
+    }
+    free(want);
+    free(got);
+    free(s.mem);
+    return bad;
+}
+
 typedef void (*dt_visit_fn)(const char *name, MPI_Datatype t, size_t max_segs);
 
 static inline void dt_each_type(dt_visit_fn visit)

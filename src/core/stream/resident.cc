@@ -74,11 +74,6 @@ bool stillPending(ResidentState *r) {
 }
 int reductionKey(loomDataType_t dtype, loomRedOp_t op) { return (int)dtype * 64 + (int)op; }
 
-loomResult_t cudaFail(const loomComm *comm, const char *what, cudaError_t e) {
-    return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): resident kernel: %s: %s", comm->rank, comm->cudaDev,
-                comm->busId, what, cudaGetErrorString(e));
-}
-
 void destroy(ResidentState *r) {
     residentComms.fetch_sub(1);
     if (r->stream) cudaStreamDestroy(r->stream);
@@ -157,7 +152,7 @@ loomResult_t launch(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t o
     ResidentState *r = comm->resident;
     r->box->state = kResidentRunning;
     cudaError_t e = cudaMemsetAsync(r->dev, 0, sizeof(ResidentDevBox), r->stream);
-    if (e != cudaSuccess) return cudaFail(comm, "reset", e);
+    if (e != cudaSuccess) return cudaFailed(comm, "resident kernel", "reset", e);
     ResidentLaunchArgs a;
     a.r.host = r->boxDev;
     a.r.dev = r->dev;
@@ -165,7 +160,7 @@ loomResult_t launch(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t o
     a.r.idleNs = (unsigned long long)params().residentIdleUs * 1000ull;
     a.ctas = residentCtas();
     e = key == kAnyKey ? launchResidentBytes(a, r->stream) : launchResident(a, dtype, op, r->stream);
-    if (e != cudaSuccess) return cudaFail(comm, "launch", e);
+    if (e != cudaSuccess) return cudaFailed(comm, "resident kernel", "launch", e);
     r->alive = true;
     r->key = key;
     if (!r->launches++ && comm->rank == 0)
@@ -194,7 +189,7 @@ loomResult_t post(loomComm *comm, const ResidentCall &call, int key, loomDataTyp
                 continue;
             }
             r->alive = false;
-            if (q != cudaSuccess) return cudaFail(comm, "ended", q);
+            if (q != cudaSuccess) return cudaFailed(comm, "resident kernel", "ended", q);
             taken = r->box->taken == s; // its writes are all visible now that it ended
             break;
         }
@@ -230,7 +225,7 @@ loomResult_t leave(loomComm *comm) {
     writeMail(r->box, call, s);
     r->seq = s;
     const cudaError_t e = awaitEnd(r);
-    return e == cudaSuccess ? loomSuccess : cudaFail(comm, "leaving", e);
+    return e == cudaSuccess ? loomSuccess : cudaFailed(comm, "resident kernel", "leaving", e);
 }
 
 } // namespace
@@ -279,7 +274,7 @@ int look(loomComm *comm, uint32_t s, unsigned every, loomResult_t *err) {
     if (r->box->done == s) return 1; // finished, then left idle
     if (*comm->ras.abortFlag) return -1;
     comm->ras.failed = true;
-    *err = q != cudaSuccess ? cudaFail(comm, "ended", q)
+    *err = q != cudaSuccess ? cudaFailed(comm, "resident kernel", "ended", q)
                             : fail(loomInternalError, "rank %d GPU %d (%s): %s: the resident kernel ended before call %u "
                                    "finished; communicator unusable", comm->rank, comm->cudaDev, comm->busId,
                                    comm->ras.lastColl, s);

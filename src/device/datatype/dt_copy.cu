@@ -36,7 +36,7 @@ __global__ void dtCopyKernel(DtPlanDev p, uint64_t count, const char *user, char
             else hi = mid - 1;
         }
         const loom_dt_seg_t s = p.segs[lo];
-        const uint64_t perRun = (s.len + kDtPieceBytes - 1) / kDtPieceBytes;
+        const uint64_t perRun = dtPiecesOf(s.len);
         const uint64_t piece = inElement - p.firstPiece[lo], run = piece / perRun, at = (piece % perRun) * kDtPieceBytes;
         const uint64_t n = s.len - at < kDtPieceBytes ? s.len - at : kDtPieceBytes;
         const char *u = user + (int64_t)e * p.extent + s.offset + (int64_t)run * s.stride + (int64_t)at;

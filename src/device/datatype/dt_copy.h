@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "base/dt_seg.h"
+#include "device/host_device.h"
 
 namespace loom {
 
@@ -31,7 +32,7 @@ struct DtPlanDev {
 };
 
 // Pieces of one run of len bytes.
-inline uint64_t dtPiecesOf(uint64_t len) { return (len + kDtPieceBytes - 1) / kDtPieceBytes; }
+LOOM_HD uint64_t dtPiecesOf(uint64_t len) { return (len + kDtPieceBytes - 1) / kDtPieceBytes; }
 
 // count elements: user -> packed (unpack false) or packed -> user (true),
 // on stream, with ctas CTAs of 256 threads (0: enough for the work, at
