@@ -11,8 +11,7 @@
 namespace {
 struct DevPlan {
     loom::DtPlanDev p;
-    loom_dt_seg_t *segs;
-    uint64_t *first;
+    void *table; // the plan's device table past kDtInlineSegs segments (else null)
 };
 bool ok(cudaError_t e, const char *what) {
     if (e == cudaSuccess) return true;
@@ -30,22 +29,19 @@ int dtgpu_count(void) {
 
 void *dtgpu_plan(const loom_dt_seg_t *segs, int nsegs, int64_t extent, uint64_t bytes) {
     DevPlan *d = new DevPlan{};
-    std::vector<uint64_t> first(nsegs + 1, 0);
-    for (int k = 0; k < nsegs; ++k) first[k + 1] = first[k] + segs[k].count * loom::dtPiecesOf(segs[k].len);
-    if (!ok(cudaMalloc(&d->segs, sizeof(*segs) * (nsegs ? nsegs : 1)), "plan") ||
-        !ok(cudaMalloc(&d->first, sizeof(uint64_t) * (nsegs + 1)), "plan") ||
-        !ok(cudaMemcpy(d->segs, segs, sizeof(*segs) * nsegs, cudaMemcpyHostToDevice), "plan upload") ||
-        !ok(cudaMemcpy(d->first, first.data(), sizeof(uint64_t) * (nsegs + 1), cudaMemcpyHostToDevice), "plan upload"))
+    const size_t tableBytes = loom::dtTableBytes(nsegs);
+    std::vector<char> host(tableBytes);
+    if (tableBytes && !ok(cudaMalloc(&d->table, tableBytes), "plan table")) return nullptr;
+    loom::dtPlanDev(segs, nsegs, extent, bytes, host.data(), d->table, &d->p);
+    if (tableBytes && !ok(cudaMemcpy(d->table, host.data(), tableBytes, cudaMemcpyHostToDevice), "plan upload"))
         return nullptr;
-    d->p = loom::DtPlanDev{d->segs, d->first, first[nsegs], nsegs, extent, bytes};
     return d;
 }
 
 void dtgpu_plan_free(void *h) {
     DevPlan *d = static_cast<DevPlan *>(h);
     if (!d) return;
-    cudaFree(d->segs);
-    cudaFree(d->first);
+    cudaFree(d->table);
     delete d;
 }
 

@@ -13,6 +13,7 @@
 #include "base/debug.h"
 #include "core/algo/registry.h"
 #include "device/collectives.h"
+#include "device/datatype/dt_copy.h"
 
 namespace loom {
 
@@ -30,7 +31,7 @@ loomResult_t loadDeviceKernels(int rank, int device) {
     for (int i = 0; i < kRegistrySize; ++i)
         if (std::find(loaders.begin(), loaders.end(), kRegistry[i]->loadKernels) == loaders.end())
             loaders.push_back(kRegistry[i]->loadKernels);
-    for (auto load : {loadExchangeKernels, loadScanKernels, loadResidentKernels, loadLocalReduceKernels})
+    for (auto load : {loadExchangeKernels, loadScanKernels, loadResidentKernels, loadLocalReduceKernels, loadDtCopyKernels})
         loaders.push_back(load);
     for (auto load : loaders) {
         cudaError_t e = load(&l);

@@ -1,52 +1,110 @@
 // The datatype plan's copy kernel (dt_copy.h).
 #include "device/datatype/dt_copy.h"
 
+#include <cstring>
+
+#include "device/kernel_load.h"
+
 namespace loom {
 
 namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int kDtUnroll = 4; // words in flight per lane
 
-// A warp's copy of n bytes from s to d: the widest words both allow.
-__device__ void warpCopy(const char *s, char *d, uint64_t n, int lane) {
-    const uintptr_t bits = (uintptr_t)s | (uintptr_t)d;
-    uint64_t done = 0;
-    if ((bits & 15) == 0) {
-        const uint64_t words = n / 16;
-        for (uint64_t i = lane; i < words; i += 32) ((uint4 *)d)[i] = ((const uint4 *)s)[i];
-        done = words * 16;
-    } else if ((bits & 3) == 0) {
-        const uint64_t words = n / 4;
-        for (uint64_t i = lane; i < words; i += 32) ((unsigned *)d)[i] = ((const unsigned *)s)[i];
-        done = words * 4;
+// A warp's copy of nr runs of unitsPerRun words of T: run r from
+// src + r * sStride to dst + r * dStride. Every lane loads its kDtUnroll
+// words before it stores them.
+template <typename T>
+__device__ void warpRuns(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t unitsPerRun,
+                         uint32_t units, int lane) {
+    for (uint32_t base = lane; base < units; base += 32 * kDtUnroll) {
+        T v[kDtUnroll];
+        uint32_t run[kDtUnroll], word[kDtUnroll];
+#pragma unroll
+        for (int j = 0; j < kDtUnroll; ++j) {
+            const uint32_t i = base + 32 * j;
+            run[j] = i / unitsPerRun;
+            word[j] = i - run[j] * unitsPerRun;
+            if (i < units) v[j] = reinterpret_cast<const T *>(src + (int64_t)run[j] * sStride)[word[j]];
+        }
+#pragma unroll
+        for (int j = 0; j < kDtUnroll; ++j)
+            if (base + 32 * j < units) reinterpret_cast<T *>(dst + (int64_t)run[j] * dStride)[word[j]] = v[j];
     }
-    for (uint64_t i = done + lane; i < n; i += 32) d[i] = s[i];
 }
 
-__global__ void dtCopyKernel(DtPlanDev p, uint64_t count, const char *user, char *packed, bool unpack) {
+// nr runs of n bytes, in the widest word every address, length and stride allows.
+__device__ void warpCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n, uint32_t nr,
+                         int lane) {
+    const uint64_t bits = (uint64_t)(uintptr_t)src | (uint64_t)(uintptr_t)dst | n |
+                          (nr > 1 ? (uint64_t)sStride | (uint64_t)dStride : 0);
+    if ((bits & 15) == 0) warpRuns<uint4>(src, sStride, dst, dStride, n / 16, nr * (n / 16), lane);
+    else if ((bits & 7) == 0) warpRuns<uint2>(src, sStride, dst, dStride, n / 8, nr * (n / 8), lane);
+    else if ((bits & 3) == 0) warpRuns<unsigned>(src, sStride, dst, dStride, n / 4, nr * (n / 4), lane);
+    else if ((bits & 1) == 0) warpRuns<unsigned short>(src, sStride, dst, dStride, n / 2, nr * (n / 2), lane);
+    else warpRuns<unsigned char>(src, sStride, dst, dStride, n, nr * n, lane);
+}
+
+__global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user, char *packed, bool unpack) {
+    const bool inline_ = p.nsegs <= kDtInlineSegs;
+    const loom_dt_seg_t *segs = inline_ ? p.segs : p.tableSegs;
+    const uint64_t *first = inline_ ? p.firstPiece : p.tableFirst;
     const uint64_t perElement = p.pieces, total = perElement * count;
     const int lane = threadIdx.x & 31;
     const uint64_t warps = (uint64_t)gridDim.x * kWarps;
     for (uint64_t w = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32; w < total; w += warps) {
         const uint64_t e = w / perElement, inElement = w % perElement;
-        int lo = 0, hi = p.nsegs - 1; // the segment: the last k with firstPiece[k] <= inElement
+        int lo = 0, hi = p.nsegs - 1; // the segment: the last k with first[k] <= inElement
         while (lo < hi) {
             const int mid = (lo + hi + 1) / 2;
-            if (p.firstPiece[mid] <= inElement) lo = mid;
+            if (first[mid] <= inElement) lo = mid;
             else hi = mid - 1;
         }
-        const loom_dt_seg_t s = p.segs[lo];
-        const uint64_t perRun = dtPiecesOf(s.len);
-        const uint64_t piece = inElement - p.firstPiece[lo], run = piece / perRun, at = (piece % perRun) * kDtPieceBytes;
-        const uint64_t n = s.len - at < kDtPieceBytes ? s.len - at : kDtPieceBytes;
-        const char *u = user + (int64_t)e * p.extent + s.offset + (int64_t)run * s.stride + (int64_t)at;
-        const char *k = packed + e * p.bytes + s.packed + run * s.len + at;
-        if (unpack) warpCopy(k, (char *)u, n, lane);
-        else warpCopy(u, (char *)k, n, lane);
+        const loom_dt_seg_t s = segs[lo];
+        const uint64_t piece = inElement - first[lo], g = dtRunsPerPiece(s.len);
+        uint64_t run, at, n, nr;
+        if (g > 1) { // whole short runs
+            run = piece * g, at = 0, n = s.len;
+            nr = s.count - run < g ? s.count - run : g;
+        } else {     // a part of one long run
+            const uint64_t perRun = dtPiecesOf(s.len);
+            run = piece / perRun, at = (piece % perRun) * kDtPieceBytes, nr = 1;
+            n = s.len - at < kDtPieceBytes ? s.len - at : kDtPieceBytes;
+        }
+        char *u = const_cast<char *>(user) + (int64_t)e * p.extent + s.offset + (int64_t)run * s.stride + (int64_t)at;
+        char *k = packed + e * p.bytes + s.packed + run * s.len + at;
+        if (unpack) warpCopy(k, (int64_t)n, u, s.stride, (uint32_t)n, (uint32_t)nr, lane);
+        else warpCopy(u, s.stride, k, (int64_t)n, (uint32_t)n, (uint32_t)nr, lane);
     }
 }
 
 } // namespace
+
+size_t dtTableBytes(int nsegs) {
+    return nsegs <= kDtInlineSegs ? 0 : nsegs * sizeof(loom_dt_seg_t) + (nsegs + 1) * sizeof(uint64_t);
+}
+
+void dtPlanDev(const loom_dt_seg_t *segs, int nsegs, int64_t extent, uint64_t bytes, void *hostTable,
+               const void *devTable, DtPlanDev *p) {
+    memset(p, 0, sizeof(*p));
+    const bool inline_ = nsegs <= kDtInlineSegs;
+    loom_dt_seg_t *s = inline_ ? p->segs : static_cast<loom_dt_seg_t *>(hostTable);
+    uint64_t *first = inline_ ? p->firstPiece : reinterpret_cast<uint64_t *>(s + nsegs);
+    first[0] = 0;
+    for (int k = 0; k < nsegs; ++k) {
+        s[k] = segs[k];
+        first[k + 1] = first[k] + dtSegPieces(segs[k]);
+    }
+    if (!inline_) {
+        p->tableSegs = static_cast<const loom_dt_seg_t *>(devTable);
+        p->tableFirst = reinterpret_cast<const uint64_t *>(p->tableSegs + nsegs);
+    }
+    p->pieces = first[nsegs];
+    p->nsegs = nsegs;
+    p->extent = extent;
+    p->bytes = bytes;
+}
 
 cudaError_t launchDtCopy(const DtPlanDev &plan, size_t count, const void *user, void *packed, bool unpack, int ctas,
                          cudaStream_t stream) {
@@ -59,5 +117,7 @@ cudaError_t launchDtCopy(const DtPlanDev &plan, size_t count, const void *user, 
                                                  static_cast<char *>(packed), unpack);
     return cudaGetLastError();
 }
+
+cudaError_t loadDtCopyKernels(KernelLoad *l) { return loadKernels(l, dtCopyKernel); }
 
 } // namespace loom
