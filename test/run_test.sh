@@ -17,6 +17,7 @@
 #                     (e.g. an Open MPI 5 built without UCX)
 #   ENV="A=1 B=2"     environment for the ranks (exported and forwarded with -x)
 #   EXPECT_LOG="re"   extended regexes, one per line, that the output must each match (e.g. the transport used)
+#   REJECT_LOG="re"   extended regexes, one per line, that no line of the output may match
 #   EXPECT_ABORT=S    the job must end with a non-zero status (MPI_Abort) within S seconds, leaving no
 #                     process of PROG behind
 # The build tree's component comes first in mca_base_component_path: Open MPI loads the
@@ -28,7 +29,7 @@
 # sharing fewer (correctness holds, timings do not).
 set -u
 . "$1"
-: "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
+: "${MIN_GPUS:=1}" "${EXPECT_LOG:=}" "${REJECT_LOG:=}" "${ARGS:=}" "${MCA:=}" "${EXPECT:=selected}" "${EXPECT_PATH:=delegated}" "${NEEDS_GPU:=0}" "${ENV:=}"
 : "${NEEDS_ULFM:=0}" "${EXPECT_ABORT:=}" "${NEEDS_MCA:=}"
 ALL_COLLS="allgather allgatherv allreduce alltoall alltoallv barrier bcast exscan gather reduce
   reduce_scatter reduce_scatter_block scan scatter iallgather iallgatherv iallreduce ialltoall ialltoallv
@@ -108,6 +109,11 @@ while IFS= read -r re; do
     [ -z "$re" ] || grep -Eq -e "$re" "$log" || { echo "FAIL: the output does not show: $re"; exit 1; }
 done <<EOF
 $EXPECT_LOG
+EOF
+while IFS= read -r re; do
+    [ -z "$re" ] || ! grep -Eq -e "$re" "$log" || { echo "FAIL: the output shows: $(grep -Em1 -e "$re" "$log")"; exit 1; }
+done <<EOF
+$REJECT_LOG
 EOF
 selected=$(grep -c "coll/loom .*: selected$" "$log")
 if [ "$EXPECT" = deselected ]; then

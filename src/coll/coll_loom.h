@@ -89,6 +89,9 @@ typedef struct {
      * calls then go to the previous module even where loom's communicator
      * exists, instead of through loom's kernels and its device scratch. */
     bool uniform_memory;
+    /* Non-contiguous datatypes on device buffers packed and unpacked by
+     * loom's kernels (coll_loom_dtgpu.h); false: through host copies. */
+    bool dt_gpu;
     /* opal_output stream of the component's reports (verbosity: verbose). */
     int output;
 } mca_coll_loom_component_t;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_loom_dtgpu.h"
 #include "coll_loom_stage.h"
 
 void mca_coll_loom_exchange_call(loom_gpu_call_t *c, int coll, ompi_communicator_t *comm, ompi_request_t **req,
@@ -49,7 +50,8 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
     const int n = snd->n;
     size_t *table = exchange_tables(m, n); /* the same n as the caller's ints: no move */
     char *spacked = NULL, *rpacked = NULL;
-    bool s_packed = false, r_packed = false;
+    bool s_packed = false, r_packed = false, s_host = false;
+    loom_gpu_unpack_t unpack;
     int rc = NULL == table ? MPI_ERR_NO_MEM : MPI_SUCCESS;
     if (MPI_SUCCESS == rc) {
         void *in, *out;
@@ -61,18 +63,18 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
         c->out_bytes = mca_coll_loom_byte_blocks(rcv, table + 2 * n, table + 3 * n, &out, &r_packed);
         c->in = in;
         c->out = out;
-        if (s_packed) rc = mca_coll_loom_pack(snd, table + n, c->in_bytes, &spacked);
+        if (s_packed) rc = mca_coll_loom_pack_in(m, c->coll, snd, table + n, c->in_bytes, &spacked, &s_host);
         if (s_packed) c->in = spacked;
-        if (MPI_SUCCESS == rc && r_packed && NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1)))
-            rc = MPI_ERR_NO_MEM;
-        if (MPI_SUCCESS == rc && r_packed) rc = mca_coll_loom_unpack_after(c, rcv, table + 3 * n, rpacked);
-        if (r_packed) c->out = rpacked; /* unpacked (and freed) by c->after once the output is in place */
+        /* unpacked after the call's kernel (GPU) or once the output is in place (host: c->after) */
+        if (MPI_SUCCESS == rc && r_packed)
+            rc = mca_coll_loom_pack_out(m, c, rcv, table + 3 * n, c->out_bytes, false, true, &unpack, &rpacked);
+        if (r_packed) c->out = rpacked;
     }
     /* A rank that failed here still leaves the others waiting for its
-     * blocks: their calls end in loom's time-out error, not a hang. The
+     * blocks: their calls end in loom's time-out error, not a hang. A host
      * packed input is copied in by the time the call returns. */
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
-    free(spacked);
+    if (s_host) free(spacked);
     return rc;
 }
 
@@ -103,15 +105,18 @@ int mca_coll_loom_gather_bytes(mca_coll_loom_module_t *m, loom_gpu_call_t *c, co
         for (int q = 0; q < n; ++q) at[q] = c->out_bytes, c->out_bytes += bytes[q];
     }
     char *rpacked = NULL, *spacked = NULL;
+    bool s_host = false;
+    loom_gpu_unpack_t unpack;
     int rc = MPI_SUCCESS;
-    if (r_packed) {
-        if (NULL == snd) rc = mca_coll_loom_pack(rcv, at, c->out_bytes, &rpacked); /* in place: its own block is the input */
-        else if (NULL == (rpacked = malloc(c->out_bytes ? c->out_bytes : 1))) rc = MPI_ERR_NO_MEM;
-        out = rpacked;
-    }
+    /* in place: its own block is the input, packed with the others first; the
+     * output unpacked after the call's kernel (GPU) or once it is in place
+     * (host: c->after) */
+    if (r_packed) rc = mca_coll_loom_pack_out(m, c, rcv, at, c->out_bytes, NULL == snd, true, &unpack, &rpacked);
+    if (r_packed) out = rpacked;
     if (MPI_SUCCESS == rc && NULL != snd) {
         c->in_bytes = mca_coll_loom_byte_blocks(snd, sbytes, sat, &in, &s_packed);
-        if (s_packed && MPI_SUCCESS == (rc = mca_coll_loom_pack(snd, sat, c->in_bytes, &spacked))) in = spacked;
+        if (s_packed) rc = mca_coll_loom_pack_in(m, c->coll, snd, sat, c->in_bytes, &spacked, &s_host);
+        if (s_packed && MPI_SUCCESS == rc) in = spacked;
         if (MPI_SUCCESS == rc && c->in_bytes != bytes[me]) rc = MPI_ERR_TRUNCATE; /* type signatures differ */
     } else if (MPI_SUCCESS == rc) {
         in = (char *)out + at[me];
@@ -122,10 +127,8 @@ int mca_coll_loom_gather_bytes(mca_coll_loom_module_t *m, loom_gpu_call_t *c, co
     c->count = bytes[me];
     c->counts = bytes;
     c->displs = at;
-    /* rpacked: unpacked (and freed) by c->after once the output is in place */
-    if (r_packed && MPI_SUCCESS == rc) rc = mca_coll_loom_unpack_after(c, rcv, at, rpacked);
-    else free(rpacked);
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
-    free(spacked); /* copied in by the time the call returns */
+    else mca_coll_loom_after_run(c->after, rc); /* a host output copy freed */
+    if (s_host) free(spacked); /* copied in by the time the call returns */
     return rc;
 }

@@ -41,6 +41,7 @@ mca_coll_loom_component_t mca_coll_loom_component = {
     .verbose = 0,
     .stage_host_buffers = false,
     .uniform_memory = false,
+    .dt_gpu = true,
     .output = -1,
 };
 
@@ -94,6 +95,10 @@ static int loom_register(void)
                            "rank",
          MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
          offsetof(mca_coll_loom_component_t, uniform_memory)},
+        {"dt_gpu", "Non-contiguous datatypes on device buffers are packed and unpacked on the GPU by loom's kernels "
+                   "(false: through host copies and Open MPI's convertor, the older and much slower path); "
+                   "verbose >= 1 says why a call's type stays off them",
+         MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, offsetof(mca_coll_loom_component_t, dt_gpu)},
     };
     for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); ++i)
         mca_base_component_var_register(&lc->super.collm_version, params[i].name, params[i].help, params[i].type, NULL,

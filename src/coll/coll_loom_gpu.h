@@ -40,6 +40,15 @@ struct mca_coll_loom_after_s {
     int (*run)(mca_coll_loom_after_t *self, bool ok);
 };
 
+/* Work a call puts on loom's stream right after its launch, before its
+ * mark (a packed output unpacked on the GPU: coll_loom_dtgpu.h). Runs once,
+ * under the module's call lock, only after a launch that succeeded; the
+ * struct lives until mca_coll_loom_gpu_exec returns. */
+typedef struct mca_coll_loom_gpu_step_s mca_coll_loom_gpu_step_t;
+struct mca_coll_loom_gpu_step_s {
+    loomResult_t (*run)(mca_coll_loom_gpu_step_t *self, loomComm_t lcomm);
+};
+
 /* One call as the GPU path sees it, filled by a collective's mapper. */
 typedef struct {
     int coll;            /* LOOM_COLL_*, for reports */
@@ -63,6 +72,7 @@ typedef struct {
     int fan_in;          /* gather(v): one rank receives from all (alike on every rank) */
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
     mca_coll_loom_after_t *after; /* NULL, or what follows the output (above): exec takes it */
+    mca_coll_loom_gpu_step_t *then; /* NULL, or what goes on loom's stream after the launch (above) */
     ompi_request_t **req; /* non-blocking: the request to return (coll_loom_request.h); NULL: blocking */
     bool located;         /* in_info / out_info hold where in and out are (queried by the caller in this
                            * call: a driver query is not free, test/perf/flag_latency) */

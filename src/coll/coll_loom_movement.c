@@ -8,6 +8,7 @@
  * host memory.
  */
 #include "coll_loom_blocks.h"
+#include "coll_loom_dtgpu.h"
 #include "coll_loom_exchange.h"
 
 #include <stdlib.h>
@@ -21,21 +22,20 @@ static int barrier_any(ompi_communicator_t *comm, loom_t *m, ompi_request_t **re
 LOOM_RUNNER(barrier, barrier)
 
 /* A root, or a receiver, whose type is not contiguous: its c->count bytes
- * through a packed host copy, so that it takes the same path as the others
- * (MPI lets each rank's datatype differ, the type signature alike). The copy
- * lives until the output is in place (a non-blocking call's completion): a
- * receiver's is unpacked then. */
+ * through a packed copy (coll_loom_dtgpu.h), so that it takes the same path
+ * as the others (MPI lets each rank's datatype differ, the type signature
+ * alike). The root packs its buffer into it; a receiver's is unpacked once
+ * the output is there. */
 static int bcast_packed(loom_t *m, loom_gpu_call_t *c, void *buf, int count, ompi_datatype_t *dt, bool is_root)
 {
     const int zero = 0;
     const loom_typed_blocks_t b = {.user = buf, .dt = dt, .n = 1, .counts = &count, .displs = &zero};
     const size_t at = 0; /* one block, packed from byte 0 */
+    loom_gpu_unpack_t unpack;
     char *p = NULL;
-    int rc = is_root ? mca_coll_loom_pack(&b, &at, c->count, &p)
-                     : NULL == (p = malloc(c->count)) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
+    /* the root's copy is its input, and the kernels write it back: not unpacked */
+    int rc = mca_coll_loom_pack_out(m, c, &b, &at, c->count, is_root, !is_root, &unpack, &p);
     c->in = c->out = p;
-    /* the root's copy is its input, and the kernels write it back: freed only */
-    if (MPI_SUCCESS == rc) rc = mca_coll_loom_unpack_after(c, is_root ? NULL : &b, &at, p);
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c); /* else the others end in loom's time-out error */
     return rc;
 }

@@ -9,6 +9,7 @@
 #define LOOM_COMPONENT_H
 
 #include "loom.h"
+#include "base/dt_seg.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +52,29 @@ loomResult_t loomStagedCreate(loomComm_t comm, size_t bytes, void **buffer, loom
 loomResult_t loomStagedIn(loomStaged_t staged, void *dst, const void *src, size_t bytes);
 loomResult_t loomStagedOut(loomStaged_t staged, void *dst, const void *src, size_t bytes);
 loomResult_t loomStagedFinish(loomStaged_t staged, int copyOut);
+
+/* Non-contiguous MPI datatypes packed and unpacked on the GPU (the
+ * component's plans, src/coll/coll_loom_dtplan.h; core/stage/stage_datatype.cc).
+ * loomCommPackedBuffer: a device buffer of at least `bytes` on the
+ * communicator's GPU for a call's packed input (which 0) or output (1),
+ * owned by the communicator and reused by the next call that asks: the
+ * call's work on loom's stream is ordered before the next call's.
+ * loomCommDtPack / loomCommDtUnpack: count elements of the layout between
+ * `user` (this GPU's memory) and `packed`, on loom's stream, after the
+ * application's legacy-stream work and any call still pending (as a
+ * collective's own kernel), not waited for: enqueue the pack before the
+ * call that reads `packed` and the unpack right after the one that writes
+ * it. Holes between the runs are never written. */
+typedef struct {
+    const loom_dt_seg_t *segs;
+    int nsegs;
+    int64_t extent;
+    uint64_t bytes;
+} loomDtLayout_t;
+loomResult_t loomCommPackedBuffer(loomComm_t comm, int which, size_t bytes, void **ptr);
+loomResult_t loomCommDtPack(loomComm_t comm, const loomDtLayout_t *layout, size_t count, const void *user, void *packed);
+loomResult_t loomCommDtUnpack(loomComm_t comm, const loomDtLayout_t *layout, size_t count, const void *packed,
+                              void *user);
 
 /* For callers that must not block (MPI's non-blocking collectives).
  * loomCommSetHostWait(comm, 0): the calls that follow never wait on the host

@@ -26,6 +26,13 @@
  * (mca_coll_loom_after_run: as coll_loom_request.c's, which needs a GPU stack). */
 mca_coll_loom_component_t mca_coll_loom_component;
 const char mca_coll_loom_why_intercomm[] = "an intercommunicator";
+/* ... and of the GPU packing (coll_loom_dtgpu.c), which host buffers never reach */
+const char *const mca_coll_loom_coll_names[LOOM_COLL_COUNT] = {0};
+void mca_coll_loom_report_error(mca_coll_loom_module_t *m, const char *what, loomResult_t r)
+{
+    (void)m, (void)what, (void)r;
+}
+int mca_coll_loom_mpi_error(loomResult_t r) { return loomSuccess == r ? MPI_SUCCESS : MPI_ERR_OTHER; }
 
 static MPI_Comm exec_comm;
 static long exec_calls, bad;

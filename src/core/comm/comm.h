@@ -143,6 +143,13 @@ struct StagePart {
     std::vector<void *> parked;
     void *vInput = nullptr;
     size_t vInputBytes = 0;
+    // Packed copies of non-contiguous datatypes (stage_datatype.cc): the
+    // input's, the output's, and the device tables of long plans. Reused
+    // call after call: everything that touches them runs on loom's stream.
+    void *packed[2] = {nullptr, nullptr};
+    size_t packedBytes[2] = {0, 0};
+    void *dtTable = nullptr;
+    size_t dtTableBytes = 0;
 };
 
 // Ordering on loom's stream (core/stream): LOOM_STREAM_BLOCKING=0 makes it a

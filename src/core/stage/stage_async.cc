@@ -42,6 +42,7 @@
 #include "base/debug.h"
 #include "core/stage/stage_bounce.h"
 #include "loom_component.h"
+#include "core/comm/on_device.h"
 
 struct loomStaged {
     loomComm *comm;
@@ -59,20 +60,6 @@ namespace {
 // Kept by the pool between calls; beyond it, freed memory goes back to the
 // driver at the staging stream's next synchronize.
 constexpr uint64_t kPoolKeepBytes = 64ull << 20;
-
-class OnDevice {
-  public:
-    explicit OnDevice(int dev) {
-        cudaGetDevice(&prev_);
-        if (prev_ != dev) cudaSetDevice(dev);
-        dev_ = dev;
-    }
-    ~OnDevice() {
-        if (prev_ >= 0 && prev_ != dev_) cudaSetDevice(prev_);
-    }
-  private:
-    int prev_ = -1, dev_ = -1;
-};
 
 // The pool and stream, made at the first staged non-blocking call.
 bool stagingReady(loomComm *comm) {
@@ -120,7 +107,7 @@ extern "C" loomResult_t loomStagedCreate(loomComm_t comm, size_t bytes, void **b
     if (!comm || !buffer || !staged) return loom::fail(loomInvalidArgument, "loomStagedCreate: NULL argument");
     *staged = nullptr;
     *buffer = nullptr;
-    OnDevice on(comm->cudaDev);
+    loom::OnDevice on(comm->cudaDev);
     if (!stagingReady(comm)) return loomSuccess;
     void *buf = nullptr;
     cudaError_t e = cudaMallocFromPoolAsync(&buf, bytes ? bytes : 1, comm->stage.pool, comm->stage.stream);
@@ -140,7 +127,7 @@ extern "C" loomResult_t loomStagedIn(loomStaged_t staged, void *dst, const void 
     if (!bytes) return loomSuccess;
     if (!dst || !src) return loom::fail(loomInvalidArgument, "loomStagedIn: NULL %s with %zu bytes",
                                         src ? "scratch" : "source buffer", bytes);
-    OnDevice on(staged->comm->cudaDev);
+    loom::OnDevice on(staged->comm->cudaDev);
     return copyNow(staged->comm, dst, src, bytes, true);
 }
 
@@ -160,7 +147,7 @@ extern "C" loomResult_t loomStagedOut(loomStaged_t staged, void *dst, const void
 extern "C" loomResult_t loomStagedFinish(loomStaged_t staged, int copyOut) {
     if (!staged) return loomSuccess;
     loomComm *comm = staged->comm;
-    OnDevice on(comm->cudaDev);
+    loom::OnDevice on(comm->cudaDev);
     loomResult_t r = loomSuccess;
     for (const loomStaged::Out &o : staged->outs)
         if (copyOut && r == loomSuccess) r = copyNow(comm, o.dst, o.src, o.bytes, false);

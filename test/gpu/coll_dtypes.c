@@ -1,0 +1,282 @@
+/*
+ * Every datatype of test/mpi/dt_types.h (every constructor and nesting,
+ * holes, negative bounds, resized extents, zero-size blocks) through the
+ * collectives that move typed blocks, on device buffers, against the same
+ * call on host buffers on a duplicate communicator that never sees a
+ * device buffer (so Open MPI's own component serves it): every byte of
+ * both buffers must match, holes and gaps included (both start with the
+ * same pattern). bcast, ibcast, allgather (and in place), allgatherv,
+ * alltoall (and in place), ialltoall, alltoallv, alltoallw (a type per
+ * block: the type, or a contiguous run of it, which has the same
+ * signature; the reference sends the type alike), gather (and in place), gatherv, scatter, scatterv, at a
+ * small count and one of about 128 KiB per block, roots moving.
+ *
+ *   coll_dtypes            the check
+ *   coll_dtypes -b         the throughput of MPI_Bcast and MPI_Alltoall of
+ *                          a vector of 256-byte blocks against the same
+ *                          bytes contiguous (a benchmark; run it with
+ *                          --mca coll_loom_dt_gpu 0 for the host path)
+ */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_checks.h"
+#include "dt_types.h"
+
+static int me, np, failures, calls;
+static MPI_Comm dev_comm, ref_comm;
+
+typedef struct {
+    MPI_Datatype t, run; /* run: contiguous(c, t), t's signature c times */
+    int c;
+    int root;
+} args_t;
+
+typedef void (*coll_fn)(MPI_Comm comm, char *s, char *r, const args_t *a);
+
+static void bcast(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    (void)s;
+    MPI_Bcast(r, a->c, a->t, a->root, comm);
+}
+static void ibcast(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    (void)s;
+    MPI_Request q;
+    MPI_Ibcast(r, a->c, a->t, a->root, comm, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+static void allgather(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Allgather(s, a->c, a->t, r, a->c, a->t, comm);
+}
+static void allgather_in_place(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    (void)s;
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, a->c, a->t, comm);
+}
+/* Rank q's count in the v-forms: every other rank half as many. */
+static int vcount(int q, int c) { return q % 2 ? c / 2 : c; }
+/* The v-forms' blocks in reverse rank order. */
+static void reversed(int c, int *counts, int *displs)
+{
+    int at = 0;
+    for (int q = np - 1; q >= 0; --q) counts[q] = vcount(q, c), displs[q] = at, at += counts[q];
+}
+static void allgatherv(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    int counts[64], displs[64];
+    reversed(a->c, counts, displs);
+    MPI_Allgatherv(s, counts[me], a->t, r, counts, displs, a->t, comm);
+}
+static void alltoall(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Alltoall(s, a->c, a->t, r, a->c, a->t, comm);
+}
+static void alltoall_in_place(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    (void)s;
+    MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, a->c, a->t, comm);
+}
+static void ialltoall(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Request q;
+    MPI_Ialltoall(s, a->c, a->t, r, a->c, a->t, comm, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+/* What rank `from` sends rank `to` in alltoallv: c or half of it. */
+static int pair_count(int from, int to, int c) { return (from + to) % 2 ? c / 2 : c; }
+static void alltoallv(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    int sc[64], sd[64], rc[64], rd[64];
+    for (int q = 0; q < np; ++q) {
+        sc[q] = pair_count(me, q, a->c), sd[q] = q * a->c;
+        rc[q] = pair_count(q, me, a->c), rd[q] = (np - 1 - q) * a->c;
+    }
+    MPI_Alltoallv(s, sc, sd, a->t, r, rc, rd, a->t, comm);
+}
+/* Block q of c elements as c of t or one run (same layout, same
+ * signature), alternating, at byte displacements; with `same`, every block
+ * as c of t: the reference, since Open MPI's own alltoallw of mixed types
+ * drops a rank's last element to itself (4.1: contiguous(c, MPI_DOUBLE_INT)
+ * received against c MPI_DOUBLE_INT sent, the last int left unwritten). */
+static void alltoallw_types(MPI_Comm comm, char *s, char *r, const args_t *a, int same)
+{
+    int sc[64], sd[64], rc[64], rd[64];
+    MPI_Datatype st[64], rt[64];
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(a->t, &lb, &extent);
+    for (int q = 0; q < np; ++q) {
+        const int s_run = !same && (q + me) % 2, r_run = !same && q % 2;
+        st[q] = s_run ? a->run : a->t, sc[q] = s_run ? 1 : a->c, sd[q] = (int)((MPI_Aint)q * a->c * extent);
+        rt[q] = r_run ? a->run : a->t, rc[q] = r_run ? 1 : a->c, rd[q] = (int)((MPI_Aint)(np - 1 - q) * a->c * extent);
+    }
+    MPI_Alltoallw(s, sc, sd, st, r, rc, rd, rt, comm);
+}
+static void alltoallw(MPI_Comm comm, char *s, char *r, const args_t *a) { alltoallw_types(comm, s, r, a, 0); }
+static void alltoallw_same(MPI_Comm comm, char *s, char *r, const args_t *a) { alltoallw_types(comm, s, r, a, 1); }
+static void gather(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Gather(s, a->c, a->t, r, a->c, a->t, a->root, comm);
+}
+static void gather_in_place(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    if (me == a->root) MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, a->c, a->t, a->root, comm);
+    else MPI_Gather(s, a->c, a->t, NULL, 0, MPI_DATATYPE_NULL, a->root, comm);
+}
+static void gatherv(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    int counts[64], displs[64];
+    reversed(a->c, counts, displs);
+    MPI_Gatherv(s, counts[me], a->t, r, counts, displs, a->t, a->root, comm);
+}
+static void scatter(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Scatter(s, a->c, a->t, r, a->c, a->t, a->root, comm);
+}
+static void scatterv(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    int counts[64], displs[64];
+    reversed(a->c, counts, displs);
+    MPI_Scatterv(s, counts, displs, a->t, r, counts[me], a->t, a->root, comm);
+}
+
+static const struct {
+    const char *name;
+    coll_fn fn, ref; /* ref: the reference call where it is not fn */
+} colls[] = {
+    {"bcast", bcast, NULL},         {"ibcast", ibcast, NULL},       {"allgather", allgather, NULL},
+    {"allgather in place", allgather_in_place, NULL},         {"allgatherv", allgatherv, NULL},
+    {"alltoall", alltoall, NULL},   {"alltoall in place", alltoall_in_place, NULL},
+    {"ialltoall", ialltoall, NULL}, {"alltoallv", alltoallv, NULL}, {"alltoallw", alltoallw, alltoallw_same},
+    {"gather", gather, NULL},       {"gather in place", gather_in_place, NULL},
+    {"gatherv", gatherv, NULL},     {"scatter", scatter, NULL},     {"scatterv", scatterv, NULL},
+};
+
+/* One collective on host buffers (ref_comm) and on device copies of them
+ * (dev_comm); every byte of both spans compared. */
+static void one(const char *type_name, const char *coll, coll_fn fn, coll_fn ref, const args_t *a)
+{
+    span_t S = span_of(a->t, np * a->c), R = span_of(a->t, np * a->c);
+    pattern(&S, 1 + me);
+    pattern(&R, 101 + me);
+    char *dS = dalloc(S.bytes), *dR = dalloc(R.bytes);
+    cudaMemcpy(dS, S.mem, S.bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(dR, R.mem, R.bytes, cudaMemcpyHostToDevice);
+    ref(ref_comm, S.base, R.base, a);
+    fn(dev_comm, dS + (S.base - S.mem), dR + (R.base - R.mem), a);
+    char *got = malloc(S.bytes > R.bytes ? S.bytes : R.bytes);
+    long bad = -1;
+    cudaMemcpy(got, dR, R.bytes, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; bad < 0 && i < R.bytes; ++i)
+        if (got[i] != R.mem[i]) bad = (long)i;
+    const char *which = "receive";
+    if (bad < 0) {
+        cudaMemcpy(got, dS, S.bytes, cudaMemcpyDeviceToHost);
+        for (size_t i = 0; bad < 0 && i < S.bytes; ++i)
+            if (got[i] != S.mem[i]) bad = (long)i, which = "send";
+    }
+    if (bad >= 0) {
+        printf("FAIL rank %d: %s of %d x %s (root %d): %s buffer differs from Open MPI's at byte %ld of its span\n", me,
+               coll, a->c, type_name, a->root, which, bad);
+        ++failures;
+    }
+    ++calls;
+    free(got);
+    cudaFree(dS);
+    cudaFree(dR);
+    free(S.mem);
+    free(R.mem);
+}
+
+static void each_coll(const char *name, MPI_Datatype t, size_t max_segs)
+{
+    (void)max_segs;
+    MPI_Type_commit(&t);
+    int size = 0;
+    MPI_Type_size(t, &size);
+    const int big = size > 0 ? (128 << 10) / size + 1 : 7; /* about 128 KiB a block */
+    const int counts[] = {3, big};
+    for (int k = 0; k < 2; ++k) {
+        args_t a = {t, MPI_DATATYPE_NULL, counts[k], 0};
+        MPI_Type_contiguous(a.c, t, &a.run);
+        MPI_Type_commit(&a.run);
+        for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); ++i) {
+            a.root = (int)(i + k) % np;
+            one(name, colls[i].name, colls[i].fn, colls[i].ref ? colls[i].ref : colls[i].fn, &a);
+        }
+        MPI_Type_free(&a.run);
+    }
+    if (0 == me) printf("ok %-40s %d collectives at counts 3 and %d\n", name, (int)(2 * sizeof(colls) / sizeof(colls[0])), big);
+    if (MPI_INT != t && MPI_DOUBLE_INT != t) MPI_Type_free(&t);
+}
+
+/* Best time of reps calls of fn, microseconds (the slowest rank's). */
+static double timed(coll_fn fn, char *s, char *r, const args_t *a, int reps)
+{
+    double best = 1e30;
+    for (int i = 0; i < reps + 2; ++i) {
+        cudaDeviceSynchronize();
+        MPI_Barrier(dev_comm);
+        const double t0 = MPI_Wtime();
+        fn(dev_comm, s, r, a);
+        cudaDeviceSynchronize();
+        double us = (MPI_Wtime() - t0) * 1e6;
+        MPI_Allreduce(MPI_IN_PLACE, &us, 1, MPI_DOUBLE, MPI_MAX, dev_comm);
+        if (i >= 2 && us < best) best = us;
+    }
+    return best;
+}
+
+static void bench(void)
+{
+    if (0 == me) printf("bytes per rank and block, vector of 256 B blocks (stride 512 B) against MPI_BYTE:\n");
+    MPI_Datatype vec;
+    MPI_Type_vector(1, 64, 128, MPI_FLOAT, &vec); /* one 256-byte block, extent 256: resized to 512 */
+    MPI_Datatype blk;
+    MPI_Type_create_resized(vec, 0, 512, &blk);
+    MPI_Type_commit(&blk);
+    for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= 4) {
+        const int n = (int)(bytes / 256);
+        char *s = dalloc(2 * bytes * np), *r = dalloc(2 * bytes * np);
+        args_t v = {blk, MPI_DATATYPE_NULL, n, 0}, c = {MPI_BYTE, MPI_DATATYPE_NULL, (int)bytes, 0};
+        const double vb = timed(bcast, s, r, &v, 5), cb = timed(bcast, s, r, &c, 5);
+        const double va = timed(alltoall, s, r, &v, 5), ca = timed(alltoall, s, r, &c, 5);
+        if (0 == me)
+            printf("%9zu B: bcast %9.1f us (contiguous %8.1f: %3.0f%%)   alltoall %9.1f us (contiguous %8.1f: %3.0f%%)\n",
+                   bytes, vb, cb, 100 * cb / vb, va, ca, 100 * ca / va);
+        cudaFree(s);
+        cudaFree(r);
+    }
+    MPI_Type_free(&vec);
+    MPI_Type_free(&blk);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    if (!use_gpu_or_finalize(me)) return 77;
+    if (np > 64) {
+        if (0 == me) printf("SKIP: at most 64 ranks\n");
+        MPI_Finalize();
+        return 77;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &dev_comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ref_comm);
+    if (argc > 1 && 0 == strcmp(argv[1], "-b")) {
+        bench();
+    } else {
+        dt_each_type(each_coll);
+        MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (0 == me) printf("%s: %d calls per rank, %d failure(s)\n", failures ? "FAIL" : "PASS", calls, failures);
+    }
+    MPI_Comm_free(&dev_comm);
+    MPI_Comm_free(&ref_comm);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}
