@@ -56,8 +56,8 @@ static int loom_pair_type(ompi_datatype_t *dt)
     return -1;
 }
 
-const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct ompi_op_t *op, loomDataType_t *ldt,
-                                      loomRedOp_t *lop)
+const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, struct ompi_op_t *op, loomDataType_t *ldt,
+                                      loomRedOp_t *lop, size_t *per, bool *as_is)
 {
     const struct { MPI_Op mpi; loomRedOp_t loom; } ops[] = {
         {MPI_SUM, loomSum},   {MPI_PROD, loomProd}, {MPI_MIN, loomMin},   {MPI_MAX, loomMax},
@@ -75,9 +75,20 @@ const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct omp
         ompi_datatype_get_extent(dt, &lb, &extent);
         if (0 != lb || (size_t)extent != loomTypeSize((loomDataType_t)pair)) return "unexpected layout of a value-index pair type";
         *ldt = (loomDataType_t)pair;
+        *per = 1;
+        *as_is = true;
     } else {
-        const char *why = mca_coll_loom_map_type(dt, count, ldt);
-        if (NULL != why) return why;
+        /* A derived type of one predefined type reduces element by element:
+         * its elements, packed where they are not contiguous. */
+        uint32_t used = dt->super.bdt_used;
+        if (0 == used || 0 != (used & (used - 1))) return "the datatype is not made of one predefined type";
+        const int t = loom_type_of_opal(__builtin_ctz(used));
+        if (t < 0) return "loom has no GPU reduction for this predefined type (long double, long double complex, wchar, 128-bit)";
+        size_t size = 0;
+        ompi_datatype_type_size(dt, &size);
+        *ldt = (loomDataType_t)t;
+        *per = size / loomTypeSize(*ldt);
+        *as_is = mca_coll_loom_contiguous(dt, 2);
     }
     if (!loomOpSupported(*ldt, ops[i].loom)) return "loom does not reduce this datatype with this op";
     *lop = ops[i].loom;

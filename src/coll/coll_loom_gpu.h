@@ -82,9 +82,14 @@ typedef struct {
 /* MPI datatype -> loom type: predefined types and contiguous derived types of
  * one predefined type. NULL on success, else why not. */
 const char *mca_coll_loom_map_type(ompi_datatype_t *dt, int count, loomDataType_t *out);
-/* The same plus the op (reductions). */
-const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, int count, struct ompi_op_t *op, loomDataType_t *ldt,
-                                      loomRedOp_t *lop);
+/* A reduction's datatype and op as loom's: the predefined type (or
+ * value-index pair) its elements are made of, *per of them in each element
+ * of dt (MPI reduces a derived type element by element), and *as_is
+ * whether the kernels can read a buffer of dt as it is (contiguous, or a
+ * pair with its padding); else its elements must be packed. NULL on
+ * success, else why not (alike on every rank: the type signature decides). */
+const char *mca_coll_loom_map_type_op(ompi_datatype_t *dt, struct ompi_op_t *op, loomDataType_t *ldt,
+                                      loomRedOp_t *lop, size_t *per, bool *as_is);
 
 /* Why a call on an intercommunicator stays off loom's kernels (a mapper that
  * would read per-rank arrays of the wrong length sets it as its why_not). */

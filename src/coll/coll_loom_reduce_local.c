@@ -21,12 +21,15 @@ int mca_coll_loom_reduce_local(const void *inbuf, void *inoutbuf, int count, str
     }
     loomDataType_t ldt;
     loomRedOp_t lop;
-    const char *why = mca_coll_loom_map_type_op(dt, count, op, &ldt, &lop);
+    size_t per = 1;
+    bool as_is = false;
+    const char *why = mca_coll_loom_map_type_op(dt, op, &ldt, &lop, &per, &as_is);
+    if (NULL == why && !as_is && !mca_coll_loom_contiguous(dt, count)) why = "the datatype is not contiguous";
     if (NULL == why && (loomMemoryHost == in_info.kind || loomMemoryHost == io_info.kind))
         why = "one of its buffers is in host memory";
     if (NULL == why && in_info.device != io_info.device) why = "its buffers are on two GPUs";
     if (NULL == why) {
-        loomResult_t r = loomReduceLocal(inbuf, inoutbuf, (size_t)count, ldt, lop);
+        loomResult_t r = loomReduceLocal(inbuf, inoutbuf, (size_t)count * per, ldt, lop);
         if (loomSuccess != r) {
             mca_coll_loom_report_error(m, "reduce_local", r);
             return loomInvalidArgument == r ? MPI_ERR_ARG : MPI_ERR_OTHER;
