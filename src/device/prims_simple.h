@@ -10,6 +10,10 @@
 #include "device/conn.h"
 #include "device/reduce_ops.h"
 
+#ifndef LOOM_SIMPLE_UNROLL
+#define LOOM_SIMPLE_UNROLL 4 // vectors in flight per thread (test/perf/move_loops measures others)
+#endif
+
 namespace loom {
 
 // The word of a W-byte vector move.
@@ -56,7 +60,7 @@ struct ProtoSimple {
         constexpr int V = W / sizeof(T);
         union Vec { Word u; T t[V]; };
         const int tid = threadIdx.x, nthr = blockDim.x;
-        constexpr int U = 4;
+        constexpr int U = LOOM_SIMPLE_UNROLL;
         const size_t nvec = len / V;
         const Word *s4 = (const Word *)src, *i4 = (const Word *)in;
         Word *d0 = (Word *)dst0, *d1 = (Word *)dst1;
