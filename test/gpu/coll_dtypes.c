@@ -8,8 +8,12 @@
  * same pattern). bcast, ibcast, allgather (and in place), allgatherv,
  * alltoall (and in place), ialltoall, alltoallv, alltoallw (a type per
  * block: the type, or a contiguous run of it, which has the same
- * signature; the reference sends the type alike), gather (and in place), gatherv, scatter, scatterv, at a
- * small count and one of about 128 KiB per block, roots moving.
+ * signature; the reference sends the type alike), gather (and in place),
+ * gatherv, scatter, scatterv, and the persistent bcast_init and
+ * alltoallw_init (MPI-4, or 4.1's MPIX_), each started twice; at a small
+ * count and one of about 128 KiB per block, roots moving; then all again
+ * with rank 1 passing host buffers (packed by the host convertor while the
+ * others pack on the GPU).
  *
  *   coll_dtypes            the check
  *   coll_dtypes -b         the throughput of MPI_Bcast and MPI_Alltoall of
@@ -23,10 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mpi/mpi4_persistent.h"
 #include "device_checks.h"
 #include "dt_types.h"
 
 static int me, np, failures, calls;
+static int mixed; /* rank 1 passes host buffers, the others device buffers */
 static MPI_Comm dev_comm, ref_comm;
 
 typedef struct {
@@ -118,6 +124,36 @@ static void alltoallw_types(MPI_Comm comm, char *s, char *r, const args_t *a, in
 }
 static void alltoallw(MPI_Comm comm, char *s, char *r, const args_t *a) { alltoallw_types(comm, s, r, a, 0); }
 static void alltoallw_same(MPI_Comm comm, char *s, char *r, const args_t *a) { alltoallw_types(comm, s, r, a, 1); }
+#if HAVE_PERSISTENT_COLLS
+/* Persistent forms: started twice (the second start packs again). */
+static void start_twice(MPI_Request *q)
+{
+    for (int i = 0; i < 2; ++i) {
+        MPI_Start(q);
+        MPI_Wait(q, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(q);
+}
+static void bcast_init(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    (void)s;
+    MPI_Request q;
+    MPI_Bcast_init(r, a->c, a->t, a->root, comm, MPI_INFO_NULL, &q);
+    start_twice(&q);
+}
+static void alltoallw_init(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    int sc[64], sd[64];
+    MPI_Datatype st[64];
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(a->t, &lb, &extent);
+    for (int q = 0; q < np; ++q) st[q] = a->t, sc[q] = a->c, sd[q] = (int)((MPI_Aint)q * a->c * extent);
+    MPI_Request rq;
+    /* sends and receives block q at q: the reference is MPI_Alltoall */
+    MPI_Alltoallw_init(s, sc, sd, st, r, sc, sd, st, comm, MPI_INFO_NULL, &rq);
+    start_twice(&rq);
+}
+#endif
 static void gather(MPI_Comm comm, char *s, char *r, const args_t *a)
 {
     MPI_Gather(s, a->c, a->t, r, a->c, a->t, a->root, comm);
@@ -154,6 +190,9 @@ static const struct {
     {"ialltoall", ialltoall, NULL}, {"alltoallv", alltoallv, NULL}, {"alltoallw", alltoallw, alltoallw_same},
     {"gather", gather, NULL},       {"gather in place", gather_in_place, NULL},
     {"gatherv", gatherv, NULL},     {"scatter", scatter, NULL},     {"scatterv", scatterv, NULL},
+#if HAVE_PERSISTENT_COLLS
+    {"bcast_init", bcast_init, bcast}, {"alltoallw_init", alltoallw_init, alltoall},
+#endif
 };
 
 /* One collective on host buffers (ref_comm) and on device copies of them
@@ -167,7 +206,19 @@ static void one(const char *type_name, const char *coll, coll_fn fn, coll_fn ref
     cudaMemcpy(dS, S.mem, S.bytes, cudaMemcpyHostToDevice);
     cudaMemcpy(dR, R.mem, R.bytes, cudaMemcpyHostToDevice);
     ref(ref_comm, S.base, R.base, a);
-    fn(dev_comm, dS + (S.base - S.mem), dR + (R.base - R.mem), a);
+    const int host_here = mixed && 1 == me;
+    char *hS = NULL, *hR = NULL; /* rank 1's host buffers in the mixed round */
+    if (host_here) {
+        hS = malloc(S.bytes), hR = malloc(R.bytes);
+        cudaMemcpy(hS, dS, S.bytes, cudaMemcpyDeviceToHost);
+        cudaMemcpy(hR, dR, R.bytes, cudaMemcpyDeviceToHost);
+        fn(dev_comm, hS + (S.base - S.mem), hR + (R.base - R.mem), a);
+        cudaMemcpy(dS, hS, S.bytes, cudaMemcpyHostToDevice);
+        cudaMemcpy(dR, hR, R.bytes, cudaMemcpyHostToDevice);
+        free(hS), free(hR);
+    } else {
+        fn(dev_comm, dS + (S.base - S.mem), dR + (R.base - R.mem), a);
+    }
     char *got = malloc(S.bytes > R.bytes ? S.bytes : R.bytes);
     long bad = -1;
     cudaMemcpy(got, dR, R.bytes, cudaMemcpyDeviceToHost);
@@ -180,8 +231,8 @@ static void one(const char *type_name, const char *coll, coll_fn fn, coll_fn ref
             if (got[i] != S.mem[i]) bad = (long)i, which = "send";
     }
     if (bad >= 0) {
-        printf("FAIL rank %d: %s of %d x %s (root %d): %s buffer differs from Open MPI's at byte %ld of its span\n", me,
-               coll, a->c, type_name, a->root, which, bad);
+        printf("FAIL rank %d%s: %s of %d x %s (root %d): %s buffer differs from Open MPI's at byte %ld of its span\n", me,
+               mixed ? " (rank 1 on host buffers)" : "", coll, a->c, type_name, a->root, which, bad);
         ++failures;
     }
     ++calls;
@@ -200,17 +251,21 @@ static void each_coll(const char *name, MPI_Datatype t, size_t max_segs)
     MPI_Type_size(t, &size);
     const int big = size > 0 ? (128 << 10) / size + 1 : 7; /* about 128 KiB a block */
     const int counts[] = {3, big};
-    for (int k = 0; k < 2; ++k) {
-        args_t a = {t, MPI_DATATYPE_NULL, counts[k], 0};
+    const int ncolls = (int)(sizeof(colls) / sizeof(colls[0]));
+    for (int k = 0; k < 4; ++k) { /* counts 3 and big, then both with rank 1 on host buffers */
+        args_t a = {t, MPI_DATATYPE_NULL, counts[k % 2], 0};
+        mixed = k >= 2;
         MPI_Type_contiguous(a.c, t, &a.run);
         MPI_Type_commit(&a.run);
-        for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); ++i) {
-            a.root = (int)(i + k) % np;
+        for (int i = 0; i < ncolls; ++i) {
+            a.root = (i + k) % np;
             one(name, colls[i].name, colls[i].fn, colls[i].ref ? colls[i].ref : colls[i].fn, &a);
         }
         MPI_Type_free(&a.run);
     }
-    if (0 == me) printf("ok %-40s %d collectives at counts 3 and %d\n", name, (int)(2 * sizeof(colls) / sizeof(colls[0])), big);
+    if (0 == me)
+        printf("ok %-40s %d collectives at counts 3 and %d, all on device buffers and rank 1 on host buffers\n", name,
+               ncolls, big);
     if (MPI_INT != t && MPI_DOUBLE_INT != t) MPI_Type_free(&t);
 }
 
