@@ -126,6 +126,7 @@ typedef struct mca_coll_loom_module_t {
     mca_coll_loom_previous_t prev;
     unsigned char paths_reported[LOOM_COLL_COUNT]; /* bit per mca_coll_loom_path_t */
     bool why_reported[LOOM_COLL_COUNT]; /* per collective: the reason for staging was printed */
+    bool host_pack_reported[LOOM_COLL_COUNT]; /* per collective: why a device buffer was packed on the host */
     void *exchange_tables; /* host tables of one exchange call (coll_loom_blocks.c), grown on demand */
     size_t exchange_tables_bytes;
     mca_coll_loom_profile_t *profile; /* LOOM_PROFILE: host time per phase of GPU-path calls (coll_loom_profile.h) */

@@ -23,9 +23,11 @@ static const char *gpu_packable(const mca_coll_loom_module_t *m, const loom_type
     return NULL;
 }
 
-static void say_host(const mca_coll_loom_module_t *m, int coll, const loom_typed_blocks_t *b, const char *why)
+/* Once per (communicator, collective), at verbose >= 1. */
+static void say_host(mca_coll_loom_module_t *m, int coll, const loom_typed_blocks_t *b, const char *why)
 {
-    if (mca_coll_loom_component.verbose < 1) return;
+    if (mca_coll_loom_component.verbose < 1 || m->host_pack_reported[coll]) return;
+    m->host_pack_reported[coll] = true;
     opal_output(mca_coll_loom_component.output, "coll/loom rank %d comm %s: %s: datatype %s packed through host "
                 "memory: %s", ompi_comm_rank(m->comm), m->comm->c_name, mca_coll_loom_coll_names[coll],
                 NULL != b->dt ? b->dt->name : "(a type per block)", why);

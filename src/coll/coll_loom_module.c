@@ -23,6 +23,7 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->gpu_capable = -1;
     m->setup_bounded = false;
     memset(m->why_reported, 0, sizeof(m->why_reported));
+    memset(m->host_pack_reported, 0, sizeof(m->host_pack_reported));
     m->exchange_tables = NULL;
     m->exchange_tables_bytes = 0;
     m->profile = NULL;
