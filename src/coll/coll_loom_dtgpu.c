@@ -50,13 +50,14 @@ static loomResult_t each_gpu_block(loomComm_t lcomm, const loom_typed_blocks_t *
 {
     loomResult_t r = loomSuccess;
     loomDtLayout_t l = {0};
-    if (NULL == b->dts) l = layout_of(b->dt);
+    bool have = false; /* the one type's layout, looked up at its first block with elements */
     for (int q = 0; q < b->n && loomSuccess == r;) {
         if (b->counts[q] <= 0) {
             ++q;
             continue;
         }
-        if (NULL != b->dts) l = layout_of(b->dts[q]);
+        if (NULL != b->dts || !have) l = layout_of(mca_coll_loom_block_type(b, q));
+        have = true;
         const ptrdiff_t offset = mca_coll_loom_block_offset(b, q);
         size_t count = (size_t)b->counts[q];
         int next = q + 1;

@@ -220,6 +220,8 @@ static int reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, 
                                        &as_is);
     size_t *counts = NULL;
     c.ragged = !equal;
+    /* the ragged path counts in int (all ranks know total alike) */
+    if (!equal && NULL == c.why_not && total > INT_MAX) c.why_not = "more than INT_MAX elements in all";
     if (equal) {
         scatter_buffers(&c, sbuf, rbuf, dt, rcounts[0], comm);
     } else if (NULL == c.why_not) {

@@ -424,6 +424,8 @@ void releaseComm(loomComm *comm) {
     cudaFree(comm->blockTablesDev);
     delete comm->uploads; // under the communicator's device: its events and pinned slots
     cudaFree(comm->stage.vInput);
+    for (void *p : comm->stage.packed) cudaFree(p);
+    cudaFree(comm->stage.dtTable);
     cudaFree(comm->edges.connsDev);
     cudaFree(comm->edges.acc);
     if (comm->blockTablesRead) cudaEventDestroy(comm->blockTablesRead);
@@ -530,9 +532,11 @@ loomResult_t loom::growDeviceBuffer(loomComm *comm, void **buf, size_t *have, si
         e = cudaMalloc(&fresh, want);
     }
     if (current >= 0) cudaSetDevice(current);
-    if (e != cudaSuccess) // the old buffer stays: a later, smaller call may still use it
+    if (e != cudaSuccess) { // the old buffer stays: a later, smaller call may still use it
+        cudaGetLastError(); // not sticky: a caller that goes on without the buffer must not see it at its launch
         return fail(loomUnhandledCudaError, "rank %d GPU %d: %s of %zu bytes: %s", comm->rank, comm->cudaDev, what,
                     want, cudaGetErrorString(e));
+    }
     if (*buf) comm->retiredBuffers.push_back(*buf);
     comm->grownBytes += want;
     *buf = fresh;

@@ -150,6 +150,7 @@ struct StagePart {
     size_t packedBytes[2] = {0, 0};
     void *dtTable = nullptr;
     size_t dtTableBytes = 0;
+    std::vector<char> dtTableLast; // what dtTable holds (or will, on the stream)
 };
 
 // Ordering on loom's stream (core/stream): LOOM_STREAM_BLOCKING=0 makes it a

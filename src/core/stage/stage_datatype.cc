@@ -42,14 +42,24 @@ loomResult_t dtCopy(loomComm *comm, const loomDtLayout_t *l, size_t count, const
     const size_t tableBytes = dtTableBytes(l->nsegs);
     std::vector<char> table(tableBytes);
     if (tableBytes) {
+        void *was = comm->stage.dtTable;
         loomResult_t r = growDeviceBuffer(comm, &comm->stage.dtTable, &comm->stage.dtTableBytes, tableBytes,
                                           "datatype plan table");
         if (r != loomSuccess) return r;
+        if (comm->stage.dtTable != was) comm->stage.dtTableLast.clear(); // a new buffer holds nothing yet
     }
     DtPlanDev plan;
     dtPlanDev(l->segs, l->nsegs, l->extent, l->bytes, table.data(), comm->stage.dtTable, &plan);
     cudaError_t e = cudaSuccess;
-    if (tableBytes) e = PinnedUploads::upload(comm, comm->stage.dtTable, table.data(), tableBytes, comm->stream);
+    // A table like the last one uploaded (alltoallw's blocks of one type)
+    // is there already: each upload holds a pinned slot until its copy
+    // ran, behind the call's kernel for an unpack (pinned_uploads.h).
+    std::vector<char> &last = comm->stage.dtTableLast;
+    if (tableBytes && (last.size() != tableBytes || memcmp(last.data(), table.data(), tableBytes) != 0)) {
+        e = PinnedUploads::upload(comm, comm->stage.dtTable, table.data(), tableBytes, comm->stream);
+        if (e == cudaSuccess) last = table;
+        else last.clear();
+    }
     if (e == cudaSuccess) e = launchDtCopy(plan, count, user, packed, unpack, 0, comm->stream);
     if (e != cudaSuccess) return cudaFailed(comm, unpack ? "unpacking a datatype" : "packing a datatype", "launch", e);
     streamBusy(comm);
