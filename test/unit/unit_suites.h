@@ -24,3 +24,4 @@ Suite *desc_board_suite(void);
 Suite *watchdog_suite(void);
 Suite *tuning_suite(void);
 Suite *mapping_closer_suite(void);
+Suite *dt_pieces_suite(void);

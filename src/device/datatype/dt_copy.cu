@@ -37,13 +37,13 @@ __device__ void warpRuns(const char *src, int64_t sStride, char *dst, int64_t dS
 // nr runs of n bytes, in the widest word every address, length and stride allows.
 __device__ void warpCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n, uint32_t nr,
                          int lane) {
-    const uint64_t bits = (uint64_t)(uintptr_t)src | (uint64_t)(uintptr_t)dst | n |
-                          (nr > 1 ? (uint64_t)sStride | (uint64_t)dStride : 0);
-    if ((bits & 15) == 0) warpRuns<uint4>(src, sStride, dst, dStride, n / 16, nr * (n / 16), lane);
-    else if ((bits & 7) == 0) warpRuns<uint2>(src, sStride, dst, dStride, n / 8, nr * (n / 8), lane);
-    else if ((bits & 3) == 0) warpRuns<unsigned>(src, sStride, dst, dStride, n / 4, nr * (n / 4), lane);
-    else if ((bits & 1) == 0) warpRuns<unsigned short>(src, sStride, dst, dStride, n / 2, nr * (n / 2), lane);
-    else warpRuns<unsigned char>(src, sStride, dst, dStride, n, nr * n, lane);
+    switch (dtWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride)) {
+    case 16: warpRuns<uint4>(src, sStride, dst, dStride, n / 16, nr * (n / 16), lane); break;
+    case 8: warpRuns<uint2>(src, sStride, dst, dStride, n / 8, nr * (n / 8), lane); break;
+    case 4: warpRuns<unsigned>(src, sStride, dst, dStride, n / 4, nr * (n / 4), lane); break;
+    case 2: warpRuns<unsigned short>(src, sStride, dst, dStride, n / 2, nr * (n / 2), lane); break;
+    default: warpRuns<unsigned char>(src, sStride, dst, dStride, n, nr * n, lane);
+    }
 }
 
 __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user, char *packed, bool unpack) {
@@ -54,28 +54,11 @@ __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user
     const int lane = threadIdx.x & 31;
     const uint64_t warps = (uint64_t)gridDim.x * kWarps;
     for (uint64_t w = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32; w < total; w += warps) {
-        const uint64_t e = w / perElement, inElement = w % perElement;
-        int lo = 0, hi = p.nsegs - 1; // the segment: the last k with first[k] <= inElement
-        while (lo < hi) {
-            const int mid = (lo + hi + 1) / 2;
-            if (first[mid] <= inElement) lo = mid;
-            else hi = mid - 1;
-        }
-        const loom_dt_seg_t s = segs[lo];
-        const uint64_t piece = inElement - first[lo], g = dtRunsPerPiece(s.len);
-        uint64_t run, at, n, nr;
-        if (g > 1) { // whole short runs
-            run = piece * g, at = 0, n = s.len;
-            nr = s.count - run < g ? s.count - run : g;
-        } else {     // a part of one long run
-            const uint64_t perRun = dtPiecesOf(s.len);
-            run = piece / perRun, at = (piece % perRun) * kDtPieceBytes, nr = 1;
-            n = s.len - at < kDtPieceBytes ? s.len - at : kDtPieceBytes;
-        }
-        char *u = const_cast<char *>(user) + (int64_t)e * p.extent + s.offset + (int64_t)run * s.stride + (int64_t)at;
-        char *k = packed + e * p.bytes + s.packed + run * s.len + at;
-        if (unpack) warpCopy(k, (int64_t)n, u, s.stride, (uint32_t)n, (uint32_t)nr, lane);
-        else warpCopy(u, s.stride, k, (int64_t)n, (uint32_t)n, (uint32_t)nr, lane);
+        const DtPiece pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, w);
+        char *u = const_cast<char *>(user) + pc.user;
+        char *k = packed + pc.packed;
+        if (unpack) warpCopy(k, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lane);
+        else warpCopy(u, pc.stride, k, (int64_t)pc.n, pc.n, pc.nr, lane);
     }
 }
 

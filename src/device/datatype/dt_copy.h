@@ -4,16 +4,12 @@
  * a user buffer laid out as the plan says and a packed one, in device
  * (or mapped host) memory.
  *
- * The work is cut into pieces of about kDtPieceBytes, and a warp moves a
- * piece: a part of one long run, or, where runs are short (under half a
- * piece), as many whole runs as fill one, so that a vector of 256-byte
- * blocks keeps every lane busy (one run per warp left half of them idle:
- * 57% of a device copy, test/gpu/dt_pack). Each lane keeps kDtUnroll
- * words in flight, the widest words (16, 8, 4, 2 or 1 bytes) that every
- * address and length of the piece allows.
+ * The work is cut into pieces (dt_pieces.h), a warp per piece; each lane
+ * keeps kDtUnroll words in flight, the widest words (16, 8, 4, 2 or 1
+ * bytes) that every address and length of the piece allows.
  *
  * A plan of up to kDtInlineSegs segments travels in the kernel's
- * arguments; a longer one in a device table (dtPlanTable), which the
+ * arguments; a longer one in a device table (dtTableBytes), which the
  * caller uploads on the launch's stream.
  */
 #pragma once
@@ -25,11 +21,10 @@
 
 #include "base/dt_seg.h"
 #include "device/collectives.h"
-#include "device/host_device.h"
+#include "device/datatype/dt_pieces.h"
 
 namespace loom {
 
-constexpr uint64_t kDtPieceBytes = 4096;
 constexpr int kDtInlineSegs = 16;
 
 // A plan as the kernel reads it: per segment the pieces of one element
@@ -44,16 +39,6 @@ struct DtPlanDev {
     int64_t extent;  // from one element's start to the next's
     uint64_t bytes;  // packed bytes of one element
 };
-
-// Whole runs of len bytes a piece takes (1: a run is cut into pieces).
-LOOM_HD uint64_t dtRunsPerPiece(uint64_t len) { return len >= kDtPieceBytes / 2 || len == 0 ? 1 : kDtPieceBytes / len; }
-// Pieces of one run of len bytes (runs of at least half a piece).
-LOOM_HD uint64_t dtPiecesOf(uint64_t len) { return (len + kDtPieceBytes - 1) / kDtPieceBytes; }
-// Pieces of one segment.
-LOOM_HD uint64_t dtSegPieces(const loom_dt_seg_t &s) {
-    const uint64_t g = dtRunsPerPiece(s.len);
-    return s.len == 0 ? 0 : g > 1 ? (s.count + g - 1) / g : s.count * dtPiecesOf(s.len);
-}
 
 // Bytes of the device table of a plan of nsegs segments (0: inline).
 size_t dtTableBytes(int nsegs);
