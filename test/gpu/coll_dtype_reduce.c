@@ -23,11 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_checks.h"
+#include "dt_coll_common.h"
 #include "dt_types.h"
 
-static int me, np, failures, calls;
-static MPI_Comm dev_comm, ref_comm;
+static int failures, calls;
 
 typedef struct {
     const char *name;
@@ -143,18 +142,13 @@ static void one(int k, const rtype_t *rt, int c, int root)
     cudaMemcpy(dR, R.mem, R.bytes, cudaMemcpyHostToDevice);
     reference(k, rt, S.base, R.base, c, root);
     on_device(k, rt, dS + (S.base - S.mem), dR + (R.base - R.mem), c, root);
-    char *got = malloc(R.bytes);
-    cudaMemcpy(got, dR, R.bytes, cudaMemcpyDeviceToHost);
-    long bad = -1;
-    for (size_t i = 0; bad < 0 && i < R.bytes; ++i)
-        if (got[i] != R.mem[i]) bad = (long)i;
+    const long bad = dt_first_diff(dR, R.mem, R.bytes);
     if (bad >= 0) {
         printf("FAIL rank %d: %s of %d x %s (root %d): the output differs from the packed reference at byte %ld of "
                "its span\n", me, names[k], c, rt->name, root, bad);
         ++failures;
     }
     ++calls;
-    free(got);
     cudaFree(dS);
     cudaFree(dR);
     free(S.mem);
@@ -163,17 +157,7 @@ static void one(int k, const rtype_t *rt, int c, int root)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (!use_gpu_or_finalize(me)) return 77;
-    if (np > 64) {
-        if (0 == me) printf("SKIP: at most 64 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
-    MPI_Comm_dup(MPI_COMM_WORLD, &dev_comm);
-    MPI_Comm_dup(MPI_COMM_WORLD, &ref_comm);
+    if (!dt_coll_start(&argc, &argv)) return 77;
     rtype_t types[8];
     int nt = 0;
     MPI_Datatype t, u;

@@ -28,12 +28,11 @@
 #include <string.h>
 
 #include "../mpi/mpi4_persistent.h"
-#include "device_checks.h"
+#include "dt_coll_common.h"
 #include "dt_types.h"
 
-static int me, np, failures, calls;
+static int failures, calls;
 static int mixed; /* rank 1 passes host buffers, the others device buffers */
-static MPI_Comm dev_comm, ref_comm;
 
 typedef struct {
     MPI_Datatype t, run; /* run: contiguous(c, t), t's signature c times */
@@ -219,24 +218,15 @@ static void one(const char *type_name, const char *coll, coll_fn fn, coll_fn ref
     } else {
         fn(dev_comm, dS + (S.base - S.mem), dR + (R.base - R.mem), a);
     }
-    char *got = malloc(S.bytes > R.bytes ? S.bytes : R.bytes);
-    long bad = -1;
-    cudaMemcpy(got, dR, R.bytes, cudaMemcpyDeviceToHost);
-    for (size_t i = 0; bad < 0 && i < R.bytes; ++i)
-        if (got[i] != R.mem[i]) bad = (long)i;
     const char *which = "receive";
-    if (bad < 0) {
-        cudaMemcpy(got, dS, S.bytes, cudaMemcpyDeviceToHost);
-        for (size_t i = 0; bad < 0 && i < S.bytes; ++i)
-            if (got[i] != S.mem[i]) bad = (long)i, which = "send";
-    }
+    long bad = dt_first_diff(dR, R.mem, R.bytes);
+    if (bad < 0 && (bad = dt_first_diff(dS, S.mem, S.bytes)) >= 0) which = "send";
     if (bad >= 0) {
         printf("FAIL rank %d%s: %s of %d x %s (root %d): %s buffer differs from Open MPI's at byte %ld of its span\n", me,
                mixed ? " (rank 1 on host buffers)" : "", coll, a->c, type_name, a->root, which, bad);
         ++failures;
     }
     ++calls;
-    free(got);
     cudaFree(dS);
     cudaFree(dR);
     free(S.mem);
@@ -312,17 +302,7 @@ static void bench(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (!use_gpu_or_finalize(me)) return 77;
-    if (np > 64) {
-        if (0 == me) printf("SKIP: at most 64 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
-    MPI_Comm_dup(MPI_COMM_WORLD, &dev_comm);
-    MPI_Comm_dup(MPI_COMM_WORLD, &ref_comm);
+    if (!dt_coll_start(&argc, &argv)) return 77;
     if (argc > 1 && 0 == strcmp(argv[1], "-b")) {
         bench();
     } else {

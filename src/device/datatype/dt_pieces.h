@@ -7,7 +7,7 @@
  * A piece is about kDtPieceBytes: a part of one long run, or, where runs
  * are short (under half a piece), as many whole runs of one segment as
  * fill one, so that a vector of 256-byte blocks keeps every lane busy (one
- * run per warp left half of them idle: 57% of a device copy). Pieces are
+ * run per warp left half of them idle; docs/performance.md). Pieces are
  * numbered element by element; within an element, segment by segment
  * (first[k]: the pieces of an element before segment k; first[nsegs]: an
  * element's).
