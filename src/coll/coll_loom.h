@@ -157,6 +157,10 @@ typedef struct mca_coll_loom_module_t {
     struct mca_coll_loom_module_t *defer_next;
     bool defer_listed;
     bool pairs_unconnected; /* the non-blocking set-up may still connect its loom communicator's pairs */
+    /* The topology's neighbourhood onto loom's exchange (coll_loom_neighbor_map.h; NULL: not built), and
+     * whether it fits, agreed when the loom communicator is made (-1: not yet; 0 also without a topology). */
+    struct loom_neighbor_map_t *neighbors;
+    int neighbor_fit;
 } mca_coll_loom_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_loom_module_t);

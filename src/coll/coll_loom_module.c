@@ -5,6 +5,7 @@
  */
 #include "coll_loom.h"
 #include "coll_loom_defer.h"
+#include "coll_loom_neighbor_map.h"
 #include "coll_loom_request.h"
 
 #include <stdio.h>
@@ -44,6 +45,8 @@ static void loom_module_construct(mca_coll_loom_module_t *m)
     m->defer_next = NULL;
     m->defer_listed = false;
     m->pairs_unconnected = false;
+    m->neighbors = NULL;
+    m->neighbor_fit = -1;
     memset(&m->prev, 0, sizeof(m->prev));
     memset(m->paths_reported, 0, sizeof(m->paths_reported));
 }
@@ -57,6 +60,7 @@ static void loom_module_destruct(mca_coll_loom_module_t *m)
     if (NULL != m->lcomm) loomCommDestroy(m->lcomm);
     m->lcomm = NULL;
     free(m->exchange_tables);
+    mca_coll_loom_neighbors_free(m);
 #define LOOM_RELEASE(name, type) \
     if (NULL != m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
     LOOM_ALL_COLLS(LOOM_RELEASE)

@@ -60,6 +60,17 @@ size_t mca_coll_loom_byte_blocks(const loom_typed_blocks_t *b, size_t *bytes, si
 /* The span of the blocks in the user's buffer. */
 static loom_span_t blocks_span(const loom_typed_blocks_t *b)
 {
+    if (NULL != b->wdispls) { /* placed by rank: each block's own span, moved to its byte offset */
+        loom_span_t all = {0, 0};
+        for (int q = 0; q < b->n; ++q) {
+            if (b->counts[q] <= 0) continue;
+            const loom_type_shape_t sh = mca_coll_loom_shape(mca_coll_loom_block_type(b, q));
+            loom_span_t one = loom_span_of(&sh, (size_t)b->counts[q]);
+            one.lo += (ptrdiff_t)b->wdispls[q];
+            all = loom_span_union(all, one);
+        }
+        return all;
+    }
     if (NULL != b->dts) return mca_coll_loom_span_w(b->counts, b->displs, NULL, b->dts, b->n);
     loom_type_shape_t sh = mca_coll_loom_shape(b->dt);
     if (NULL == b->displs) { /* blocks at q x stride: up to the end of the last one that has elements */
@@ -165,8 +176,9 @@ int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b,
 {
     const size_t n = NULL != b ? (size_t)b->n : 0;
     const bool displs = NULL != b && NULL != b->displs, dts = NULL != b && NULL != b->dts;
+    const bool wdispls = NULL != b && NULL != b->wdispls;
     unpack_after_t *u = malloc(sizeof(*u) + n * sizeof(size_t) + (dts ? n * sizeof(ompi_datatype_t *) : 0) +
-                               (displs ? 2 : 1) * n * sizeof(int));
+                               (wdispls ? n * sizeof(MPI_Aint) : 0) + (displs ? 2 : 1) * n * sizeof(int));
     if (NULL == u) {
         free(packed);
         return MPI_ERR_NO_MEM;
@@ -177,15 +189,18 @@ int mca_coll_loom_unpack_after(loom_gpu_call_t *c, const loom_typed_blocks_t *b,
     memset(&u->b, 0, sizeof(u->b));
     if (NULL != b) {
         ompi_datatype_t **types = (ompi_datatype_t **)(u->at + n);
-        int *counts = (int *)(types + (dts ? n : 0)), *ds = counts + n;
+        MPI_Aint *wds = (MPI_Aint *)(types + (dts ? n : 0)); /* all 8-byte entries up to the ints */
+        int *counts = (int *)(wds + (wdispls ? n : 0)), *ds = counts + n;
         memcpy(u->at, at, n * sizeof(size_t));
         if (dts) memcpy(types, b->dts, n * sizeof(ompi_datatype_t *));
+        if (wdispls) memcpy(wds, b->wdispls, n * sizeof(MPI_Aint));
         memcpy(counts, b->counts, n * sizeof(int));
         if (displs) memcpy(ds, b->displs, n * sizeof(int));
         u->b = *b;
         u->b.dts = dts ? types : NULL;
         u->b.counts = counts;
         u->b.displs = displs ? ds : NULL;
+        u->b.wdispls = wdispls ? wds : NULL;
         mca_coll_loom_hold_block_types(&u->b, +1);
     }
     c->after = &u->super;

@@ -19,7 +19,9 @@
  * from user; displs NULL: at q x stride extents (equal blocks: allgather,
  * alltoall, gather and scatter, whose offsets may pass INT_MAX). With dts
  * (alltoallw; dt NULL) block q has its own type dts[q], and displs[q] is in
- * bytes, as MPI_Alltoallw's are. */
+ * bytes, as MPI_Alltoallw's are. With wdispls (the neighbourhood
+ * collectives' blocks placed by rank: coll_loom_neighbor_map.h) block q is
+ * at wdispls[q] bytes from user whatever its type, and displs is unset. */
 typedef struct {
     void *user;
     ompi_datatype_t *dt;
@@ -28,6 +30,7 @@ typedef struct {
     const int *counts;
     const int *displs;
     size_t stride;
+    const MPI_Aint *wdispls;
 } loom_typed_blocks_t;
 
 /* Block q's displacement in extents of the one type dt (not with dts). */
@@ -45,6 +48,7 @@ static inline ompi_datatype_t *mca_coll_loom_block_type(const loom_typed_blocks_
 /* Where block q starts, in bytes from user. */
 static inline ptrdiff_t mca_coll_loom_block_offset(const loom_typed_blocks_t *b, int q)
 {
+    if (NULL != b->wdispls) return (ptrdiff_t)b->wdispls[q];
     if (NULL != b->dts) return (ptrdiff_t)b->displs[q];
     ptrdiff_t lb, extent;
     ompi_datatype_get_extent(b->dt, &lb, &extent);

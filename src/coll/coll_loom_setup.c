@@ -38,6 +38,7 @@
 
 #include "coll_loom_setup.h"
 #include "coll_loom_roll_call.h"
+#include "coll_loom_neighbor_map.h"
 #include "base/param_table.h"
 #include "loom_component.h"
 #include "ompi/mca/coll/base/coll_tags.h"
@@ -391,6 +392,11 @@ int mca_coll_loom_create_comm(mca_coll_loom_module_t *m, int device)
         say(m, 1, "coll/loom rank %d comm %s: no loom communicator: %s", rank, m->comm->c_name, loomGetLastError());
     if (agreed(m, loomSuccess == r, MPI_MIN, "agreeing that every rank created the loom communicator")) {
         m->lcomm = lcomm;
+        /* A distributed graph's neighbour lists are local: whether they fit loom's exchange is agreed. */
+        m->neighbor_fit = !OMPI_COMM_IS_TOPO(m->comm)
+                              ? 0
+                              : agreed(m, mca_coll_loom_neighbors_fit_here(m), MPI_MIN,
+                                       "agreeing whether the neighbourhood fits loom's exchange");
         return 1;
     }
     if (NULL != lcomm) loomCommDestroy(lcomm);

@@ -9,8 +9,10 @@
  * alltoall (and in place), ialltoall, alltoallv, alltoallw (a type per
  * block: the type, or a contiguous run of it, which has the same
  * signature; the reference sends the type alike), gather (and in place),
- * gatherv, scatter, scatterv, and the persistent bcast_init and
- * alltoallw_init (MPI-4, or 4.1's MPIX_), each started twice; at a small
+ * gatherv, scatter, scatterv, the neighbourhood collectives on a
+ * distributed graph (allgather, allgatherv, alltoall, ialltoallv,
+ * alltoallw), and the persistent bcast_init, alltoallw_init and
+ * neighbor_alltoall_init (MPI-4, or 4.1's MPIX_), each started twice; at a small
  * count and one of about 128 KiB per block, roots moving; then all again
  * with rank 1 passing host buffers (packed by the host convertor while the
  * others pack on the GPU).
@@ -179,6 +181,79 @@ static void scatterv(MPI_Comm comm, char *s, char *r, const args_t *a)
     MPI_Scatterv(s, counts, displs, a->t, r, counts[me], a->t, a->root, comm);
 }
 
+/* The neighbourhood collectives run on a distributed graph over the same
+ * ranks (one for the device calls, one for the reference): each rank sends
+ * to itself and to the next rank, and lists its in-neighbours in the other
+ * order (itself last), so loom's blocks by rank must follow the lists. */
+static MPI_Comm nbr_dev, nbr_ref;
+static int nbr_in[2], nbr_out[2];
+static MPI_Comm nbr_of(MPI_Comm comm) { return comm == dev_comm ? nbr_dev : nbr_ref; }
+
+static void make_neighbourhood(void)
+{
+    nbr_out[0] = (me + 1) % np, nbr_out[1] = me;
+    nbr_in[0] = (me + np - 1) % np, nbr_in[1] = me;
+    int *unweighted = MPI_UNWEIGHTED;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nbr_in, unweighted, 2, nbr_out, unweighted, MPI_INFO_NULL, 0,
+                                   &nbr_dev);
+    MPI_Comm_dup(nbr_dev, &nbr_ref);
+}
+static void neighbor_allgather(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Neighbor_allgather(s, a->c, a->t, r, a->c, a->t, nbr_of(comm));
+}
+static void neighbor_allgatherv(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    int rc[2], rd[2];
+    for (int j = 0; j < 2; ++j) rc[j] = vcount(nbr_in[j], a->c), rd[j] = (1 - j) * a->c; /* reversed */
+    MPI_Neighbor_allgatherv(s, vcount(me, a->c), a->t, r, rc, rd, a->t, nbr_of(comm));
+}
+static void neighbor_alltoall(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Neighbor_alltoall(s, a->c, a->t, r, a->c, a->t, nbr_of(comm));
+}
+static void ineighbor_alltoallv(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    int sc[2], sd[2], rc[2], rd[2];
+    for (int j = 0; j < 2; ++j) {
+        sc[j] = pair_count(me, nbr_out[j], a->c), sd[j] = j * a->c;
+        rc[j] = pair_count(nbr_in[j], me, a->c), rd[j] = (1 - j) * a->c;
+    }
+    MPI_Request q;
+    MPI_Ineighbor_alltoallv(s, sc, sd, a->t, r, rc, rd, a->t, nbr_of(comm), &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+/* As alltoallw_types: block j as c of t or one run, the reference all alike. */
+static void neighbor_alltoallw_types(MPI_Comm comm, char *s, char *r, const args_t *a, int same)
+{
+    int sc[2], rc[2];
+    MPI_Aint sd[2], rd[2], lb, extent;
+    MPI_Datatype st[2], rt[2];
+    MPI_Type_get_extent(a->t, &lb, &extent);
+    for (int j = 0; j < 2; ++j) {
+        const int s_run = !same && (j + me) % 2, r_run = !same && j % 2;
+        st[j] = s_run ? a->run : a->t, sc[j] = s_run ? 1 : a->c, sd[j] = (MPI_Aint)j * a->c * extent;
+        rt[j] = r_run ? a->run : a->t, rc[j] = r_run ? 1 : a->c, rd[j] = (MPI_Aint)(1 - j) * a->c * extent;
+    }
+    MPI_Neighbor_alltoallw(s, sc, sd, st, r, rc, rd, rt, nbr_of(comm));
+}
+static void neighbor_alltoallw(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    neighbor_alltoallw_types(comm, s, r, a, 0);
+}
+static void neighbor_alltoallw_same(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    neighbor_alltoallw_types(comm, s, r, a, 1);
+}
+#if HAVE_PERSISTENT_COLLS
+static void neighbor_alltoall_init(MPI_Comm comm, char *s, char *r, const args_t *a)
+{
+    MPI_Request q;
+    MPI_Neighbor_alltoall_init(s, a->c, a->t, r, a->c, a->t, nbr_of(comm), MPI_INFO_NULL, &q);
+    start_twice(&q);
+}
+#endif
+
 static const struct {
     const char *name;
     coll_fn fn, ref; /* ref: the reference call where it is not fn */
@@ -189,8 +264,12 @@ static const struct {
     {"ialltoall", ialltoall, NULL}, {"alltoallv", alltoallv, NULL}, {"alltoallw", alltoallw, alltoallw_same},
     {"gather", gather, NULL},       {"gather in place", gather_in_place, NULL},
     {"gatherv", gatherv, NULL},     {"scatter", scatter, NULL},     {"scatterv", scatterv, NULL},
+    {"neighbor_allgather", neighbor_allgather, NULL}, {"neighbor_allgatherv", neighbor_allgatherv, NULL},
+    {"neighbor_alltoall", neighbor_alltoall, NULL},   {"ineighbor_alltoallv", ineighbor_alltoallv, NULL},
+    {"neighbor_alltoallw", neighbor_alltoallw, neighbor_alltoallw_same},
 #if HAVE_PERSISTENT_COLLS
     {"bcast_init", bcast_init, bcast}, {"alltoallw_init", alltoallw_init, alltoall},
+    {"neighbor_alltoall_init", neighbor_alltoall_init, neighbor_alltoall},
 #endif
 };
 
@@ -306,7 +385,10 @@ int main(int argc, char **argv)
     if (argc > 1 && 0 == strcmp(argv[1], "-b")) {
         bench();
     } else {
+        make_neighbourhood();
         dt_each_type(each_coll);
+        MPI_Comm_free(&nbr_dev);
+        MPI_Comm_free(&nbr_ref);
         MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         if (0 == me) printf("%s: %d calls per rank, %d failure(s)\n", failures ? "FAIL" : "PASS", calls, failures);
     }
