@@ -64,7 +64,7 @@ static bool should_vote(const mca_coll_loom_module_t *m, uint64_t index)
 }
 
 /* Whether the call (collective coll) waits for every pair of ranks to be
- * connected first: an exchange or a scan, on a loom communicator whose pairs
+ * connected first: an exchange (a neighbourhood one too) or a scan, on a loom communicator whose pairs
  * are not connected and that the non-blocking set-up has not tried to
  * connect (alike on every rank: both change at calls every rank makes in
  * the same order). */
@@ -75,6 +75,11 @@ static bool wants_pairs(mca_coll_loom_module_t *m, int coll)
     case LOOM_COLL_ialltoall: case LOOM_COLL_ialltoallv: case LOOM_COLL_ialltoallw:
     case LOOM_COLL_igather: case LOOM_COLL_igatherv:
     case LOOM_COLL_iscatter: case LOOM_COLL_iscatterv: case LOOM_COLL_iscan: case LOOM_COLL_iexscan: break;
+    /* the neighbourhood ones run as the exchange where the topology fits it (agreed) */
+    case LOOM_COLL_ineighbor_allgather: case LOOM_COLL_ineighbor_allgatherv: case LOOM_COLL_ineighbor_alltoall:
+    case LOOM_COLL_ineighbor_alltoallv: case LOOM_COLL_ineighbor_alltoallw:
+        if (1 != m->neighbor_fit) return false;
+        break;
     default: return false;
     }
     int connected = 0;

@@ -44,7 +44,9 @@
  *                MPI_Allreduce as a communicator's first calls; exchanges
  *                and scans first and after allreduces (every pair
  *                connected inside progress); two fresh communicators set
- *                up at once
+ *                up at once; a periodic ring whose only calls are
+ *                neighbourhood ones (Ineighbor_alltoall and _allgather,
+ *                then Neighbor_alltoall_init started twice)
  *   persistent   MPI_Allreduce_init / Bcast_init / Alltoall_init (MPI-4;
  *                4.1: pcollreq MPIX_*_init; a visible skip without):
  *                started several times with new data, MPI_Startall, waited,
@@ -536,6 +538,55 @@ static void comm_free_in_flight(void)
     cudaFree(b), cudaFree(oa);
 }
 
+/* A fresh periodic ring whose device-buffer calls are all neighbourhood
+ * ones, non-blocking and persistent: the set-up and the pairs' connection
+ * run inside progress, then loom's exchange takes them (a ring of 3 or more
+ * ranks fits it). Rank r's block k (0: to its left, 1: to its right) holds
+ * value(r, k * b + i, round). */
+static void neighbours_first(void)
+{
+    MPI_Comm ring;
+    int dims[1] = {size}, periods[1] = {1}, nbr[2];
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+    MPI_Cart_shift(ring, 0, 1, &nbr[0], &nbr[1]);
+    const size_t b = 65537;
+    float *h = malloc(2 * b * 4), *in = dalloc(2 * b * 4), *to = dalloc(2 * b * 4), *all = dalloc(2 * b * 4);
+    MPI_Request r[3];
+    int rounds = 1, rc = MPI_SUCCESS;
+#if HAVE_PERSISTENT_COLLS
+    rounds = 3; /* round 0 non-blocking, rounds 1 and 2 the persistent request started again */
+    rc |= MPI_Neighbor_alltoall_init(in, (int)b, MPI_FLOAT, to, (int)b, MPI_FLOAT, ring, MPI_INFO_NULL, &r[2]);
+#endif
+    for (int round = 0; round < rounds; ++round) {
+        for (size_t i = 0; i < 2 * b; ++i) h[i] = value(rank, i, 30 + round);
+        cudaMemcpy(in, h, 2 * b * 4, cudaMemcpyHostToDevice);
+        if (0 == round) {
+            rc |= MPI_Ineighbor_alltoall(in, (int)b, MPI_FLOAT, to, (int)b, MPI_FLOAT, ring, &r[0]);
+            rc |= MPI_Ineighbor_allgather(in, (int)b, MPI_FLOAT, all, (int)b, MPI_FLOAT, ring, &r[1]);
+            rc |= MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+        } else {
+            rc |= MPI_Start(&r[2]);
+            rc |= MPI_Wait(&r[2], MPI_STATUS_IGNORE);
+        }
+        long wrong = 0;
+        for (int k = 0; k < 2; ++k) { /* block k comes from nbr[k]: its block 1 - k, or (allgather) its block 0 */
+            cudaMemcpy(h, to + k * b, b * 4, cudaMemcpyDeviceToHost);
+            for (size_t i = 0; i < b; ++i) wrong += h[i] != value(nbr[k], (size_t)(1 - k) * b + i, 30 + round);
+            cudaMemcpy(h, all + k * b, b * 4, cudaMemcpyDeviceToHost);
+            for (size_t i = 0; 0 == round && i < b; ++i) wrong += h[i] != value(nbr[k], i, 30);
+        }
+        if (wrong) fprintf(stderr, "FAIL rank %d: neighbourhood calls first, round %d: %ld wrong\n", rank, round, wrong);
+        bad += wrong;
+    }
+#if HAVE_PERSISTENT_COLLS
+    rc |= MPI_Request_free(&r[2]);
+#endif
+    if (MPI_SUCCESS != rc) ++bad;
+    MPI_Comm_free(&ring);
+    free(h);
+    cudaFree(in), cudaFree(to), cudaFree(all);
+}
+
 /* Fresh communicators whose first device-buffer calls are non-blocking. */
 static void first_calls(void)
 {
@@ -578,6 +629,7 @@ static void first_calls(void)
         cudaFree(i2[k]), cudaFree(o2[k]);
         MPI_Comm_free(&two[k]);
     }
+    neighbours_first();
 }
 
 /* Every rank's wrong elements and errors summed; finalizes; the exit status. */
