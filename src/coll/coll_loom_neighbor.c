@@ -27,16 +27,15 @@ loom_blocks_t mca_coll_loom_neighbor_blocks(ompi_communicator_t *comm)
     return b;
 }
 
-/* The call on loom's exchange: snd and rcv are the per-neighbour blocks as
- * the caller's arguments give them (counts NULL: scount and rcount each).
- * False where the exchange does not take it (alike on every rank: the
- * agreed fit and mca_coll_loom_gpu_takes' choice). */
-static bool neighbor_exchange(int coll, const loom_typed_blocks_t *snd, int scount, const loom_typed_blocks_t *rcv,
-                              int rcount, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req, bool local_gpu,
-                              int *rc)
+/* The call on loom's exchange, its blocks as a's arguments give them
+ * (mca_coll_loom_neighbor_blocks_of). False where the exchange does not
+ * take it (alike on every rank: the agreed fit and mca_coll_loom_gpu_takes'
+ * choice). */
+static bool neighbor_exchange(int coll, const mca_coll_loom_call_args_t *a, loom_t *m, ompi_request_t **req,
+                              bool local_gpu, int *rc)
 {
     loom_gpu_call_t c;
-    mca_coll_loom_exchange_call(&c, coll, comm, req, snd->user, local_gpu, rcv->user, local_gpu);
+    mca_coll_loom_exchange_call(&c, coll, a->comm, req, a->sbuf, local_gpu, a->rbuf, local_gpu);
     if (!mca_coll_loom_gpu_takes(m, &c, local_gpu, rc)) return false;
     if (MPI_SUCCESS != *rc) return true;
     if (1 != m->neighbor_fit || NULL == m->neighbors) {
@@ -46,45 +45,36 @@ static bool neighbor_exchange(int coll, const loom_typed_blocks_t *snd, int scou
                                                 "loom's exchange moves one block per pair of ranks");
         return false;
     }
-    if (MPI_IN_PLACE == snd->user || MPI_IN_PLACE == rcv->user) { /* not for neighbourhood collectives */
+    if (MPI_IN_PLACE == a->sbuf || MPI_IN_PLACE == a->rbuf) { /* not for neighbourhood collectives */
         *rc = MPI_ERR_BUFFER;
         return true;
     }
-    const loom_typed_blocks_t by_rank_snd = mca_coll_loom_neighbor_by_rank(m->neighbors, 0, snd, scount);
-    const loom_typed_blocks_t by_rank_rcv = mca_coll_loom_neighbor_by_rank(m->neighbors, 1, rcv, rcount);
+    const loom_blocks_t b = mca_coll_loom_neighbor_blocks(a->comm);
+    loom_typed_blocks_t snd, rcv;
+    int scount, rcount;
+    mca_coll_loom_neighbor_blocks_of(a, coll, b.in, b.out, &snd, &scount, &rcv, &rcount);
+    const loom_typed_blocks_t by_rank_snd = mca_coll_loom_neighbor_by_rank(m->neighbors, 0, &snd, scount);
+    const loom_typed_blocks_t by_rank_rcv = mca_coll_loom_neighbor_by_rank(m->neighbors, 1, &rcv, rcount);
     *rc = mca_coll_loom_exchange_blocks(m, &c, &by_rank_snd, &by_rank_rcv);
     return true;
 }
 
-/* allgather: the one send block to every out-neighbour (stride 0). */
-static bool neighbor_allgather_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                                   ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
-                                   bool local_gpu, int *rc)
+static bool neighbor_allgather_gpu(LOOM_PARAMS_allgather, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
 {
-    const loom_blocks_t b = mca_coll_loom_neighbor_blocks(comm);
-    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = b.out, .stride = 0};
-    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = b.in, .stride = (size_t)rcount};
-    return neighbor_exchange(LOOM_COLL_neighbor_allgather, &snd, scount, &rcv, rcount, comm, m, req, local_gpu, rc);
+    const mca_coll_loom_call_args_t a = {LOOM_FIELDS_allgather};
+    return neighbor_exchange(LOOM_COLL_neighbor_allgather, &a, m, req, local_gpu, rc);
 }
 
-static bool neighbor_alltoall_gpu(const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf, int rcount,
-                                  ompi_datatype_t *rdt, ompi_communicator_t *comm, loom_t *m, ompi_request_t **req,
-                                  bool local_gpu, int *rc)
+static bool neighbor_alltoall_gpu(LOOM_PARAMS_alltoall, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
 {
-    const loom_blocks_t b = mca_coll_loom_neighbor_blocks(comm);
-    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = b.out, .stride = (size_t)scount};
-    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = b.in, .stride = (size_t)rcount};
-    return neighbor_exchange(LOOM_COLL_neighbor_alltoall, &snd, scount, &rcv, rcount, comm, m, req, local_gpu, rc);
+    const mca_coll_loom_call_args_t a = {LOOM_FIELDS_alltoall};
+    return neighbor_exchange(LOOM_COLL_neighbor_alltoall, &a, m, req, local_gpu, rc);
 }
 
-static bool neighbor_alltoallv_gpu(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdt,
-                                   void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdt,
-                                   ompi_communicator_t *comm, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
+static bool neighbor_alltoallv_gpu(LOOM_PARAMS_alltoallv, loom_t *m, ompi_request_t **req, bool local_gpu, int *rc)
 {
-    const loom_blocks_t b = mca_coll_loom_neighbor_blocks(comm);
-    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = b.out, .counts = scounts, .displs = sdispls};
-    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = b.in, .counts = rcounts, .displs = rdispls};
-    return neighbor_exchange(LOOM_COLL_neighbor_alltoallv, &snd, 0, &rcv, 0, comm, m, req, local_gpu, rc);
+    const mca_coll_loom_call_args_t a = {LOOM_FIELDS_alltoallv};
+    return neighbor_exchange(LOOM_COLL_neighbor_alltoallv, &a, m, req, local_gpu, rc);
 }
 
 LOOM_BLOCKS(neighbor_allgather, mca_coll_loom_neighbor_blocks, 0, neighbor_allgather_gpu)
@@ -100,11 +90,9 @@ static int neighbor_allgatherv_any(const void *sbuf, int scount, ompi_datatype_t
     loom_span_t s_span = loom_span_of(&ssh, (size_t)scount);
     loom_span_t r_span = loom_span_of_v(&rsh, rcounts, displs, b.in);
     bool s_gpu = mca_coll_loom_on_gpu(sbuf), r_gpu = mca_coll_loom_span_on_gpu(rbuf, r_span);
-    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dt = sdt, .n = b.out, .stride = 0};
-    const loom_typed_blocks_t rcv = {.user = rbuf, .dt = rdt, .n = b.in, .counts = rcounts, .displs = displs};
+    const mca_coll_loom_call_args_t a = {LOOM_FIELDS_allgatherv};
     int rc;
-    if (neighbor_exchange(LOOM_COLL_neighbor_allgatherv, &snd, scount, &rcv, 0, comm, m, req, s_gpu || r_gpu, &rc))
-        return rc;
+    if (neighbor_exchange(LOOM_COLL_neighbor_allgatherv, &a, m, req, s_gpu || r_gpu, &rc)) return rc;
     if (!s_gpu && !r_gpu)
         LOOM_DELEGATE(m, req, neighbor_allgatherv, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
     LOOM_STAGED_CALL(m, req, neighbor_allgatherv, s_gpu, s_span, r_gpu, r_span, hs, scount, sdt, hr, rcounts, displs,
@@ -122,13 +110,9 @@ static int neighbor_alltoallw_any(const void *sbuf, const int *scounts, const MP
     loom_span_t s_span = mca_coll_loom_span_w(scounts, NULL, sdispls, sdts, b.out);
     loom_span_t r_span = mca_coll_loom_span_w(rcounts, NULL, rdispls, rdts, b.in);
     bool s_gpu = mca_coll_loom_span_on_gpu(sbuf, s_span), r_gpu = mca_coll_loom_span_on_gpu(rbuf, r_span);
-    /* displacements in bytes, a type per block */
-    const loom_typed_blocks_t snd = {.user = (void *)sbuf, .dts = sdts, .n = b.out, .counts = scounts,
-                                     .wdispls = sdispls};
-    const loom_typed_blocks_t rcv = {.user = rbuf, .dts = rdts, .n = b.in, .counts = rcounts, .wdispls = rdispls};
+    const mca_coll_loom_call_args_t a = {LOOM_FIELDS_neighbor_alltoallw};
     int rc;
-    if (neighbor_exchange(LOOM_COLL_neighbor_alltoallw, &snd, 0, &rcv, 0, comm, m, req, s_gpu || r_gpu, &rc))
-        return rc;
+    if (neighbor_exchange(LOOM_COLL_neighbor_alltoallw, &a, m, req, s_gpu || r_gpu, &rc)) return rc;
     if (!s_gpu && !r_gpu)
         LOOM_DELEGATE(m, req, neighbor_alltoallw, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
     LOOM_STAGED_CALL(m, req, neighbor_alltoallw, s_gpu, s_span, r_gpu, r_span, hs, scounts, sdispls, sdts, hr,

@@ -85,6 +85,33 @@ void mca_coll_loom_neighbor_map_free(loom_neighbor_map_t *m)
     memset(m, 0, sizeof(*m));
 }
 
+void mca_coll_loom_neighbor_blocks_of(const mca_coll_loom_call_args_t *a, int coll, int indeg, int outdeg,
+                                      loom_typed_blocks_t *snd, int *scount, loom_typed_blocks_t *rcv, int *rcount)
+{
+    *snd = (loom_typed_blocks_t){.user = (void *)a->sbuf, .dt = a->sdt, .n = outdeg};
+    *rcv = (loom_typed_blocks_t){.user = a->rbuf, .dt = a->rdt, .n = indeg};
+    *scount = *rcount = 0;
+    switch (coll) {
+    case LOOM_COLL_neighbor_allgather: /* the one send block to every out-neighbour */
+        *scount = a->scount, *rcount = a->rcount, rcv->stride = (size_t)a->rcount;
+        break;
+    case LOOM_COLL_neighbor_alltoall:
+        *scount = a->scount, *rcount = a->rcount;
+        snd->stride = (size_t)a->scount, rcv->stride = (size_t)a->rcount;
+        break;
+    case LOOM_COLL_neighbor_allgatherv:
+        *scount = a->scount, rcv->counts = a->rcounts, rcv->displs = a->rdispls;
+        break;
+    case LOOM_COLL_neighbor_alltoallv:
+        snd->counts = a->scounts, snd->displs = a->sdispls, rcv->counts = a->rcounts, rcv->displs = a->rdispls;
+        break;
+    default: /* neighbor_alltoallw: a type per block, displacements in bytes */
+        snd->dt = rcv->dt = NULL;
+        snd->dts = a->sdts, snd->counts = a->scounts, snd->wdispls = a->sdispls_a;
+        rcv->dts = a->rdts, rcv->counts = a->rcounts, rcv->wdispls = a->rdispls_a;
+    }
+}
+
 loom_typed_blocks_t mca_coll_loom_neighbor_by_rank(loom_neighbor_map_t *m, int side, const loom_typed_blocks_t *nb,
                                                    int count)
 {

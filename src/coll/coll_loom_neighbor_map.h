@@ -19,6 +19,7 @@
 #ifndef COLL_LOOM_NEIGHBOR_MAP_H
 #define COLL_LOOM_NEIGHBOR_MAP_H
 
+#include "coll_loom_args.h"
 #include "coll_loom_pack.h"
 
 typedef struct loom_neighbor_map_t {
@@ -44,6 +45,14 @@ void mca_coll_loom_neighbor_map_free(loom_neighbor_map_t *m);
  * slot[p] = j where list[j] == p, -1 elsewhere; MPI_PROC_NULL skipped.
  * False where a rank is listed twice or is not one of the n ranks. */
 bool mca_coll_loom_neighbor_slots(const int *list, int degree, int n, int *slot);
+
+/* A neighbourhood collective's per-neighbour blocks as its arguments a
+ * give them (coll: LOOM_COLL_neighbor_allgather(v), _alltoall(v, w), the
+ * blocking id): *snd one per out-neighbour, *rcv one per in-neighbour, for
+ * mca_coll_loom_neighbor_by_rank with *scount / *rcount where their counts
+ * are NULL (allgather(v) sends its one block to every out-neighbour). */
+void mca_coll_loom_neighbor_blocks_of(const mca_coll_loom_call_args_t *a, int coll, int indeg, int outdeg,
+                                      loom_typed_blocks_t *snd, int *scount, loom_typed_blocks_t *rcv, int *rcount);
 
 /* A side's blocks by rank, for loom's exchange (side 0: the send blocks,
  * one per out-neighbour; 1: the receive blocks, one per in-neighbour):

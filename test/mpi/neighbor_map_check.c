@@ -5,9 +5,10 @@
  * in-lists in another order than the out-lists, a rank without neighbours,
  * lists Open MPI derived from MPI_Dist_graph_create), the map must say which
  * neighbourhoods fit the exchange (no rank listed twice), and for those
- * that fit, every neighbourhood collective built as coll_loom_neighbor.c
- * builds it (per-neighbour blocks -> blocks by rank -> the exchange's byte
- * tables, packing where a type is not contiguous) must write every byte of
+ * that fit, every neighbourhood collective's arguments through the
+ * component's own steps (mca_coll_loom_neighbor_blocks_of: per-neighbour
+ * blocks -> blocks by rank -> the exchange's byte tables, packing where a
+ * type is not contiguous) must write every byte of
  * the receive buffer as Open MPI's own MPI_Neighbor_* does with the same
  * arguments (gaps, holes and PROC_NULL blocks untouched). The kernel's byte
  * moves are stood in by MPI (exchange_standin.h); loom itself deselected.
@@ -142,19 +143,21 @@ static void one(const topo_t *t, int coll, int mix, loom_neighbor_map_t *map)
     default: err = MPI_Neighbor_alltoallw(sbuf, sc, sdb, st, ref, rc, rdb, rt, t->comm);
     }
     if (MPI_SUCCESS != err) ++bad;
-    /* loom's side, built as coll_loom_neighbor.c builds it */
-    loom_typed_blocks_t snd = {.user = sbuf, .dt = one_type, .n = dout}, rcv = {.user = got, .dt = one_type, .n = di};
-    int scount = 0, rcount = 0;
+    /* loom's side: the call's arguments as coll_loom_neighbor.c passes them on */
+    mca_coll_loom_call_args_t a = {
+        .sbuf = sbuf, .rbuf = got, .sdt = one_type, .rdt = one_type, .comm = (ompi_communicator_t *)t->comm};
     switch (coll) {
-    case ALLGATHER: snd.stride = 0, rcv.stride = K, scount = rcount = K; break;
-    case ALLTOALL: snd.stride = K, rcv.stride = K, scount = rcount = K; break;
-    case ALLGATHERV: snd.stride = 0, scount = own_count(r), rcv.counts = rc, rcv.displs = rd; break;
-    case ALLTOALLV: snd.counts = sc, snd.displs = sd, rcv.counts = rc, rcv.displs = rd; break;
+    case ALLGATHER: a.scount = a.rcount = K; break;
+    case ALLTOALL: a.scount = a.rcount = K; break;
+    case ALLGATHERV: a.scount = own_count(r), a.rcounts = rc, a.rdispls = rd; break;
+    case ALLTOALLV: a.scounts = sc, a.sdispls = sd, a.rcounts = rc, a.rdispls = rd; break;
     default:
-        snd.dt = rcv.dt = NULL;
-        snd.dts = st, snd.counts = sc, snd.wdispls = sdb;
-        rcv.dts = rt, rcv.counts = rc, rcv.wdispls = rdb;
+        a.sdt = a.rdt = NULL;
+        a.scounts = sc, a.sdispls_a = sdb, a.sdts = st, a.rcounts = rc, a.rdispls_a = rdb, a.rdts = rt;
     }
+    loom_typed_blocks_t snd, rcv;
+    int scount, rcount;
+    mca_coll_loom_neighbor_blocks_of(&a, coll_ids[coll], di, dout, &snd, &scount, &rcv, &rcount);
     mca_coll_loom_module_t m;
     memset(&m, 0, sizeof(m));
     loom_gpu_call_t c;
