@@ -2,8 +2,8 @@
  * CPU check of the neighbourhood collectives on loom's exchange
  * (coll_loom_neighbor_map.c), without a GPU: on Cartesian, graph and
  * distributed-graph topologies (MPI_PROC_NULL neighbours, a self edge,
- * in-lists in another order than the out-lists, a rank without neighbours,
- * lists Open MPI derived from MPI_Dist_graph_create), the map must say which
+ * in-lists in another order than the out-lists, a rank without neighbours),
+ * the map must say which
  * neighbourhoods fit the exchange (no rank listed twice), and for those
  * that fit, every neighbourhood collective's arguments through the
  * component's own steps (mca_coll_loom_neighbor_blocks_of: per-neighbour
@@ -212,10 +212,9 @@ static int make_topologies(topo_t *t, int n)
     t[k] = (topo_t){.name = "distributed graph with a rank outside it", .comm = MPI_COMM_NULL, .fits = 1};
     MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, inner, ring_in, unweighted(), inner, ring_out, unweighted(),
                                    MPI_INFO_NULL, 0, &t[k++].comm);
-    /* MPI_Dist_graph_create: each rank names its edges to r + 1 and r + 2, Open MPI derives the lists */
-    const int dests[2] = {(r + 1) % n, (r + 2) % n}, degree = 2;
-    t[k] = (topo_t){.name = "distributed graph made by MPI_Dist_graph_create", .comm = MPI_COMM_NULL, .fits = n >= 2};
-    MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &r, &degree, dests, unweighted(), MPI_INFO_NULL, 0, &t[k++].comm);
+    /* Not MPI_Dist_graph_create (Open MPI derives the lists): Open MPI
+     * 5.0.7's hung in about 1 of 6 runs at 3 ranks (CI's Debian 13 root,
+     * loom deselected), each rank naming its edges to r + 1 and r + 2. */
     /* rank 0 sends rank 1 twice: a fit on every other rank, none agreed */
     const int twice = 0 == r ? 2 : 0, back = 1 == r ? 2 : 0, zero[2] = {0, 0}, one_[2] = {1, 1};
     t[k] = (topo_t){.name = "distributed graph with a parallel edge", .comm = MPI_COMM_NULL, .fits = 0};
@@ -232,7 +231,7 @@ int main(int argc, char **argv)
     int r, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    topo_t t[10];
+    topo_t t[8];
     const int nt = make_topologies(t, n);
     long cases = 0, fitting = 0;
     for (int i = 0; i < nt; ++i) {
