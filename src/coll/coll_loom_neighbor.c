@@ -49,10 +49,10 @@ static bool neighbor_exchange(int coll, const mca_coll_loom_call_args_t *a, loom
         *rc = MPI_ERR_BUFFER;
         return true;
     }
-    const loom_blocks_t b = mca_coll_loom_neighbor_blocks(a->comm);
     loom_typed_blocks_t snd, rcv;
     int scount, rcount;
-    mca_coll_loom_neighbor_blocks_of(a, coll, b.in, b.out, &snd, &scount, &rcv, &rcount);
+    mca_coll_loom_neighbor_blocks_of(a, coll, m->neighbors->indeg, m->neighbors->outdeg, &snd, &scount, &rcv,
+                                     &rcount);
     const loom_typed_blocks_t by_rank_snd = mca_coll_loom_neighbor_by_rank(m->neighbors, 0, &snd, scount);
     const loom_typed_blocks_t by_rank_rcv = mca_coll_loom_neighbor_by_rank(m->neighbors, 1, &rcv, rcount);
     *rc = mca_coll_loom_exchange_blocks(m, &c, &by_rank_snd, &by_rank_rcv);

@@ -5,7 +5,9 @@
 
 #include "ompi/mca/topo/base/base.h"
 
-bool mca_coll_loom_neighbor_slots(const int *list, int degree, int n, int *slot)
+/* slot[p] = j where list[j] == p, -1 elsewhere; MPI_PROC_NULL skipped.
+ * False where a rank is listed twice or is not one of the n ranks. */
+static bool neighbor_slots(const int *list, int degree, int n, int *slot)
 {
     for (int p = 0; p < n; ++p) slot[p] = -1;
     for (int j = 0; j < degree; ++j) {
@@ -67,8 +69,8 @@ int mca_coll_loom_neighbor_map_build(ompi_communicator_t *comm, loom_neighbor_ma
         m->indeg = indeg;
         m->outdeg = outdeg;
         m->out_slot = m->in_slot + n;
-        const bool in_fit = mca_coll_loom_neighbor_slots(lists, indeg, n, m->in_slot);
-        const bool out_fit = mca_coll_loom_neighbor_slots(lists + indeg, outdeg, n, m->out_slot);
+        const bool in_fit = neighbor_slots(lists, indeg, n, m->in_slot);
+        const bool out_fit = neighbor_slots(lists + indeg, outdeg, n, m->out_slot);
         m->fit = in_fit && out_fit;
     }
     free(lists);
@@ -125,7 +127,7 @@ loom_typed_blocks_t mca_coll_loom_neighbor_by_rank(loom_neighbor_map_t *m, int s
         counts[p] = j < 0 ? 0 : NULL != nb->counts ? nb->counts[j] : count;
         /* an empty block's type and displacement are not read (alltoallw may pass MPI_DATATYPE_NULL) */
         offsets[p] = counts[p] > 0 ? (MPI_Aint)mca_coll_loom_block_offset(nb, j) : 0;
-        types[p] = counts[p] > 0 ? mca_coll_loom_block_type(nb, j) : nb->dt;
+        if (NULL != nb->dts) types[p] = counts[p] > 0 ? nb->dts[j] : NULL;
     }
     loom_typed_blocks_t b = {.user = nb->user, .n = n, .counts = counts, .wdispls = offsets};
     if (NULL != nb->dts) b.dts = types;

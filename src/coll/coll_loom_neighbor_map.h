@@ -41,11 +41,6 @@ int mca_coll_loom_neighbor_map_build(ompi_communicator_t *comm, loom_neighbor_ma
 
 void mca_coll_loom_neighbor_map_free(loom_neighbor_map_t *m);
 
-/* The same slots from lists (the part above that needs no communicator):
- * slot[p] = j where list[j] == p, -1 elsewhere; MPI_PROC_NULL skipped.
- * False where a rank is listed twice or is not one of the n ranks. */
-bool mca_coll_loom_neighbor_slots(const int *list, int degree, int n, int *slot);
-
 /* A neighbourhood collective's per-neighbour blocks as its arguments a
  * give them (coll: LOOM_COLL_neighbor_allgather(v), _alltoall(v, w), the
  * blocking id): *snd one per out-neighbour, *rcv one per in-neighbour, for

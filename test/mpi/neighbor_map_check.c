@@ -213,8 +213,7 @@ static int make_topologies(topo_t *t, int n)
     MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, inner, ring_in, unweighted(), inner, ring_out, unweighted(),
                                    MPI_INFO_NULL, 0, &t[k++].comm);
     /* Not MPI_Dist_graph_create (Open MPI derives the lists): Open MPI
-     * 5.0.7's hung in about 1 of 6 runs at 3 ranks (CI's Debian 13 root,
-     * loom deselected), each rank naming its edges to r + 1 and r + 2. */
+     * 5.0's hangs now and then with loom deselected (docs/testing.md). */
     /* rank 0 sends rank 1 twice: a fit on every other rank, none agreed */
     const int twice = 0 == r ? 2 : 0, back = 1 == r ? 2 : 0, zero[2] = {0, 0}, one_[2] = {1, 1};
     t[k] = (topo_t){.name = "distributed graph with a parallel edge", .comm = MPI_COMM_NULL, .fits = 0};
