@@ -10,8 +10,15 @@
 #include "device/conn.h"
 #include "device/reduce_ops.h"
 
+// Vectors in flight per thread: 8 where a step only copies (forward, or
+// forward and write the output), 4 where it also reads the input to reduce
+// (three vectors live per slot: 8 of them spill at 128 registers). Measured
+// by test/perf/move_loops (docs/performance.md, "The move loop per CTA").
 #ifndef LOOM_SIMPLE_UNROLL
-#define LOOM_SIMPLE_UNROLL 4 // vectors in flight per thread (test/perf/move_loops measures others)
+#define LOOM_SIMPLE_UNROLL 8
+#endif
+#ifndef LOOM_SIMPLE_UNROLL_REDUCE
+#define LOOM_SIMPLE_UNROLL_REDUCE 4
 #endif
 
 namespace loom {
@@ -51,20 +58,17 @@ struct ProtoSimple {
         return v;
     }
 
-    // The vector moves of W bytes (16, 8 or 4): every pointer is W-aligned.
-    // U independent vectors per thread in flight per iteration. Returns the
-    // elements moved (whole vectors); the caller moves the rest one by one.
-    template <int W, typename T, typename Op, bool InFirst, bool RawOut>
-    __device__ static size_t moveVectors(const T *src, const T *in, T *dst0, T *dst1, size_t len, bool reduceIn) {
+    // Rounds of U vectors of W bytes per thread in flight, from vector v
+    // (this thread's next) while a whole round fits; returns the thread's
+    // next vector. Reduce: combine each with the input's vector.
+    template <int W, int U, bool Reduce, typename T, typename Op, bool InFirst, bool RawOut>
+    __device__ static size_t moveRounds(const T *src, const T *in, T *dst0, T *dst1, size_t nvec, size_t v) {
         using Word = typename VectorWord<W>::type;
         constexpr int V = W / sizeof(T);
         union Vec { Word u; T t[V]; };
-        const int tid = threadIdx.x, nthr = blockDim.x;
-        constexpr int U = LOOM_SIMPLE_UNROLL;
-        const size_t nvec = len / V;
+        const int nthr = blockDim.x;
         const Word *s4 = (const Word *)src, *i4 = (const Word *)in;
         Word *d0 = (Word *)dst0, *d1 = (Word *)dst1;
-        size_t v = tid;
         for (; v + (U - 1) * nthr < nvec; v += U * nthr) {
             Vec x[U];
 #pragma unroll
@@ -72,7 +76,7 @@ struct ProtoSimple {
             Vec raw[U]; // the slot as received (RawOut; dead otherwise)
 #pragma unroll
             for (int u = 0; u < U; ++u) raw[u] = x[u];
-            if (reduceIn) {
+            if constexpr (Reduce) {
                 Vec y[U];
 #pragma unroll
                 for (int u = 0; u < U; ++u) y[u].u = i4[v + u * nthr];
@@ -87,6 +91,30 @@ struct ProtoSimple {
                 if (d1) d1[v + u * nthr] = RawOut ? raw[u].u : x[u].u;
             }
         }
+        return v;
+    }
+
+    // The vector moves of W bytes (16, 8 or 4): every pointer is W-aligned.
+    // Whole rounds first (moveRounds), then one vector at a time. Returns
+    // the elements moved (whole vectors); the caller moves the rest one by
+    // one.
+    template <int W, typename T, typename Op, bool InFirst, bool RawOut>
+    __device__ static size_t moveVectors(const T *src, const T *in, T *dst0, T *dst1, size_t len, bool reduceIn) {
+        using Word = typename VectorWord<W>::type;
+        constexpr int V = W / sizeof(T);
+        union Vec { Word u; T t[V]; };
+        const int nthr = blockDim.x;
+        const size_t nvec = len / V;
+        const Word *s4 = (const Word *)src, *i4 = (const Word *)in;
+        Word *d0 = (Word *)dst0, *d1 = (Word *)dst1;
+        size_t v = threadIdx.x;
+        // Two loops, not one with the reduction behind a runtime branch: a
+        // kernel gets the registers of its hungriest loop, and 8 in flight
+        // fit only where nothing is combined.
+        if (reduceIn)
+            v = moveRounds<W, LOOM_SIMPLE_UNROLL_REDUCE, true, T, Op, InFirst, RawOut>(src, in, dst0, dst1, nvec, v);
+        else
+            v = moveRounds<W, LOOM_SIMPLE_UNROLL, false, T, Op, InFirst, RawOut>(src, in, dst0, dst1, nvec, v);
         for (; v < nvec; v += nthr) {
             Vec x;
             x.u = s4 ? __ldcg(s4 + v) : i4[v];
