@@ -118,6 +118,20 @@ loomResult_t setupGpu(loomComm *comm, RankIdentity *me) {
 std::atomic<bool> gpuSharedSeen{false};
 void noteGpuShared() { gpuSharedSeen = true; }
 
+// Whether this process's contexts on dev go through CUDA's MPS server: then
+// the kernels of processes sharing the GPU run side by side instead of
+// taking turns. CU_DEVICE_ATTRIBUTE_MPS_ENABLED (133), asked by number: CUDA
+// 12 headers before it lack the name, and a driver that does not know it
+// answers an error (no MPS assumed).
+bool mpsEnabled(int dev) {
+    int on = 0;
+    if (cudaDeviceGetAttribute(&on, static_cast<cudaDeviceAttr>(133), dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return on != 0;
+}
+
 } // namespace
 
 namespace loom {
@@ -136,7 +150,10 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic, &nics);
     if (r != loomSuccess) return r;
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
-    for (int q = 0; q < comm->nranks; ++q)
+    // Each rank asks of its own GPU: a program may run MPS on some GPUs only,
+    // and the answer is used by this rank alone (resident.cc).
+    const bool sideBySide = mpsEnabled(comm->cudaDev);
+    for (int q = 0; q < comm->nranks && !sideBySide; ++q)
         comm->gpuShared |= q != comm->rank && ids[q].hostHash == me.hostHash && strcmp(ids[q].busId, me.busId) == 0;
     if (comm->gpuShared) noteGpuShared();
     // The same graphs on every rank: every rank decides alike.

@@ -207,7 +207,7 @@ struct loomComm {
     bool spansHosts = false;      // some ring connection of the communicator crosses hosts
     std::string nic;              // the topology's NIC nearest this rank's GPU ("mlx5_0:1"; "" if none)
     bool intraNvlink = false;     // NVLink between every pair of GPUs of the host
-    bool gpuShared = false;       // another rank's process uses this GPU (no resident kernel)
+    bool gpuShared = false;       // another rank's process uses this GPU, without MPS (no resident kernel)
     unsigned algoMask = ~0u;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
     loom::RingPart ring;
     loom::OneShotPart ll;
