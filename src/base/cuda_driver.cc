@@ -33,6 +33,8 @@ void load() {
     bind(lib, "cuMemGetHandleForAddressRange", g_driver.cuMemGetHandleForAddressRange, false); // CUDA >= 11.7
     bind(lib, "cuStreamWaitValue32_v2", g_driver.cuStreamWaitValue32, false); // CUDA 12's name
     if (!g_driver.cuStreamWaitValue32) bind(lib, "cuStreamWaitValue32", g_driver.cuStreamWaitValue32, false);
+    bind(lib, "cuDeviceGet", g_driver.cuDeviceGet, false);
+    bind(lib, "cuDeviceGetAttribute", g_driver.cuDeviceGetAttribute, false);
     CUresult rc = g_driver.cuInit(0);
     if (rc != CUDA_SUCCESS) {
         // e.g. CUDA_ERROR_NO_DEVICE on a machine with a driver but no GPU.

@@ -22,6 +22,11 @@ struct CudaDriver {
     // Optional: a stream waits, on the GPU, for a 32-bit word to reach a
     // value (the resident kernel's `done`, core/stream/resident.h).
     CUresult (*cuStreamWaitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+    // Optional: a device's attributes asked of the driver itself (the
+    // statically linked runtime may not know an attribute the driver does:
+    // MPS, core/comm/comm.cc).
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
 };
 
 // The driver table, or nullptr when there is no usable driver (the reason is

@@ -5,8 +5,9 @@
 # coll_exchange dead_peer). test/gpu/bundle.sh makes a BUILDDIR small
 # enough to carry. LOOM_GPU_SHARING=1 runs multi-GPU tests on fewer GPUs;
 # LOOM_GPU_MPS=1 runs CUDA's MPS daemon for the run (started here, stopped
-# after, unless one already ran), so ranks sharing a GPU run side by side
-# (and use the resident kernel) instead of taking turns.
+# after, unless one already ran) and sets LOOM_GPU_SHARING=1 unless given,
+# so ranks sharing a GPU run side by side (and use the resident kernel)
+# instead of taking turns.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-$top/build}" && pwd)
@@ -16,6 +17,7 @@ export NCCL_NVLS_ENABLE=0
 # Each test well under a lent host's 600 s per call: one hang must not eat the rest.
 export LOOM_TEST_TIMEOUT=${LOOM_TEST_TIMEOUT:-180}
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
+[ "${LOOM_GPU_MPS:-0}" = 1 ] && export LOOM_GPU_SHARING=${LOOM_GPU_SHARING:-1} # what MPS is for here
 if [ "${LOOM_GPU_MPS:-0}" = 1 ] && ! echo get_server_list | nvidia-cuda-mps-control >/dev/null 2>&1; then
     nvidia-cuda-mps-control -d || { echo "LOOM_GPU_MPS=1: nvidia-cuda-mps-control -d failed"; exit 1; }
     trap 'echo quit | nvidia-cuda-mps-control' EXIT

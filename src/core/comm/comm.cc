@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "base/cuda_driver.h"
 #include "base/debug.h"
 #include "base/fnv1a.h"
 #include "core/ras/watchdog.h"
@@ -120,16 +121,16 @@ void noteGpuShared() { gpuSharedSeen = true; }
 
 // Whether this process's contexts on dev go through CUDA's MPS server: then
 // the kernels of processes sharing the GPU run side by side instead of
-// taking turns. CU_DEVICE_ATTRIBUTE_MPS_ENABLED (133), asked by number: CUDA
-// 12 headers before it lack the name, and a driver that does not know it
+// taking turns. CU_DEVICE_ATTRIBUTE_MPS_ENABLED (133), asked of the driver
+// by number: CUDA 12 headers before it lack the name, a statically linked
+// runtime older than it may refuse it, and a driver that does not know it
 // answers an error (no MPS assumed).
 bool mpsEnabled(int dev) {
+    const CudaDriver *d = cudaDriver();
+    CUdevice cu;
     int on = 0;
-    if (cudaDeviceGetAttribute(&on, static_cast<cudaDeviceAttr>(133), dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    return on != 0;
+    if (!d || !d->cuDeviceGet || !d->cuDeviceGetAttribute || d->cuDeviceGet(&cu, dev) != CUDA_SUCCESS) return false;
+    return d->cuDeviceGetAttribute(&on, static_cast<CUdevice_attribute>(133), cu) == CUDA_SUCCESS && on != 0;
 }
 
 } // namespace
@@ -150,11 +151,14 @@ loomResult_t planFromTopology(loomComm *comm, const loomBootstrap_t *bs, const R
     loomResult_t r = commTopology(comm->rank, comm->nranks, ids, bs, &g, &comm->nic, &nics);
     if (r != loomSuccess) return r;
     for (const RankIdentity &id : ids) comm->spansHosts |= id.hostHash != ids[0].hostHash;
-    // Each rank asks of its own GPU: a program may run MPS on some GPUs only,
-    // and the answer is used by this rank alone (resident.cc).
-    const bool sideBySide = mpsEnabled(comm->cudaDev);
-    for (int q = 0; q < comm->nranks && !sideBySide; ++q)
-        comm->gpuShared |= q != comm->rank && ids[q].hostHash == me.hostHash && strcmp(ids[q].busId, me.busId) == 0;
+    // Side by side only where every process on this GPU is an MPS client (a
+    // process outside the server, another user's or pipe directory's, still
+    // takes turns with the rest); the answer is used by this rank alone
+    // (resident.cc: ranks choose the resident kernel alone).
+    for (int q = 0; q < comm->nranks; ++q) {
+        if (q == comm->rank || ids[q].hostHash != me.hostHash || strcmp(ids[q].busId, me.busId) != 0) continue;
+        comm->gpuShared |= !ids[q].mps || !me.mps;
+    }
     if (comm->gpuShared) noteGpuShared();
     // The same graphs on every rank: every rank decides alike.
     comm->intraNvlink = !comm->spansHosts && g.intraType <= topo::PathType::Nvl;
@@ -340,6 +344,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     const int rank = comm->rank, n = comm->nranks;
     RankIdentity me{};
     me.hostHash = rankHostHash(comm->cudaDev);
+    me.mps = mpsEnabled(comm->cudaDev) ? 1 : 0;
     loomResult_t r = agreeAll(bs, rank, n, setupGpu(comm, &me), "GPU setup");
     if (r == loomSuccess) r = planFromTopology(comm, bs, me);
     if (r != loomSuccess) return r;

@@ -18,6 +18,7 @@ namespace loom {
 struct RankIdentity {
     uint64_t hostHash;
     char busId[16];
+    uint8_t mps; // this rank's contexts on its GPU go through CUDA's MPS server
 };
 
 // The NICs this rank uses on one ring, "device:port": where the ring enters

@@ -9,9 +9,9 @@
  *
  * A call goes there only when nothing may still write its buffers: the
  * caller did not pass a stream of its own, no call is pending (below),
- * loom's stream and the legacy default stream are idle, and no other rank's process shares this GPU as far as this process
- * has seen (its kernels would only run in time slices beside a kernel that
- * stays). Since a blocking call is finished when it returns, work the
+ * loom's stream and the legacy default stream are idle, and no other rank's
+ * process shares this GPU without CUDA's MPS as far as this process has seen
+ * (its kernels would only run in time slices beside a kernel that stays). Since a blocking call is finished when it returns, work the
  * caller puts on the legacy stream afterwards sees its results, as after a
  * launched call.
  * Ranks choose alone: the resident kernel runs the launched kernel's body
@@ -71,8 +71,9 @@ loomResult_t residentSettle(loomComm *comm);
 // Every call's first step while a call is pending: loom's stream waits for it.
 void residentOrder(loomComm *comm);
 
-// Whether any communicator of this process found another process on its GPU
-// (comm.cc; the resident kernel stays off then, on every communicator).
+// Whether any communicator of this process found another process on its GPU,
+// not both MPS clients (comm.cc; the resident kernel stays off then, on
+// every communicator).
 bool gpuSharedInProcess();
 
 // The resident kernel's state for a time-out's message ("" where it never ran):
