@@ -17,11 +17,13 @@ export NCCL_NVLS_ENABLE=0
 # Each test well under a lent host's 600 s per call: one hang must not eat the rest.
 export LOOM_TEST_TIMEOUT=${LOOM_TEST_TIMEOUT:-180}
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
-[ "${LOOM_GPU_MPS:-0}" = 1 ] && export LOOM_GPU_SHARING=${LOOM_GPU_SHARING:-1} # what MPS is for here
-if [ "${LOOM_GPU_MPS:-0}" = 1 ] && ! echo get_server_list | nvidia-cuda-mps-control >/dev/null 2>&1; then
-    nvidia-cuda-mps-control -d || { echo "LOOM_GPU_MPS=1: nvidia-cuda-mps-control -d failed"; exit 1; }
-    trap 'echo quit | nvidia-cuda-mps-control' EXIT
-    echo "CUDA MPS daemon started for this run"
+if [ "${LOOM_GPU_MPS:-0}" = 1 ]; then
+    export LOOM_GPU_SHARING=${LOOM_GPU_SHARING:-1} # what MPS is for here
+    if ! echo get_server_list | nvidia-cuda-mps-control >/dev/null 2>&1; then
+        nvidia-cuda-mps-control -d || { echo "LOOM_GPU_MPS=1: nvidia-cuda-mps-control -d failed"; exit 1; }
+        trap 'echo quit | nvidia-cuda-mps-control' EXIT
+        echo "CUDA MPS daemon started for this run"
+    fi
 fi
 pass=0 fail=0 skip=0
 shift $(($# > 0 ? 1 : 0))

@@ -11,9 +11,9 @@
  * caller did not pass a stream of its own, no call is pending (below),
  * loom's stream and the legacy default stream are idle, and no other rank's
  * process shares this GPU without CUDA's MPS as far as this process has seen
- * (its kernels would only run in time slices beside a kernel that stays). Since a blocking call is finished when it returns, work the
- * caller puts on the legacy stream afterwards sees its results, as after a
- * launched call.
+ * (its kernels would only run in time slices beside a kernel that stays).
+ * Since a blocking call is finished when it returns, work the caller puts on
+ * the legacy stream afterwards sees its results, as after a launched call.
  * Ranks choose alone: the resident kernel runs the launched kernel's body
  * with the same lines and flags (device/oneshot/oneshot_body.h).
  *
