@@ -345,6 +345,7 @@ loomResult_t initComm(loomComm *comm, const loomBootstrap_t *bs) {
     RankIdentity me{};
     me.hostHash = rankHostHash(comm->cudaDev);
     me.mps = mpsEnabled(comm->cudaDev) ? 1 : 0;
+    comm->mpsClient = me.mps != 0;
     loomResult_t r = agreeAll(bs, rank, n, setupGpu(comm, &me), "GPU setup");
     if (r == loomSuccess) r = planFromTopology(comm, bs, me);
     if (r != loomSuccess) return r;
@@ -735,9 +736,16 @@ loomResult_t callsFinished(loomComm *comm, cudaError_t err, bool all) {
         comm->ras.failed = true;
         abandonNets(comm);
         const std::string dead = deadPeers(comm);
-        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s): kernel failed: %s%s%s", comm->rank,
+        // MPS reports a fatal fault of any client to every client on the GPU;
+        // a process killed inside a kernel that reads its own pinned host
+        // memory is one (seen with the net transport's host FIFOs).
+        const char *mps = comm->mpsClient ? "; this process is a CUDA MPS client, and MPS fails every client's "
+                                            "kernels on a GPU when one client faults or dies inside a kernel: the "
+                                            "cause may be another process on this GPU"
+                                          : "";
+        return fail(loomUnhandledCudaError, "rank %d GPU %d (%s): %s (%s): kernel failed: %s%s%s%s", comm->rank,
                     comm->cudaDev, comm->busId, comm->ras.lastColl, callsInFlight(comm).c_str(), cudaGetErrorString(err),
-                    dead.empty() ? "" : "; ", dead.c_str());
+                    dead.empty() ? "" : "; ", dead.c_str(), mps);
     }
     if (all) comm->ras.watch->done = comm->ras.collsDone = comm->ras.collsEntered;
     if (const int q = comm->ras.abortFlag[kAbortUndelivered]) { // the kernel ran to its end: only a block is missing

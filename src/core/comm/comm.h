@@ -208,6 +208,7 @@ struct loomComm {
     std::string nic;              // the topology's NIC nearest this rank's GPU ("mlx5_0:1"; "" if none)
     bool intraNvlink = false;     // NVLink between every pair of GPUs of the host
     bool gpuShared = false;       // another rank's process uses this GPU, without MPS (no resident kernel)
+    bool mpsClient = false;       // this process reaches its GPU through CUDA MPS (a kernel error may be another client's)
     unsigned algoMask = ~0u;      // LOOM_ALGO: the algorithms selection may choose (bit per Algo, select.h)
     loom::RingPart ring;
     loom::OneShotPart ll;
