@@ -238,16 +238,12 @@ struct loomComm {
 
 namespace loom {
 
-void residentOrder(loomComm *comm); // core/stream/resident.h
 void orderAfterApplication(loomComm *comm, cudaStream_t stream); // core/stream/app_order.cc
 
-// Every collective entry point, before anything goes on loom's stream.
-inline void beginCall(loomComm *comm) {
-    if (comm->resident) residentOrder(comm); // after a pending non-blocking resident call
-    orderAfterApplication(comm, comm->stream); // after the application's legacy-stream work
-    comm->order.idleAtEntry = comm->order.idle;
-    comm->order.idle = false;
-}
+// Every collective entry point, before anything goes on loom's stream
+// (core/stream/app_order.cc: after a pending resident call and the
+// application's legacy-stream work).
+void beginCall(loomComm *comm);
 
 // Work put on loom's stream ahead of the call's own kernel (copies of inputs).
 inline void streamBusy(loomComm *comm) {

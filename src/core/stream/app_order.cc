@@ -40,8 +40,16 @@
  */
 #include "core/comm/comm.h"
 #include "base/debug.h"
+#include "core/stream/resident.h"
 
 namespace loom {
+
+void beginCall(loomComm *comm) {
+    if (comm->resident) residentOrder(comm); // after a pending non-blocking resident call
+    orderAfterApplication(comm, comm->stream); // after the application's legacy-stream work
+    comm->order.idleAtEntry = comm->order.idle;
+    comm->order.idle = false;
+}
 
 void orderAfterApplication(loomComm *comm, cudaStream_t stream) {
     if (stream == comm->stream && comm->order.blocking) return;

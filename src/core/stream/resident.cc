@@ -148,7 +148,7 @@ int residentCtas() {
 }
 
 // A fresh kernel that takes call residentNext(r->seq) first.
-loomResult_t launch(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t op) {
+loomResult_t startKernel(loomComm *comm, int key, loomDataType_t dtype, loomRedOp_t op) {
     ResidentState *r = comm->resident;
     r->box->state = kResidentRunning;
     cudaError_t e = cudaMemsetAsync(r->dev, 0, sizeof(ResidentDevBox), r->stream);
@@ -195,7 +195,7 @@ loomResult_t post(loomComm *comm, const ResidentCall &call, int key, loomDataTyp
         }
     }
     if (!r->alive && !taken) {
-        loomResult_t res = launch(comm, key, dtype, op);
+        loomResult_t res = startKernel(comm, key, dtype, op);
         if (res != loomSuccess) return res;
     }
     r->seq = s;
@@ -305,7 +305,9 @@ loomResult_t finish(loomComm *comm, uint32_t s) {
     loomResult_t err = loomSuccess;
     spinOn(comm, s, &err);
     if (err != loomSuccess) return err;
-    return callsFinished(comm, cudaSuccess, true);
+    err = callsFinished(comm, cudaSuccess, true);
+    if (err != loomSuccess) LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str()); // for a bug report
+    return err;
 }
 
 // Waits for the posted call: done (success), or failed (its error).
@@ -317,7 +319,10 @@ loomResult_t settle(loomComm *comm) {
         clearPending(r);
         return loomSuccess;
     }
-    if (err == loomSuccess) err = callsFinished(comm, cudaSuccess, false); // the abort words say what failed
+    if (err == loomSuccess) { // the abort words say what failed
+        err = callsFinished(comm, cudaSuccess, false);
+        if (err != loomSuccess) LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str());
+    }
     release(r, err);
     return err;
 }

@@ -235,7 +235,7 @@ bool zeroCopyFits(const loomComm *comm, const CallShape &s) {
            s.bytes <= (size_t)params().zeroCopyMaxBytes;
 }
 
-int zeroCopyCtas(const loomComm *comm, const CallShape &s) {
+int zeroCopyCallCtas(const loomComm *comm, const CallShape &s) {
     return zeroCopyChannels(s.bytes, comm->nranks, (long)s.bytes <= params().zeroCopyOneShotBytes);
 }
 
@@ -262,6 +262,6 @@ loomResult_t zeroCopyRun(loomComm *comm, const TableCall &t) {
 
 extern const AlgoEntry kZeroCopyAlgo = {kAlgoZeroCopy, "zerocopy", "zero-copy", kProtoSimple, collBit(loomCollAllReduce),
                                         zeroCopyFits, "every peer mapped, within LOOM_ZERO_COPY_MIN_BYTES..MAX_BYTES",
-                                        zeroCopyCtas, zeroCopyRun, loadZeroCopyKernels};
+                                        zeroCopyCallCtas, zeroCopyRun, loadZeroCopyKernels};
 
 } // namespace loom
