@@ -11,7 +11,7 @@ blocks not counted) it is a declaration. A name
 the calling file defines itself, or several files define (static helpers),
 is not followed; nor is a member access (s.name, p->name), a declaration
 of a member or variable of that name, or a name whose only definition is
-another file's static function. Prints "caller-file -> callee-file: names" per
+another file's static function (or one in an anonymous namespace). Prints "caller-file -> callee-file: names" per
 edge and each strongly connected group of more than one file (a call cycle
 across files). With --cycles, exits 1 when such a group exists. A reading
 aid, not a compiler: macros that build names are not followed.
@@ -31,22 +31,30 @@ def strip(text):
 
 
 def brace_depths(t):
-    """Brace depth at each character; namespace and extern "C" blocks do not
-    count (what is declared in them is at file scope)."""
-    out, d, stack = [0] * (len(t) + 1), 0, []
-    opener = re.compile(r'(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s*"")\s*$')
+    """Brace depth at each character, and whether it lies in an anonymous
+    namespace; namespace and extern "C" blocks do not count (what is declared
+    in them is at file scope)."""
+    out, anon, d, stack = [0] * (len(t) + 1), [False] * (len(t) + 1), 0, []
+    opener = re.compile(r'(?:\bnamespace(\s+[\w:]+)?|\bextern\s*"")\s*$')
+    unnamed = 0  # anonymous namespaces open here
     for i, c in enumerate(t):
-        out[i] = d
+        out[i], anon[i] = d, unnamed > 0
         if c == '{':
-            scope = bool(opener.search(t[max(0, i - 80):i]))
-            stack.append(scope)
-            if not scope:
+            m = opener.search(t[max(0, i - 80):i])
+            kind = 'anon' if m and m.group(0).lstrip().startswith('namespace') and not m.group(1) else (
+                'scope' if m else 'block')
+            stack.append(kind)
+            if kind == 'anon':
+                unnamed += 1
+            elif kind == 'block':
                 d += 1
         elif c == '}':
-            if stack and stack.pop():
-                continue
-            d = max(0, d - 1)
-    return out
+            kind = stack.pop() if stack else 'block'
+            if kind == 'anon':
+                unnamed -= 1
+            elif kind == 'block':
+                d = max(0, d - 1)
+    return out, anon
 
 
 def sources(dirs):
@@ -61,6 +69,8 @@ def main(argv):
     check = '--cycles' in argv
     dirs = [a for a in argv if a != '--cycles']
     text = {p: strip(open(p, encoding='utf-8', errors='replace').read()) for p in sources(dirs)}
+    scopes = {p: brace_depths(t) for p, t in text.items()}
+    depth = {p: s[0] for p, s in scopes.items()}
     defined, static = {}, {}
     for p, t in text.items():
         for m in DEF.finditer(t):
@@ -72,11 +82,11 @@ def main(argv):
             if m.group(0).rstrip().endswith('{') or rest.startswith('{'):
                 # a static function is its file's own: another file's use of
                 # the name (a variable, another static) is not a call to it
-                if re.match(r'\s*static\b', m.group(0)):
+                # (so is one in an anonymous namespace)
+                if re.match(r'\s*static\b', m.group(0)) or scopes[p][1][m.start(1)]:
                     static.setdefault(name, set()).add(p)
                 else:
                     defined.setdefault(name, set()).add(p)
-    depth = {p: brace_depths(t) for p, t in text.items()}
     edges = {}
     names = re.compile(r'\b(' + '|'.join(sorted(map(re.escape, defined), key=len, reverse=True)) + r')\b') if defined else None
     for p, t in text.items():
@@ -87,8 +97,8 @@ def main(argv):
             callee = next(iter(where))
             if depth[p][m.start()] == 0:
                 continue  # a declaration or definition: calls sit inside braces
-            if re.search(r'(?:->|\.)\s*$', t[max(0, m.start() - 3):m.start()]):
-                continue  # a member (s.name, p->name), not the function of that name
+            if re.search(r'(?:->|\.|\bstd::)\s*$', t[max(0, m.start() - 6):m.start()]):
+                continue  # a member (s.name, p->name) or the standard library's, not the function of that name
             if p in static.get(m.group(1), ()):
                 continue  # the file's own static of that name
             before, after = t[max(0, m.start() - 2):m.start()], t[m.end():m.end() + 3]
