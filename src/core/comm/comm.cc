@@ -595,24 +595,13 @@ extern "C" loomResult_t loomCommConnectPeers(loomComm_t comm) {
     return r;
 }
 
-namespace {
-// callsFinished, and for a bug report what this rank's resident kernel was
-// doing when its calls failed.
-loomResult_t waitEnded(loomComm *comm, cudaError_t err) {
-    const loomResult_t r = loom::callsFinished(comm, err, true);
-    if (r != loomSuccess && comm->resident)
-        LOOM_INFO(kColl, "rank %d: %s", comm->rank, loom::residentDescribe(comm).c_str());
-    return r;
-}
-} // namespace
-
 extern "C" loomResult_t loomCommWait(loomComm_t comm) {
     if (!comm) return fail(loomInvalidArgument, "loomCommWait: comm is NULL");
     // A pending resident call first: loom's stream may wait for it.
     if (loomResult_t r = loom::residentSettle(comm)) return r;
     // Nothing enqueued since a wait saw the stream drain (calls the resident
     // kernel ran finished inside them): no synchronize to pay.
-    if (comm->order.idle) return waitEnded(comm, cudaSuccess);
+    if (comm->order.idle) return loom::residentCallsFinished(comm, cudaSuccess, true);
     cudaError_t err;
     if (comm->ring.useNet || comm->edges.useNet) {
         // The proxy threads move this collective's data: a rank bound to one
@@ -622,7 +611,7 @@ extern "C" loomResult_t loomCommWait(loomComm_t comm) {
         err = cudaStreamSynchronize(comm->stream);
     }
     comm->order.idle = err == cudaSuccess;
-    return waitEnded(comm, err);
+    return loom::residentCallsFinished(comm, err, true);
 }
 
 

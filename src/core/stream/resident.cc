@@ -305,9 +305,7 @@ loomResult_t finish(loomComm *comm, uint32_t s) {
     loomResult_t err = loomSuccess;
     spinOn(comm, s, &err);
     if (err != loomSuccess) return err;
-    err = callsFinished(comm, cudaSuccess, true);
-    if (err != loomSuccess) LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str()); // for a bug report
-    return err;
+    return residentCallsFinished(comm, cudaSuccess, true);
 }
 
 // Waits for the posted call: done (success), or failed (its error).
@@ -319,10 +317,7 @@ loomResult_t settle(loomComm *comm) {
         clearPending(r);
         return loomSuccess;
     }
-    if (err == loomSuccess) { // the abort words say what failed
-        err = callsFinished(comm, cudaSuccess, false);
-        if (err != loomSuccess) LOOM_INFO(kColl, "rank %d: %s", comm->rank, residentDescribe(comm).c_str());
-    }
+    if (err == loomSuccess) err = residentCallsFinished(comm, cudaSuccess, false); // the abort words say what failed
     release(r, err);
     return err;
 }
@@ -419,15 +414,17 @@ void residentOrder(loomComm *comm) {
     if (settle(comm) != loomSuccess) comm->ras.failed = true; // said by fail(); the call's own wait reports it again
 }
 
-std::string residentDescribe(loomComm *comm) {
+loomResult_t residentCallsFinished(loomComm *comm, cudaError_t err, bool all) {
+    const loomResult_t res = callsFinished(comm, err, all);
     ResidentState *r = comm->resident;
-    if (!r) return "";
+    if (res == loomSuccess || !r) return res;
     char text[256];
     const cudaError_t q = cudaStreamQuery(comm->stream);
     snprintf(text, sizeof(text), "resident kernel %s, last call %u, pending %u (stream waits for %u), done word %u, "
              "taken %u, state %u; loom's stream %s", r->alive ? "alive" : "not running", r->seq, r->pending, r->ordered,
              r->box->done, r->box->taken, r->box->state, q == cudaSuccess ? "idle" : q == cudaErrorNotReady ? "busy" : "failed");
-    return text;
+    LOOM_INFO(kColl, "rank %d: %s", comm->rank, text);
+    return res;
 }
 
 void residentRelease(loomComm *comm) {

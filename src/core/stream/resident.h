@@ -76,9 +76,11 @@ void residentOrder(loomComm *comm);
 // every communicator).
 bool gpuSharedInProcess();
 
-// The resident kernel's state for a time-out's message ("" where it never ran):
-// alive or not, the call pending, the done/taken words, loom's stream.
-std::string residentDescribe(loomComm *comm);
+// callsFinished (core/comm/call_end.cc); where it reports a failure on a
+// communicator with a resident kernel, also that kernel's state at INFO for
+// a bug report: alive or not, the call pending, the done/taken words, loom's
+// stream. Every wait that ends calls goes through here.
+loomResult_t residentCallsFinished(loomComm *comm, cudaError_t err, bool all);
 
 // Tells the kernel to leave and frees what it used (communicator teardown).
 void residentRelease(loomComm *comm);
