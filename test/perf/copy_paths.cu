@@ -23,14 +23,8 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "copy_paths: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);                 \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+static const char kPerfTool[] = "copy_paths";
+#include "cuda_check.h"
 
 namespace {
 

@@ -32,6 +32,9 @@
 
 #include <cuda_runtime.h>
 
+static const char kPerfTool[] = "launch_paths";
+#include "cuda_check.h"
+
 namespace {
 
 struct Work {
@@ -145,14 +148,6 @@ __global__ void residentCopy(volatile Flags *f, unsigned served) {
     }
 }
 
-#define CHECK(x)                                                                                                       \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                        \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 using Clock = std::chrono::steady_clock;
 double usSince(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
@@ -171,46 +166,81 @@ void print(const char *path, size_t bytes, int ctas, Times &t) {
            Times::median(t.done));
 }
 
-// A graph of one kernel node: workFromDescriptor on CTAS CTAs.
-cudaGraphExec_t workGraph(const Work *desc, volatile Flags *f, int ctas, unsigned long long flags) {
+// A graph of one kernel node running FUNC on CTAS CTAs of THREADS threads (*node: the node).
+cudaGraph_t oneKernelGraph(void *func, int ctas, int threads, void **args, cudaGraphNode_t *node,
+                           cudaKernelNodeParams *params = nullptr) {
     cudaGraph_t g;
-    CHECK(cudaGraphCreate(&g, 0));
+    CK(cudaGraphCreate(&g, 0));
     cudaKernelNodeParams p = {};
-    void *args[] = {(void *)&desc, (void *)&f};
-    p.func = (void *)workFromDescriptor;
+    p.func = func;
     p.gridDim = dim3(ctas);
-    p.blockDim = dim3(512);
+    p.blockDim = dim3(threads);
     p.kernelParams = args;
-    cudaGraphNode_t n;
-    CHECK(cudaGraphAddKernelNode(&n, g, nullptr, 0, &p));
+    CK(cudaGraphAddKernelNode(node, g, nullptr, 0, &p));
+    if (params) *params = p;
+    return g;
+}
+
+cudaGraphExec_t instantiate(cudaGraph_t g, unsigned long long flags) {
     cudaGraphExec_t e;
-    CHECK(cudaGraphInstantiateWithFlags(&e, g, flags));
-    CHECK(cudaGraphDestroy(g));
+    CK(cudaGraphInstantiateWithFlags(&e, g, flags));
+    CK(cudaGraphDestroy(g));
     return e;
+}
+
+// workFromDescriptor on CTAS CTAs.
+cudaGraphExec_t workGraph(const Work *desc, volatile Flags *f, int ctas, unsigned long long flags) {
+    void *args[] = {(void *)&desc, (void *)&f};
+    cudaGraphNode_t n;
+    return instantiate(oneKernelGraph((void *)workFromDescriptor, ctas, 512, args, &n), flags);
 }
 
 // workByValue on CTAS CTAs in a device-updatable node; *node: its device handle.
 cudaGraphExec_t updatableWorkGraph(volatile Flags *f, int ctas, cudaGraphDeviceNode_t *node) {
-    cudaGraph_t g;
-    CHECK(cudaGraphCreate(&g, 0));
     Work w{};
-    cudaKernelNodeParams p = {};
     void *args[] = {(void *)&w, (void *)&f};
-    p.func = (void *)workByValue;
-    p.gridDim = dim3(ctas);
-    p.blockDim = dim3(512);
-    p.kernelParams = args;
     cudaGraphNode_t n;
-    CHECK(cudaGraphAddKernelNode(&n, g, nullptr, 0, &p));
+    cudaGraph_t g = oneKernelGraph((void *)workByValue, ctas, 512, args, &n);
     cudaKernelNodeAttrValue v = {};
     v.deviceUpdatableKernelNode.deviceUpdatable = 1;
-    CHECK(cudaGraphKernelNodeSetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
-    CHECK(cudaGraphKernelNodeGetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
+    CK(cudaGraphKernelNodeSetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
+    CK(cudaGraphKernelNodeGetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
     *node = v.deviceUpdatableKernelNode.devNode;
-    cudaGraphExec_t e;
-    CHECK(cudaGraphInstantiateWithFlags(&e, g, cudaGraphInstantiateFlagDeviceLaunch));
-    CHECK(cudaGraphDestroy(g));
-    return e;
+    return instantiate(g, cudaGraphInstantiateFlagDeviceLaunch);
+}
+
+// What the host does to post a call to a kernel already running (untimed
+// parts of the host's own, the doorbell last).
+void ring(Flags *f, const Work &w) {
+    f->posted = w;
+    std::atomic_thread_fence(std::memory_order_release);
+    f->doorbell = w.seq;
+}
+
+void waitFor(volatile unsigned *w, unsigned v) {
+    while (*w != v) {}
+}
+
+// ITERS calls of one path, printed as a row: before(w) outside the clock
+// (what a path may prepare ahead), issue(w) inside it, then the spins on the
+// kernel's started and done words.
+template <typename Before, typename Issue>
+void timeCalls(const char *path, const Work &w0, int ctas, int iters, unsigned *seq, Flags *f, Before before,
+               Issue issue) {
+    Times t;
+    for (int i = 0; i < iters; ++i) {
+        Work w = w0;
+        w.seq = ++*seq;
+        before(w);
+        const auto t0 = Clock::now();
+        issue(w);
+        const double api = usSince(t0);
+        waitFor(&f->started, w.seq);
+        const double st = usSince(t0);
+        waitFor(&f->done, w.seq);
+        t.add(api, st, usSince(t0));
+    }
+    print(path, w0.vecs * 16, ctas, t);
 }
 
 } // namespace
@@ -218,164 +248,87 @@ cudaGraphExec_t updatableWorkGraph(volatile Flags *f, int ctas, cudaGraphDeviceN
 int main(int argc, char **argv) {
     const int iters = argc > 1 ? atoi(argv[1]) : 2000;
     Flags *f = nullptr;
-    CHECK(cudaHostAlloc((void **)&f, sizeof(Flags), cudaHostAllocMapped));
+    CK(cudaHostAlloc((void **)&f, sizeof(Flags), cudaHostAllocMapped));
     Flags *fd = nullptr;
-    CHECK(cudaHostGetDevicePointer((void **)&fd, f, 0));
+    CK(cudaHostGetDevicePointer((void **)&fd, f, 0));
     const size_t maxBytes = 4 << 20;
     int4 *src, *dst;
-    CHECK(cudaMalloc(&src, maxBytes));
-    CHECK(cudaMalloc(&dst, maxBytes));
-    CHECK(cudaMemset(src, 1, maxBytes));
+    CK(cudaMalloc(&src, maxBytes));
+    CK(cudaMalloc(&dst, maxBytes));
+    CK(cudaMemset(src, 1, maxBytes));
     Work *desc = nullptr;
-    CHECK(cudaGetSymbolAddress((void **)&desc, g_descriptor));
+    CK(cudaGetSymbolAddress((void **)&desc, g_descriptor));
     cudaStream_t s, sched;
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags(&sched, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&sched, cudaStreamNonBlocking));
     unsigned seq = 0;
-    auto waitFor = [&](volatile unsigned *w, unsigned v) {
-        while (*w != v) {}
-    };
     printf("%-9s %9s %5s %9s %9s %9s\n", "path", "bytes", "ctas", "api_us", "start_us", "done_us");
     const size_t sizes[] = {16, 32 << 10, 256 << 10, 2 << 20};
     const int ctaCounts[] = {1, 16, 64};
+    auto nothing = [](const Work &) {};
     for (size_t bytes : sizes)
         for (int ctas : ctaCounts) {
             const Work w0{src, dst, bytes / 16, 0};
-            Times launch, graph;
-            // launch
-            for (int i = 0; i < iters; ++i) {
-                Work w = w0;
-                w.seq = ++seq;
-                const auto t0 = Clock::now();
-                workByValue<<<ctas, 512, 0, s>>>(w, fd);
-                const double api = usSince(t0);
-                waitFor(&f->started, w.seq);
-                const double st = usSince(t0);
-                waitFor(&f->done, w.seq);
-                launch.add(api, st, usSince(t0));
-            }
-            CHECK(cudaStreamSynchronize(s));
-            print("launch", bytes, ctas, launch);
-            // graph (host launch): arguments through the descriptor, set by a copy on the stream
+            timeCalls("launch", w0, ctas, iters, &seq, f, nothing,
+                      [&](const Work &w) { workByValue<<<ctas, 512, 0, s>>>(w, fd); });
+            CK(cudaStreamSynchronize(s));
+            // graph (host launch): arguments through the descriptor, set by a copy before the clock
             cudaGraphExec_t hostGraph = workGraph(desc, fd, ctas, 0);
-            for (int i = 0; i < iters; ++i) {
-                Work w = w0;
-                w.seq = ++seq;
-                CHECK(cudaMemcpyToSymbol(g_descriptor, &w, sizeof(w)));
-                const auto t0 = Clock::now();
-                CHECK(cudaGraphLaunch(hostGraph, s));
-                const double api = usSince(t0);
-                waitFor(&f->started, w.seq);
-                const double st = usSince(t0);
-                waitFor(&f->done, w.seq);
-                graph.add(api, st, usSince(t0));
-            }
-            CHECK(cudaStreamSynchronize(s));
-            CHECK(cudaGraphExecDestroy(hostGraph));
-            print("graph", bytes, ctas, graph);
+            timeCalls(
+                "graph", w0, ctas, iters, &seq, f,
+                [&](const Work &w) { CK(cudaMemcpyToSymbol(g_descriptor, &w, sizeof(w))); },
+                [&](const Work &) { CK(cudaGraphLaunch(hostGraph, s)); });
+            CK(cudaStreamSynchronize(s));
+            CK(cudaGraphExecDestroy(hostGraph));
             // graphset: the by-value kernel in a host graph, its arguments set per call (timed)
             {
-                Times set;
-                cudaGraph_t g;
-                CHECK(cudaGraphCreate(&g, 0));
-                Work w = w0;
-                cudaKernelNodeParams p = {};
-                void *args[] = {(void *)&w, (void *)&fd};
-                p.func = (void *)workByValue;
-                p.gridDim = dim3(ctas);
-                p.blockDim = dim3(512);
-                p.kernelParams = args;
+                Work arg = w0; // what the node's parameters point at
+                void *args[] = {(void *)&arg, (void *)&fd};
                 cudaGraphNode_t n;
-                CHECK(cudaGraphAddKernelNode(&n, g, nullptr, 0, &p));
-                cudaGraphExec_t e;
-                CHECK(cudaGraphInstantiate(&e, g, 0));
-                for (int i = 0; i < iters; ++i) {
-                    w = w0;
-                    w.seq = ++seq;
-                    const auto t0 = Clock::now();
-                    CHECK(cudaGraphExecKernelNodeSetParams(e, n, &p));
-                    CHECK(cudaGraphLaunch(e, s));
-                    const double api = usSince(t0);
-                    waitFor(&f->started, w.seq);
-                    const double st = usSince(t0);
-                    waitFor(&f->done, w.seq);
-                    set.add(api, st, usSince(t0));
-                }
-                CHECK(cudaStreamSynchronize(s));
-                CHECK(cudaGraphExecDestroy(e));
-                CHECK(cudaGraphDestroy(g));
-                print("graphset", bytes, ctas, set);
+                cudaKernelNodeParams p;
+                cudaGraphExec_t e = instantiate(oneKernelGraph((void *)workByValue, ctas, 512, args, &n, &p), 0);
+                timeCalls(
+                    "graphset", w0, ctas, iters, &seq, f, [&](const Work &w) { arg = w; },
+                    [&](const Work &) {
+                        CK(cudaGraphExecKernelNodeSetParams(e, n, &p));
+                        CK(cudaGraphLaunch(e, s));
+                    });
+                CK(cudaStreamSynchronize(s));
+                CK(cudaGraphExecDestroy(e));
             }
             // device, devparam: a scheduler graph started once, the work graph launched from it
             for (int byValue = 0; byValue < 2; ++byValue) {
-                Times device;
                 cudaGraphDeviceNode_t node = nullptr;
                 cudaGraphExec_t dev = byValue ? updatableWorkGraph(fd, ctas, &node)
                                               : workGraph(desc, fd, ctas, cudaGraphInstantiateFlagDeviceLaunch);
-                CHECK(cudaGraphUpload(dev, sched));
-                CHECK(cudaMemcpyToSymbol(g_workGraph, &dev, sizeof(dev)));
-                CHECK(cudaMemcpyToSymbol(g_workNode, &node, sizeof(node)));
+                CK(cudaGraphUpload(dev, sched));
+                CK(cudaMemcpyToSymbol(g_workGraph, &dev, sizeof(dev)));
+                CK(cudaMemcpyToSymbol(g_workNode, &node, sizeof(node)));
                 unsigned served = seq;
-                CHECK(cudaMemcpyToSymbol(g_served, &served, sizeof(served)));
+                CK(cudaMemcpyToSymbol(g_served, &served, sizeof(served)));
                 f->doorbell = seq;
                 f->quit = 0;
-                cudaGraph_t sg;
-                CHECK(cudaGraphCreate(&sg, 0));
-                cudaKernelNodeParams p = {};
                 void *args[] = {(void *)&fd};
-                p.func = (void *)scheduler;
-                p.gridDim = dim3(1);
-                p.blockDim = dim3(1);
-                p.kernelParams = args;
                 cudaGraphNode_t n;
-                CHECK(cudaGraphAddKernelNode(&n, sg, nullptr, 0, &p));
-                cudaGraphExec_t se;
-                CHECK(cudaGraphInstantiateWithFlags(&se, sg, cudaGraphInstantiateFlagDeviceLaunch));
-                CHECK(cudaGraphUpload(se, sched));
-                CHECK(cudaGraphLaunch(se, sched));
-                for (int i = 0; i < iters; ++i) {
-                    Work w = w0;
-                    w.seq = ++seq;
-                    const auto t0 = Clock::now();
-                    f->posted = w;
-                    std::atomic_thread_fence(std::memory_order_release);
-                    f->doorbell = w.seq;
-                    const double api = usSince(t0);
-                    waitFor(&f->started, w.seq);
-                    const double st = usSince(t0);
-                    waitFor(&f->done, w.seq);
-                    device.add(api, st, usSince(t0));
-                }
+                cudaGraphExec_t se =
+                    instantiate(oneKernelGraph((void *)scheduler, 1, 1, args, &n), cudaGraphInstantiateFlagDeviceLaunch);
+                CK(cudaGraphUpload(se, sched));
+                CK(cudaGraphLaunch(se, sched));
+                timeCalls(byValue ? "devparam" : "device", w0, ctas, iters, &seq, f, nothing,
+                          [&](const Work &w) { ring(f, w); });
                 f->quit = 1;
-                CHECK(cudaStreamSynchronize(sched));
-                CHECK(cudaGraphExecDestroy(se));
-                CHECK(cudaGraphDestroy(sg));
-                CHECK(cudaGraphExecDestroy(dev));
-                print(byValue ? "devparam" : "device", bytes, ctas, device);
+                CK(cudaStreamSynchronize(sched));
+                CK(cudaGraphExecDestroy(se));
+                CK(cudaGraphExecDestroy(dev));
             }
             if (ctas == 1) { // the resident shape: one CTA, no launch
-                Times res;
-                f->quit = 0;
                 f->doorbell = seq;
                 residentCopy<<<1, 512, 0, sched>>>(fd, seq);
-                for (int i = 0; i < iters; ++i) {
-                    Work w = w0;
-                    w.seq = ++seq;
-                    const auto t0 = Clock::now();
-                    f->posted = w;
-                    std::atomic_thread_fence(std::memory_order_release);
-                    f->doorbell = w.seq;
-                    const double api = usSince(t0);
-                    waitFor(&f->started, w.seq);
-                    const double st = usSince(t0);
-                    waitFor(&f->done, w.seq);
-                    res.add(api, st, usSince(t0));
-                }
+                timeCalls("resident", w0, 1, iters, &seq, f, nothing, [&](const Work &w) { ring(f, w); });
                 f->doorbell = kQuit;
-                CHECK(cudaStreamSynchronize(sched));
-                print("resident", bytes, 1, res);
+                CK(cudaStreamSynchronize(sched));
             }
         }
-    CHECK(cudaGetLastError());
+    CK(cudaGetLastError());
     return 0;
 }

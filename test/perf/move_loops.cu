@@ -25,14 +25,8 @@
 
 #include "device/prims_simple.h"
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "move_loops: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);                 \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+static const char kPerfTool[] = "move_loops";
+#include "cuda_check.h"
 
 namespace {
 
