@@ -6,7 +6,8 @@
  * word the other failures of a call. Below the communicator's life cycle
  * (comm.cc) and the resident kernel (core/stream/resident.cc), which both
  * end calls through here; it calls neither (the resident kernel's state,
- * for a bug report, is logged by those callers).
+ * for a bug report, is logged by core/stream/resident.cc's
+ * residentCallsFinished, which wraps callsFinished for every wait).
  */
 #include "core/comm/comm.h"
 
