@@ -9,6 +9,10 @@ set -euo pipefail
 B=$1 O=$2
 [ -f "$B/.libs/mca_coll_loom.so" ] || { echo "bundle: no $B/.libs/mca_coll_loom.so (build first)" >&2; exit 1; }
 [ -x "$B/test/gpu/coll_matrix" ] || { echo "bundle: no GPU test programs in $B (make gpu-tests first)" >&2; exit 1; }
+# `make gpu-tests` links the test programs, not the libraries the tests
+# load: a bundle made after it alone carries the last `make`'s libraries.
+make -q -C "$B" libloom.la mca_coll_loom.la loom-bench gpu-tests >/dev/null 2>&1 ||
+    { echo "bundle: $B is older than its sources (make -C $B && make -C $B gpu-tests first)" >&2; exit 1; }
 rm -rf "$O"
 mkdir -p "$O/.libs" "$O/test/gpu" "$O/test/perf"
 strip --strip-debug -o "$O/.libs/mca_coll_loom.so" "$B/.libs/mca_coll_loom.so"

@@ -26,6 +26,7 @@
 #include "device/kernel_load.h"
 #include "device/oneshot/oneshot_body.h"
 #include "device/resident/resident_args.h"
+#include "device/resident/resident_trace.h"
 
 namespace loom {
 namespace {
@@ -106,12 +107,19 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
     __shared__ unsigned used; // CTAs of this call (0: leave)
     ResidentDevBox *dev = r.dev;
     uint32_t seq = r.lastSeq; // CTA 0: every thread; other CTAs: thread 0's is the one that counts
+    LOOM_TRACE(unsigned long long tSeen = 0, tPub = 0, tStart = 0);
     for (;;) {
         if (blockIdx.x == 0) {
             seq = residentNext(seq);
             if (threadIdx.x < 32) {
                 const bool got = awaitCall(r, seq, &call);
                 if (threadIdx.x == 0) used = got && call.command == kResidentRun ? ctasFor(call.args) : 0;
+                LOOM_TRACE(if (threadIdx.x == 0 && used) {
+                    tSeen = globalNs();
+                    const unsigned long long gap = tSeen - residentTrace.done;
+                    if (residentTrace.done && gap < 100000) traceAdd(used, kTrDoneToSeen, gap);
+                    atomicAdd(&residentTrace.bytes[used], (unsigned long long)call.args.bytes);
+                })
             }
             __syncthreads();
             if (used > 1) // hand the call to the CTAs it needs
@@ -120,11 +128,19 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
             __syncthreads();
             const unsigned mine = used; // every thread's copy before thread 0 may change `used`
             if (threadIdx.x == 0) {
+                LOOM_TRACE(if (mine) {
+                    tStart = tPub = globalNs();
+                    *(volatile unsigned long long *)&residentTrace.pub = tPub;
+                    traceAdd(mine, kTrSeenToPub, tPub - tSeen);
+                })
                 __threadfence();
                 *(volatile unsigned long long *)&dev->published =
                     mine ? (unsigned long long)seq << 32 | mine : (unsigned long long)kResidentGone << 32;
             }
-            if (!mine) return;
+            if (!mine) {
+                LOOM_TRACE(if (threadIdx.x == 0) tracePrint());
+                return;
+            }
         } else {
             if (threadIdx.x == 0) {
                 unsigned long long p;
@@ -136,6 +152,10 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 seq = s;
                 used = s == kResidentGone ? 0 : (unsigned)(p & 0xffffffffu);
                 acquireCall();
+                LOOM_TRACE(if (s != kResidentGone && blockIdx.x < used) {
+                    tPub = *(volatile unsigned long long *)&residentTrace.pub;
+                    traceAdd(used, kTrPubToWake, globalNs() - tPub);
+                })
             }
             __syncthreads();
             const unsigned mine = used;
@@ -145,9 +165,14 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
             for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
                 reinterpret_cast<uint64_t *>(&call)[k] = reinterpret_cast<volatile uint64_t *>(&dev->call)[k];
             __syncthreads();
+            LOOM_TRACE(if (threadIdx.x == 0) {
+                tStart = globalNs();
+                traceAdd(mine, kTrWakeToCopied, tStart - tPub);
+            })
         }
         const unsigned ctas = used;
         const bool ok = __syncthreads_and(oneShotBody<T, Op>(call.args, blockIdx.x, (int)ctas));
+        LOOM_TRACE(unsigned long long tBody = globalNs(); if (threadIdx.x == 0) traceAdd(ctas, kTrBody, tBody - tStart));
         if (threadIdx.x == 0) {
             if (!ok) { // every CTA leaves: the others at their next wait
                 *(volatile uint32_t *)&dev->failed = 1;
@@ -164,11 +189,17 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 __threadfence_system();
                 if (ctas == 1) {
                     r.host->done = seq;
+                    LOOM_TRACE(traceAdd(1, kTrFenceArrive, globalNs() - tBody));
+                    LOOM_TRACE(residentTrace.done = globalNs(); traceAdd(1, kTrPubToDone, residentTrace.done - tPub));
                 } else if (atomicAdd(&dev->arrived, 1u) == ctas - 1) {
+                    LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
                     atomicExch(&dev->arrived, 0u);
                     *(volatile uint32_t *)&dev->finished = seq;
                     __threadfence_system(); // every CTA's outputs (seen through their arrivals) before the host hears
                     r.host->done = seq;
+                    LOOM_TRACE(residentTrace.done = globalNs(); traceAdd(ctas, kTrPubToDone, residentTrace.done - tPub));
+                } else {
+                    LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
                 }
             }
         }
