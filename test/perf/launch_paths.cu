@@ -286,7 +286,10 @@ int main(int argc, char **argv) {
                 void *args[] = {(void *)&arg, (void *)&fd};
                 cudaGraphNode_t n;
                 cudaKernelNodeParams p;
-                cudaGraphExec_t e = instantiate(oneKernelGraph((void *)workByValue, ctas, 512, args, &n, &p), 0);
+                // The graph outlives the loop: SetParams names its node.
+                cudaGraph_t g = oneKernelGraph((void *)workByValue, ctas, 512, args, &n, &p);
+                cudaGraphExec_t e;
+                CK(cudaGraphInstantiateWithFlags(&e, g, 0));
                 timeCalls(
                     "graphset", w0, ctas, iters, &seq, f, [&](const Work &w) { arg = w; },
                     [&](const Work &) {
@@ -295,6 +298,7 @@ int main(int argc, char **argv) {
                     });
                 CK(cudaStreamSynchronize(s));
                 CK(cudaGraphExecDestroy(e));
+                CK(cudaGraphDestroy(g));
             }
             // device, devparam: a scheduler graph started once, the work graph launched from it
             for (int byValue = 0; byValue < 2; ++byValue) {
