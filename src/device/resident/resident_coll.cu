@@ -37,12 +37,22 @@ __device__ __forceinline__ unsigned long long globalNs() {
     return t;
 }
 
-// After a thread saw a call (and before the barrier that lets its CTA run
-// it): acquire at system scope. The call's inputs were written since this
-// kernel last read them (by kernels, copy engines or the host), and no kernel
-// boundary drops what this SM cached; the barrier carries the order to the
-// CTA's other threads.
+// After the poller saw a call in host memory (and before the barrier that
+// lets its CTA run it): acquire at system scope. The call's inputs were
+// written since this kernel last read them (by kernels, copy engines or the
+// host), and no kernel boundary drops what this SM cached; the barrier
+// carries the order to the CTA's other threads.
 __device__ __forceinline__ void acquireCall() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+// The other CTAs, after they saw the call CTA 0 published: gpu scope is
+// enough (causality is transitive: the inputs' writers happen before CTA
+// 0's system-scope acquire, which happens before its release of
+// `published`), and it drops this SM's stale L1 lines as well; a system
+// fence costs about 1 us on an H100 (LOOM_RESIDENT_TRACE, 2026-12-06).
+__device__ __forceinline__ void acquirePublished() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
+// How long a CTA waiting for a call polls without a pause: calls of a busy
+// loop come within a few us of the last.
+constexpr unsigned long long kHotPollNs = 20000;
 
 // Warp 0 of CTA 0: whether lines [from, to) of the mailbox carry call `seq`
 // (then copied to *out).
@@ -92,7 +102,7 @@ __device__ bool awaitCall(const ResidentLaunch &r, uint32_t seq, ResidentCall *c
             }
             return false;
         }
-        if (idle > 20000) __nanosleep(256); // past 20 us idle: poll less often
+        if (idle > kHotPollNs) __nanosleep(256); // poll less often once idle
     }
 }
 
@@ -145,13 +155,14 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
             if (threadIdx.x == 0) {
                 unsigned long long p;
                 uint32_t s;
-                int spins = 0;
+                const unsigned long long since = globalNs();
                 // A newer call than the last seen (0: none yet; calls this CTA is not needed for may have passed).
+                // Polled without a pause for as long as the poller does (awaitCall).
                 while ((s = (uint32_t)((p = *(volatile unsigned long long *)&dev->published) >> 32)) == seq || s == 0)
-                    if (++spins > 64) __nanosleep(128);
+                    if (globalNs() - since > kHotPollNs) __nanosleep(128);
                 seq = s;
                 used = s == kResidentGone ? 0 : (unsigned)(p & 0xffffffffu);
-                acquireCall();
+                acquirePublished();
                 LOOM_TRACE(if (s != kResidentGone && blockIdx.x < used) {
                     tPub = *(volatile unsigned long long *)&residentTrace.pub;
                     traceAdd(used, kTrPubToWake, globalNs() - tPub);
@@ -184,22 +195,30 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 __threadfence_system();
                 r.host->done = seq;
             } else {
-                // This CTA's outputs and lines before its arrival, at system
-                // scope: an output may be mapped host memory (C API callers).
-                __threadfence_system();
+                // This CTA's outputs and lines before `done`, at system scope:
+                // an output may be mapped host memory (C API callers). With
+                // several CTAs each releases them at gpu scope with its
+                // arrival, and the last to arrive fences at system scope for
+                // all (a fence is cumulative: it orders what the arrivals
+                // released to it) before it writes `done`.
                 if (ctas == 1) {
+                    __threadfence_system();
                     r.host->done = seq;
                     LOOM_TRACE(traceAdd(1, kTrFenceArrive, globalNs() - tBody));
                     LOOM_TRACE(residentTrace.done = globalNs(); traceAdd(1, kTrPubToDone, residentTrace.done - tPub));
-                } else if (atomicAdd(&dev->arrived, 1u) == ctas - 1) {
-                    LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
-                    atomicExch(&dev->arrived, 0u);
-                    *(volatile uint32_t *)&dev->finished = seq;
-                    __threadfence_system(); // every CTA's outputs (seen through their arrivals) before the host hears
-                    r.host->done = seq;
-                    LOOM_TRACE(residentTrace.done = globalNs(); traceAdd(ctas, kTrPubToDone, residentTrace.done - tPub));
                 } else {
-                    LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
+                    __threadfence();
+                    if (atomicAdd(&dev->arrived, 1u) == ctas - 1) {
+                        LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
+                        atomicExch(&dev->arrived, 0u);
+                        *(volatile uint32_t *)&dev->finished = seq;
+                        __threadfence_system(); // every CTA's outputs (seen through their arrivals) before the host hears
+                        r.host->done = seq;
+                        LOOM_TRACE(residentTrace.done = globalNs();
+                                   traceAdd(ctas, kTrPubToDone, residentTrace.done - tPub));
+                    } else {
+                        LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
+                    }
                 }
             }
         }
