@@ -198,6 +198,7 @@ static loomResult_t run_here(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
     }
     if (!c->in_bytes && in == (const char *)out) kin = kout; /* a broadcast's receiver: in is out */
     if (loomSuccess == r) r = launch(m, c, kin, kout);
+    mca_coll_loom_timer_posted(timer);
     if (loomSuccess == r && NULL != c->then) r = c->then->run(c->then, m->lcomm);
     mca_coll_loom_timer_mark(timer, LOOM_PROFILE_ENQUEUE);
     if (loomSuccess == r && stage_out && NULL != *staged) r = stage_out_blocks(m, c, *staged, out, kout);

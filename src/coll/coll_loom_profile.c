@@ -6,6 +6,7 @@
 
 #include "coll_loom.h"
 #include "base/param_table.h"
+#include "loom_component.h"
 
 static uint64_t now_ns(void)
 {
@@ -44,6 +45,15 @@ void mca_coll_loom_timer_mark(mca_coll_loom_timer_t *t, int phase)
     t->last = now;
 }
 
+void mca_coll_loom_timer_posted(mca_coll_loom_timer_t *t)
+{
+    if (NULL == t->into) return;
+    const uint64_t posted = loomPostedNs();
+    if (posted <= t->last) return; /* no one-shot post in this call */
+    t->ns[LOOM_PROFILE_TO_GPU] += posted - t->last;
+    t->last = posted;
+}
+
 void mca_coll_loom_timer_stop(mca_coll_loom_timer_t *t)
 {
     if (NULL == t->into) return;
@@ -77,9 +87,9 @@ void mca_coll_loom_profile_report(mca_coll_loom_profile_t **table, int rank, con
             }
             opal_output(mca_coll_loom_component.output,
                         "coll/loom profile rank %d comm %s: %s %llu..%llu%s B: %llu calls; after the first, per "
-                        "call: where %.2f us, enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us; the "
+                        "call: where %.2f us, to GPU %.2f us, enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us; the "
                         "first %.2f us", rank, comm_name, mca_coll_loom_coll_names[c], lo, hi, plus,
-                        (unsigned long long)p->calls[k], us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_ENQUEUE],
+                        (unsigned long long)p->calls[k], us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_TO_GPU], us[LOOM_PROFILE_ENQUEUE],
                         us[LOOM_PROFILE_WAIT], us[LOOM_PROFILE_STAGE], total, first);
         }
     free(*table);

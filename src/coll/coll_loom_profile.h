@@ -5,8 +5,13 @@
  * after the first (a first call may connect peers or map new buffers: its
  * milliseconds would hide the steady state; its total is printed apart):
  *   where    the driver's pointer queries of the call's two buffers;
+ *   to GPU   from there until the call's work reached the GPU: a one-shot
+ *            call's launch returned or its mailbox line went to the
+ *            resident kernel (loomPostedNs); 0 for other calls, whose
+ *            time to the launch stays in enqueue;
  *   enqueue  loom's part up to the launch (staging in, planning, host-side
- *            agreement such as the exchanges' buffer descriptions, launch);
+ *            agreement such as the exchanges' buffer descriptions, launch),
+ *            and for a resident-kernel call its wait for `done`;
  *   wait     until loom's stream is done (the kernel, and the host's wait);
  *   stage    copies out of the scratch buffer (host or other-GPU buffers).
  * One line per (collective, size class) seen, when the communicator is
@@ -19,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { LOOM_PROFILE_WHERE, LOOM_PROFILE_ENQUEUE, LOOM_PROFILE_WAIT, LOOM_PROFILE_STAGE, LOOM_PROFILE_PHASES };
+enum { LOOM_PROFILE_WHERE, LOOM_PROFILE_TO_GPU, LOOM_PROFILE_ENQUEUE, LOOM_PROFILE_WAIT, LOOM_PROFILE_STAGE, LOOM_PROFILE_PHASES };
 enum { LOOM_PROFILE_CLASSES = 24 }; /* 4^0 .. 4^23 bytes and more */
 
 typedef struct {
@@ -41,6 +46,9 @@ typedef struct {
 void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_timer_t *t, int coll, size_t bytes);
 /* The time since the previous mark goes to `phase`. */
 void mca_coll_loom_timer_mark(mca_coll_loom_timer_t *t, int phase);
+/* The time from the previous mark to loomPostedNs() goes to "to GPU", where
+ * the call posted since that mark. */
+void mca_coll_loom_timer_posted(mca_coll_loom_timer_t *t);
 /* Adds the call to its module's table. */
 void mca_coll_loom_timer_stop(mca_coll_loom_timer_t *t);
 /* Prints and frees a module's table (module destruction). */

@@ -94,6 +94,10 @@ loomResult_t loomCommTest(loomComm_t comm, uint64_t ticket, int *done);
  * every pair (the same answer on every rank); until then those calls would
  * connect them collectively, on the host. */
 loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected);
+/* With LOOM_PROFILE=1: CLOCK_MONOTONIC ns at which this thread's latest
+ * one-shot call reached the GPU (its launch returned, or its mailbox line
+ * went to the resident kernel); 0 before any (core/stream/posted_clock.h). */
+uint64_t loomPostedNs(void);
 /* Collective: connects every pair of ranks now (what the first exchange or
  * scan does otherwise), through the bootstrap's allgather; every phase is
  * agreed, so all ranks succeed or fail alike. loomNotSupported where the

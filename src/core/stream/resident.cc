@@ -14,6 +14,7 @@
 #include "base/debug.h"
 #include "core/ipc/mapping_closer.h"
 #include "core/comm/params.h"
+#include "core/stream/posted_clock.h"
 #include "device/collectives.h"
 
 namespace loom {
@@ -177,6 +178,7 @@ loomResult_t post(loomComm *comm, const ResidentCall &call, int key, loomDataTyp
     ResidentState *r = comm->resident;
     const uint32_t s = residentNext(r->seq);
     writeMail(r->box, call, s);
+    notePosted();
     bool taken = false; // by the running kernel, though it may be leaving
     if (r->alive && r->box->state == kResidentLeaving) {
         for (unsigned spins = 1;; ++spins) {

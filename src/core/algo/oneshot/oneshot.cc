@@ -9,6 +9,7 @@
 #include "core/comm/comm.h"
 #include "base/debug.h"
 #include "core/enqueue/enqueue.h"
+#include "core/stream/posted_clock.h"
 #include "core/stream/resident.h"
 #include "core/comm/params.h"
 #include "core/algo/registry.h"
@@ -62,6 +63,7 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     }
     cudaError_t err = moves ? launchOneShotBytes(a, stream) : launchOneShotColl(a, dtype, op, stream);
     if (err != cudaSuccess) return cudaFailed(comm, loomCollName(coll), "one-shot launch", err);
+    notePosted();
     LOOM_TRACE(kColl, "rank %d: %s %zu B per piece, one-shot", comm->rank, loomCollName(coll), bytes);
     return loomSuccess;
 }
