@@ -7,8 +7,8 @@
 #include "coll_loom_defer.h"
 
 #include <stdlib.h>
-#include <time.h>
 
+#include "base/mono_clock.h"
 #include "coll_loom_setup.h"
 #include "coll_loom_request.h"
 #include "coll_loom_stage.h"
@@ -37,13 +37,6 @@ static __thread bool t_pumping = false;
 static mca_coll_loom_module_t *listed_head = NULL;
 static bool progress_registered = false;
 static int defer_progress(void);
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* 1, 2, 4, ..., 64, then every 64th. */
 static bool vote_point(uint64_t index)
@@ -130,7 +123,7 @@ static void post_vote(mca_coll_loom_module_t *m, kept_t *k)
         m->gpu_state = LOOM_GPU_BROKEN;
         return;
     }
-    m->vote_started = now_seconds();
+    m->vote_started = loomMonotonicSeconds();
     m->vote_warned = false;
     m->nb_setup = LOOM_NB_VOTING;
 }
@@ -139,7 +132,7 @@ static void post_vote(mca_coll_loom_module_t *m, kept_t *k)
 static bool vote_done(mca_coll_loom_module_t *m)
 {
     if (!REQUEST_COMPLETE(m->vote_req)) {
-        const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), waited = now_seconds() - m->vote_started;
+        const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), waited = loomMonotonicSeconds() - m->vote_started;
         const double warn_after = (double)loomParamLong("LOOM_WARN_AFTER");
         if (m->vote_bounded && !m->vote_warned && warn_after > 0 && waited >= warn_after) {
             m->vote_warned = true;

@@ -2,18 +2,11 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "coll_loom.h"
+#include "base/mono_clock.h"
 #include "base/param_table.h"
 #include "loom_component.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* 0: up to 1 byte, k: up to 4^k bytes. */
 static int size_class(size_t bytes)
@@ -34,13 +27,13 @@ void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_ti
     memset(t->ns, 0, sizeof(t->ns));
     t->into = *table + coll;
     t->bytes = bytes;
-    t->last = now_ns();
+    t->last = loomMonotonicNs();
 }
 
 void mca_coll_loom_timer_mark(mca_coll_loom_timer_t *t, int phase)
 {
     if (NULL == t->into) return;
-    const uint64_t now = now_ns();
+    const uint64_t now = loomMonotonicNs();
     t->ns[phase] += now - t->last;
     t->last = now;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/mono_clock.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
@@ -29,13 +30,6 @@ static const double roll_call_seconds = 2.0;
 
 /* An answer: any int; static, since sends are freed before they complete. */
 static int here_word = 1;
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int64_t wall_microseconds(void)
 {
@@ -132,8 +126,8 @@ void mca_coll_loom_roll_call(mca_coll_loom_module_t *m, mca_coll_loom_roll_liste
         ++waiting;
         send_unwaited(m, deadline, MPI_INT64_T, q, LOOM_TAG_ROLL_ASK);
     }
-    const double end = now_seconds() + roll_call_seconds;
-    while (waiting > 0 && now_seconds() < end) {
+    const double end = loomMonotonicSeconds() + roll_call_seconds;
+    while (waiting > 0 && loomMonotonicSeconds() < end) {
         mca_coll_loom_roll_answer(m, l); /* the others call the roll at about the same time */
         for (int q = 0; q < n; ++q) {
             int done = 0;

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "coll_loom_setup.h"
+#include "base/mono_clock.h"
 #include "coll_loom_roll_call.h"
 #include "coll_loom_neighbor_map.h"
 #include "base/param_table.h"
@@ -44,13 +45,6 @@
 #include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
 #include "opal/util/output.h"
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Completes *req: unbounded on host-buffer ranks and where LOOM_TIMEOUT is
  * 0; else until LOOM_TIMEOUT, after which the module is broken and the
@@ -65,7 +59,7 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
     if (MPI_SUCCESS != rc || done) return rc;
     mca_coll_loom_roll_listen_t listen = {NULL, 0, NULL};
     bool listening = false;
-    const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), start = now_seconds(), end = start + timeout;
+    const double timeout = (double)loomParamLong("LOOM_TIMEOUT"), start = loomMonotonicSeconds(), end = start + timeout;
     const double warn_after = (double)loomParamLong("LOOM_WARN_AFTER");
     bool warned = false;
     for (;;) {
@@ -74,7 +68,7 @@ static int finish_step(mca_coll_loom_module_t *m, ompi_request_t **req, const ch
             mca_coll_loom_roll_unlisten(m, &listen);
             return rc;
         }
-        const double t = now_seconds();
+        const double t = loomMonotonicSeconds();
         /* Past the first millisecond, roll calls are answered (questions
          * that came before wait in the queue for the receive). */
         if (!listening && t - start >= 1e-3) {
@@ -487,7 +481,7 @@ bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m)
         a->req = MPI_REQUEST_NULL;
         a->rc = post_step(m, a->step, &a->req);
         a->job = MPI_SUCCESS == a->rc ? JOB_POSTED : JOB_DONE;
-        a->started = now_seconds();
+        a->started = loomMonotonicSeconds();
     }
     if (JOB_POSTED == a->job) {
         const double timeout = (double)loomParamLong("LOOM_TIMEOUT");
@@ -495,7 +489,7 @@ bool mca_coll_loom_create_comm_poll(mca_coll_loom_module_t *m)
             a->rc = a->req->req_status.MPI_ERROR;
             ompi_request_free(&a->req);
             a->job = JOB_DONE;
-        } else if (m->setup_bounded && timeout > 0 && now_seconds() - a->started > timeout) {
+        } else if (m->setup_bounded && timeout > 0 && loomMonotonicSeconds() - a->started > timeout) {
             /* The request and its buffer are abandoned (it may still complete). */
             m->gpu_state = LOOM_GPU_BROKEN;
             opal_output(mca_coll_loom_component.output,

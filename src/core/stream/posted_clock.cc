@@ -4,8 +4,7 @@
  */
 #include "core/stream/posted_clock.h"
 
-#include <time.h>
-
+#include "base/mono_clock.h"
 #include "base/param_table.h"
 #include "loom_component.h"
 
@@ -23,10 +22,7 @@ bool profiling() {
 namespace loom {
 
 void notePosted() {
-    if (!profiling()) return;
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    g_postedNs = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    if (profiling()) g_postedNs = loomMonotonicNs();
 }
 
 } // namespace loom
