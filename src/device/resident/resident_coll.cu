@@ -47,7 +47,7 @@ __device__ __forceinline__ void acquireCall() { asm volatile("fence.acq_rel.sys;
 // enough (causality is transitive: the inputs' writers happen before CTA
 // 0's system-scope acquire, which happens before its release of
 // `published`), and it drops this SM's stale L1 lines as well; a system
-// fence costs about 1 us on an H100 (LOOM_RESIDENT_TRACE, 2026-12-06).
+// fence costs far more (docs/performance.md, the resident kernel's hand-off).
 __device__ __forceinline__ void acquirePublished() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
 // How long a CTA waiting for a call polls without a pause: calls of a busy
@@ -117,14 +117,14 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
     __shared__ unsigned used; // CTAs of this call (0: leave)
     ResidentDevBox *dev = r.dev;
     uint32_t seq = r.lastSeq; // CTA 0: every thread; other CTAs: thread 0's is the one that counts
-    LOOM_TRACE(unsigned long long tSeen = 0, tPub = 0, tStart = 0);
+    RESIDENT_TRACE(unsigned long long tSeen = 0, tPub = 0, tStart = 0);
     for (;;) {
         if (blockIdx.x == 0) {
             seq = residentNext(seq);
             if (threadIdx.x < 32) {
                 const bool got = awaitCall(r, seq, &call);
                 if (threadIdx.x == 0) used = got && call.command == kResidentRun ? ctasFor(call.args) : 0;
-                LOOM_TRACE(if (threadIdx.x == 0 && used) {
+                RESIDENT_TRACE(if (threadIdx.x == 0 && used) {
                     tSeen = globalNs();
                     const unsigned long long gap = tSeen - residentTrace.done;
                     if (residentTrace.done && gap < 100000) traceAdd(used, kTrDoneToSeen, gap);
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
             __syncthreads();
             const unsigned mine = used; // every thread's copy before thread 0 may change `used`
             if (threadIdx.x == 0) {
-                LOOM_TRACE(if (mine) {
+                RESIDENT_TRACE(if (mine) {
                     tStart = tPub = globalNs();
                     *(volatile unsigned long long *)&residentTrace.pub = tPub;
                     traceAdd(mine, kTrSeenToPub, tPub - tSeen);
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                     mine ? (unsigned long long)seq << 32 | mine : (unsigned long long)kResidentGone << 32;
             }
             if (!mine) {
-                LOOM_TRACE(if (threadIdx.x == 0) tracePrint());
+                RESIDENT_TRACE(if (threadIdx.x == 0) tracePrint());
                 return;
             }
         } else {
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 seq = s;
                 used = s == kResidentGone ? 0 : (unsigned)(p & 0xffffffffu);
                 acquirePublished();
-                LOOM_TRACE(if (s != kResidentGone && blockIdx.x < used) {
+                RESIDENT_TRACE(if (s != kResidentGone && blockIdx.x < used) {
                     tPub = *(volatile unsigned long long *)&residentTrace.pub;
                     traceAdd(used, kTrPubToWake, globalNs() - tPub);
                 })
@@ -176,14 +176,14 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
             for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
                 reinterpret_cast<uint64_t *>(&call)[k] = reinterpret_cast<volatile uint64_t *>(&dev->call)[k];
             __syncthreads();
-            LOOM_TRACE(if (threadIdx.x == 0) {
+            RESIDENT_TRACE(if (threadIdx.x == 0) {
                 tStart = globalNs();
-                traceAdd(mine, kTrWakeToCopied, tStart - tPub);
+                traceAdd(mine, kTrPubToCopied, tStart - tPub);
             })
         }
         const unsigned ctas = used;
         const bool ok = __syncthreads_and(oneShotBody<T, Op>(call.args, blockIdx.x, (int)ctas));
-        LOOM_TRACE(unsigned long long tBody = globalNs(); if (threadIdx.x == 0) traceAdd(ctas, kTrBody, tBody - tStart));
+        RESIDENT_TRACE(unsigned long long tBody = globalNs(); if (threadIdx.x == 0) traceAdd(ctas, kTrBody, tBody - tStart));
         if (threadIdx.x == 0) {
             if (!ok) { // every CTA leaves: the others at their next wait
                 *(volatile uint32_t *)&dev->failed = 1;
@@ -204,20 +204,20 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 if (ctas == 1) {
                     __threadfence_system();
                     r.host->done = seq;
-                    LOOM_TRACE(traceAdd(1, kTrFenceArrive, globalNs() - tBody));
-                    LOOM_TRACE(residentTrace.done = globalNs(); traceAdd(1, kTrPubToDone, residentTrace.done - tPub));
+                    RESIDENT_TRACE(traceAdd(1, kTrFenceArrive, globalNs() - tBody));
+                    RESIDENT_TRACE(residentTrace.done = globalNs(); traceAdd(1, kTrPubToDone, residentTrace.done - tPub));
                 } else {
                     __threadfence();
                     if (atomicAdd(&dev->arrived, 1u) == ctas - 1) {
-                        LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
+                        RESIDENT_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
                         atomicExch(&dev->arrived, 0u);
                         *(volatile uint32_t *)&dev->finished = seq;
                         __threadfence_system(); // every CTA's outputs (seen through their arrivals) before the host hears
                         r.host->done = seq;
-                        LOOM_TRACE(residentTrace.done = globalNs();
+                        RESIDENT_TRACE(residentTrace.done = globalNs();
                                    traceAdd(ctas, kTrPubToDone, residentTrace.done - tPub));
                     } else {
-                        LOOM_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
+                        RESIDENT_TRACE(traceAdd(ctas, kTrFenceArrive, globalNs() - tBody));
                     }
                 }
             }

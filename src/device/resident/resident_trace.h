@@ -4,10 +4,11 @@
  * host, CTA 0 and the other CTAs is timed by the GPU's globaltimer, summed
  * per CTA count, and printed by CTA 0 when the kernel leaves (idle, or the
  * communicator's end). Stages: CTA 0 saw the call > published it to the
- * other CTAs > a CTA woke > it copied the call > its body > its fence and
+ * other CTAs > a CTA woke / had copied the call > its body > its fence and
  * arrival; published > `done` (the whole call on the GPU); `done` > CTA 0
  * saw the next call (the host's turn-around, gaps over 100 us left out).
- * Without the macro, LOOM_TRACE(...) is nothing. Build, in a build tree
+ * Without the macro, RESIDENT_TRACE(...) is nothing (not base/debug.h's
+ * LOOM_TRACE, a log line). Build, in a build tree
  * (and the same without NVCC=... to go back):
  *   touch ../src/device/resident/resident_coll.cu
  *   make NVCC="nvcc -DLOOM_RESIDENT_TRACE" && make gpu-tests
@@ -21,7 +22,7 @@
 
 namespace loom {
 
-enum TraceStage { kTrSeenToPub, kTrPubToWake, kTrWakeToCopied, kTrBody, kTrFenceArrive, kTrPubToDone, kTrDoneToSeen, kTrStages };
+enum TraceStage { kTrSeenToPub, kTrPubToWake, kTrPubToCopied, kTrBody, kTrFenceArrive, kTrPubToDone, kTrDoneToSeen, kTrStages };
 struct ResidentTrace {
     unsigned long long sum[kMaxOneShotBlocks + 1][kTrStages], n[kMaxOneShotBlocks + 1][kTrStages];
     unsigned long long bytes[kMaxOneShotBlocks + 1];
@@ -34,7 +35,7 @@ __device__ __forceinline__ void traceAdd(unsigned ctas, int stage, unsigned long
     atomicAdd(&residentTrace.n[ctas][stage], 1ull);
 }
 __device__ void tracePrint() {
-    static const char *names[kTrStages] = {"seen>pub", "pub>wake", "wake>copied", "body", "fence+arrive", "pub>done", "done>seen"};
+    static const char *names[kTrStages] = {"seen>pub", "pub>wake", "pub>copied", "body", "fence+arrive", "pub>done", "done>seen"};
     for (int c = 1; c <= kMaxOneShotBlocks; ++c) {
         ResidentTrace &t = residentTrace;
         if (!t.n[c][kTrBody]) continue;
@@ -49,7 +50,7 @@ __device__ void tracePrint() {
 
 } // namespace loom
 
-#define LOOM_TRACE(...) __VA_ARGS__
+#define RESIDENT_TRACE(...) __VA_ARGS__
 #else
-#define LOOM_TRACE(...)
+#define RESIDENT_TRACE(...)
 #endif
