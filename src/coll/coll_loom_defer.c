@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/mono_clock.h"
+#include "coll_loom_profile.h"
 #include "coll_loom_setup.h"
 #include "coll_loom_request.h"
 #include "coll_loom_stage.h"
@@ -318,6 +319,7 @@ static bool keep(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *
 
 int mca_coll_loom_dispatch(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
 {
+    mca_coll_loom_profile_entered();
     if (NULL == req) {
         mca_coll_loom_defer_settle(a->m);
     } else if (may_defer(a->m)) {

@@ -16,18 +16,34 @@ static int size_class(size_t bytes)
     return k;
 }
 
-void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_timer_t *t, int coll, size_t bytes)
+static bool profiling(void)
 {
     static int enabled = -1; /* read once per process */
     if (enabled < 0) enabled = loomParamLong("LOOM_PROFILE") != 0;
+    return enabled;
+}
+
+/* This thread's call's entry time; 0: none noted since the last timer_start
+ * (a call that did not reach the GPU path leaves it to be overwritten). */
+static __thread uint64_t entered_ns;
+
+void mca_coll_loom_profile_entered(void)
+{
+    if (profiling()) entered_ns = loomMonotonicNs();
+}
+
+void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_timer_t *t, int coll, size_t bytes)
+{
     t->into = NULL;
-    if (!enabled) return;
+    if (!profiling()) return;
     if (NULL == *table) *table = (mca_coll_loom_profile_t *)calloc(LOOM_COLL_COUNT, sizeof(mca_coll_loom_profile_t));
     if (NULL == *table) return;
     memset(t->ns, 0, sizeof(t->ns));
     t->into = *table + coll;
     t->bytes = bytes;
     t->last = loomMonotonicNs();
+    if (entered_ns && entered_ns <= t->last) t->ns[LOOM_PROFILE_ENTRY] = t->last - entered_ns;
+    entered_ns = 0;
 }
 
 void mca_coll_loom_timer_mark(mca_coll_loom_timer_t *t, int phase)
@@ -80,9 +96,9 @@ void mca_coll_loom_profile_report(mca_coll_loom_profile_t **table, int rank, con
             }
             opal_output(mca_coll_loom_component.output,
                         "coll/loom profile rank %d comm %s: %s %llu..%llu%s B: %llu calls; after the first, per "
-                        "call: where %.2f us, to GPU %.2f us, enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us; the "
+                        "call: entry %.2f us, where %.2f us, to GPU %.2f us, enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us; the "
                         "first %.2f us", rank, comm_name, mca_coll_loom_coll_names[c], lo, hi, plus,
-                        (unsigned long long)p->calls[k], us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_TO_GPU], us[LOOM_PROFILE_ENQUEUE],
+                        (unsigned long long)p->calls[k], us[LOOM_PROFILE_ENTRY], us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_TO_GPU], us[LOOM_PROFILE_ENQUEUE],
                         us[LOOM_PROFILE_WAIT], us[LOOM_PROFILE_STAGE], total, first);
         }
     free(*table);

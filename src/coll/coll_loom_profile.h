@@ -4,7 +4,11 @@
  * mean microseconds of each phase of mca_coll_loom_gpu_exec over the calls
  * after the first (a first call may connect peers or map new buffers: its
  * milliseconds would hide the steady state; its total is printed apart):
- *   where    the driver's pointer queries of the call's two buffers;
+ *   entry    from the component's entry point (mca_coll_loom_dispatch) to
+ *            mca_coll_loom_gpu_exec: the routing (where the buffers are,
+ *            which path takes the call) and packing;
+ *   where    the driver's pointer queries of the call's two buffers, where
+ *            the routing has not made them already;
  *   to GPU   from there until the call's work reached the GPU: a one-shot
  *            call's launch returned or its mailbox line went to the
  *            resident kernel (loomPostedNs); 0 for other calls, whose
@@ -24,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { LOOM_PROFILE_WHERE, LOOM_PROFILE_TO_GPU, LOOM_PROFILE_ENQUEUE, LOOM_PROFILE_WAIT, LOOM_PROFILE_STAGE, LOOM_PROFILE_PHASES };
+enum { LOOM_PROFILE_ENTRY, LOOM_PROFILE_WHERE, LOOM_PROFILE_TO_GPU, LOOM_PROFILE_ENQUEUE, LOOM_PROFILE_WAIT, LOOM_PROFILE_STAGE, LOOM_PROFILE_PHASES };
 enum { LOOM_PROFILE_CLASSES = 24 }; /* 4^0 .. 4^23 bytes and more */
 
 typedef struct {
@@ -41,6 +45,10 @@ typedef struct {
     uint64_t ns[LOOM_PROFILE_PHASES];
 } mca_coll_loom_timer_t;
 
+/* Notes the time this thread's call entered the component (a no-op unless
+ * LOOM_PROFILE); the next timer_start on this thread charges the time since
+ * to "entry". */
+void mca_coll_loom_profile_entered(void);
 /* Starts timing a call of `coll` moving `bytes` into *table (made at the
  * first call; a no-op unless LOOM_PROFILE). */
 void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_timer_t *t, int coll, size_t bytes);
