@@ -19,14 +19,20 @@ __device__ __forceinline__ void llStore(LLLine *p, uint64_t v, uint32_t tag) {
                  : "memory");
 }
 
-// True (and *v set) when the line carries `tag`.
-__device__ __forceinline__ bool llLoad(const LLLine *p, uint32_t tag, uint64_t *v) {
-    uint32_t a, f0, b, f1;
+// The line as it is now: its 8 data bytes, and its two flags.
+__device__ __forceinline__ uint64_t llLoadAny(const LLLine *p, uint32_t *f0, uint32_t *f1) {
+    uint32_t a, b;
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(a), "=r"(f0), "=r"(b), "=r"(f1)
+                 : "=r"(a), "=r"(*f0), "=r"(b), "=r"(*f1)
                  : "l"(p)
                  : "memory");
-    *v = (uint64_t)a | ((uint64_t)b << 32);
+    return (uint64_t)a | ((uint64_t)b << 32);
+}
+
+// True (and *v set) when the line carries `tag`.
+__device__ __forceinline__ bool llLoad(const LLLine *p, uint32_t tag, uint64_t *v) {
+    uint32_t f0, f1;
+    *v = llLoadAny(p, &f0, &f1);
     return f0 == tag && f1 == tag;
 }
 

@@ -33,7 +33,7 @@ enum ResidentPhase : uint32_t { kResidentRunning = 1, kResidentLeaving = 2 };
 // What the host posts per call.
 struct ResidentCall {
     int32_t command; // ResidentCommand
-    int32_t pad;
+    int32_t ctas;    // the CTAs it needs: set by CTA 0 as it hands the call on (the host leaves it 0)
     OneShotArgs args;
 };
 
@@ -53,20 +53,21 @@ struct ResidentHostBox {
                                           // must not post that call to a fresh kernel: it may have run)
 };
 
-// Device memory: CTA 0 (the poller) hands each call to the other CTAs here.
-// `published`: the call's sequence number << 32 | the CTAs it needs (a call
-// of few units needs fewer than the kernel has; the others skip it, and
-// never read `call`, which CTA 0 may overwrite once the call is done);
-// kResidentGone << 32 once the kernel leaves; 0: nothing yet.
+// Device memory: CTA 0 (the poller) hands each call of several CTAs to the
+// others on `mail`, LL lines like the host's tagged with the call's
+// sequence number, `ctas` set (a call of few units needs fewer CTAs than the
+// kernel has; the others skip it); a kResidentLeave command when the kernel
+// leaves. A CTA takes the head whose lines all carry one tag newer than the
+// last it saw (it may not have been needed for the calls in between), so
+// one poll of one line per lane of a warp brings the whole call; the rest
+// (block tables) only for ragged calls. All zero at launch: no call yet.
 struct ResidentDevBox {
-    ResidentCall call;
-    unsigned long long published;
+    LLLine mail[kResidentMailLines];
     uint32_t failed;      // a CTA's call failed (abort words set): every CTA leaves
     unsigned int arrived; // CTAs done with the current call
     uint32_t finished;    // the last call every CTA it needed is done with (set by the last to arrive)
 };
 
-constexpr uint32_t kResidentGone = 0xffffffffu;
 
 struct ResidentLaunch {
     ResidentHostBox *host; // device view of the host box
@@ -76,6 +77,6 @@ struct ResidentLaunch {
 };
 
 // The sequence number after s (0 never tags a call: the mailbox starts zeroed).
-__host__ __device__ inline uint32_t residentNext(uint32_t s) { return s + 1 == 0 || s + 1 == kResidentGone ? 1 : s + 1; }
+__host__ __device__ inline uint32_t residentNext(uint32_t s) { return s + 1 == 0 ? 1 : s + 1; }
 
 } // namespace loom

@@ -2,14 +2,15 @@
  * The resident kernel (resident_args.h): runs one-shot calls (oneshot_body.h)
  * as the host posts them, until it has been idle for idleNs or is told to
  * leave. CTA 0's first warp polls the mailbox in host memory and hands each
- * call to the other CTAs through device memory; after a call the last CTA to
- * finish tells the host (`done`).
+ * call of several CTAs to the others as LL lines in device memory
+ * (resident_args.h); after a call the last CTA to finish tells the host
+ * (`done`).
  *
  * Invariants:
  *  - the host posts call s + 1 only after it read done == s, so every CTA is
  *    past call s (and `arrived` is reset) before any CTA sees call s + 1;
  *  - only the poller decides to leave (idle, a leave command or a failed
- *    CTA), and it tells the other CTAs through dev->published (Gone);
+ *    CTA), and it tells the other CTAs with a leave command on dev->mail;
  *  - a call needs the CTAs its units need (at most the kernel's): the others
  *    skip it, and `done` waits only for those it needs; CTA 0 waits for
  *    them too (dev->finished) before it looks for the next call, so it never
@@ -43,10 +44,10 @@ __device__ __forceinline__ unsigned long long globalNs() {
 // host), and no kernel boundary drops what this SM cached; the barrier
 // carries the order to the CTA's other threads.
 __device__ __forceinline__ void acquireCall() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
-// The other CTAs, after they saw the call CTA 0 published: gpu scope is
+// The other CTAs, after they saw the call CTA 0 handed on: gpu scope is
 // enough (causality is transitive: the inputs' writers happen before CTA
-// 0's system-scope acquire, which happens before its release of
-// `published`), and it drops this SM's stale L1 lines as well; a system
+// 0's system-scope acquire, which its thread 0 makes before it writes the
+// lines: handOn), and it drops this SM's stale L1 lines as well; a system
 // fence costs far more (docs/performance.md, the resident kernel's hand-off).
 __device__ __forceinline__ void acquirePublished() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
@@ -54,25 +55,54 @@ __device__ __forceinline__ void acquirePublished() { asm volatile("fence.acq_rel
 // loop come within a few us of the last.
 constexpr unsigned long long kHotPollNs = 20000;
 
-// Warp 0 of CTA 0: whether lines [from, to) of the mailbox carry call `seq`
-// (then copied to *out).
-__device__ bool readMail(const ResidentHostBox *host, uint32_t seq, ResidentCall *out, int from, int to) {
+// A warp: whether lines [from, to) of a mailbox carry call `seq` (then
+// copied to *out).
+__device__ bool readMail(const LLLine *mail, uint32_t seq, ResidentCall *out, int from, int to) {
     bool whole = true;
     for (int k = from + (threadIdx.x & 31); k < to; k += 32) {
         uint64_t v;
-        if (llLoad(&host->mail[k], seq, &v)) reinterpret_cast<uint64_t *>(out)[k] = v;
+        if (llLoad(&mail[k], seq, &v)) reinterpret_cast<uint64_t *>(out)[k] = v;
         else whole = false;
     }
     return __all_sync(0xffffffffu, whole);
 }
 
-// The head, then the block tables of a ragged call.
+// Warp 0 of CTA 0: the host mailbox's head, then the block tables of a ragged call.
 __device__ bool readCall(const ResidentHostBox *host, uint32_t seq, ResidentCall *out) {
-    if (!readMail(host, seq, out, 0, kResidentHeadLines)) return false;
+    if (!readMail(host->mail, seq, out, 0, kResidentHeadLines)) return false;
     __syncwarp();
     if (!out->args.ragged || out->command != kResidentRun) return true;
-    while (!readMail(host, seq, out, kResidentHeadLines, kResidentMailLines)) {} // posted before the head
+    while (!readMail(host->mail, seq, out, kResidentHeadLines, kResidentMailLines)) {} // posted before the head
     return true;
+}
+
+// Warp 0 of another CTA: whether the device mailbox's head lines all carry
+// one tag other than `last` (and 0: nothing yet); then the head is in *out
+// and the tag in *tag.
+__device__ bool readHanded(const ResidentDevBox *dev, uint32_t last, ResidentCall *out, uint32_t *tag) {
+    const int lane = threadIdx.x & 31;
+    uint32_t f0 = 0, f1 = 0;
+    const uint64_t v = lane < kResidentHeadLines ? llLoadAny(&dev->mail[lane], &f0, &f1) : 0;
+    const uint32_t t = __shfl_sync(0xffffffffu, f0, 0);
+    if (!__all_sync(0xffffffffu, lane >= kResidentHeadLines || (f0 == t && f1 == t)) || t == last || t == 0)
+        return false;
+    if (lane < kResidentHeadLines) reinterpret_cast<uint64_t *>(out)[lane] = v;
+    *tag = t;
+    return true;
+}
+
+// Thread 0 of CTA 0, after its system-scope acquire of the call (so these
+// plain stores release the call's inputs to the CTAs that see them):
+// `lines` lines of *call onto the device mailbox, tagged seq.
+__device__ void handOn(ResidentDevBox *dev, const ResidentCall &call, uint32_t seq, int lines) {
+    for (int k = 0; k < lines; ++k) llStore(&dev->mail[k], reinterpret_cast<const uint64_t *>(&call)[k], seq);
+}
+
+// Thread 0 of CTA 0: tells the other CTAs to leave (tag seq, newer than any
+// call they saw).
+__device__ void handOnLeave(ResidentDevBox *dev, uint32_t seq) {
+    static_assert(offsetof(ResidentCall, command) == 0, "the command is line 0's low half");
+    for (int k = 0; k < kResidentHeadLines; ++k) llStore(&dev->mail[k], k ? 0 : (uint32_t)kResidentLeave, seq);
 }
 
 // Warp 0 of CTA 0: waits for call `seq`; false when the kernel is to leave
@@ -116,70 +146,66 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
     __shared__ ResidentCall call;
     __shared__ unsigned used; // CTAs of this call (0: leave)
     ResidentDevBox *dev = r.dev;
-    uint32_t seq = r.lastSeq; // CTA 0: every thread; other CTAs: thread 0's is the one that counts
+    uint32_t seq = r.lastSeq; // CTA 0: every thread; other CTAs: warp 0's is the one that counts
     RESIDENT_TRACE(unsigned long long tSeen = 0, tPub = 0, tStart = 0);
     for (;;) {
         if (blockIdx.x == 0) {
             seq = residentNext(seq);
             if (threadIdx.x < 32) {
                 const bool got = awaitCall(r, seq, &call);
-                if (threadIdx.x == 0) used = got && call.command == kResidentRun ? ctasFor(call.args) : 0;
-                RESIDENT_TRACE(if (threadIdx.x == 0 && used) {
-                    tSeen = globalNs();
-                    const unsigned long long gap = tSeen - residentTrace.done;
-                    if (residentTrace.done && gap < 100000) traceAdd(used, kTrDoneToSeen, gap);
-                    atomicAdd(&residentTrace.bytes[used], (unsigned long long)call.args.bytes);
-                })
+                if (threadIdx.x == 0) {
+                    used = got && call.command == kResidentRun ? ctasFor(call.args) : 0;
+                    RESIDENT_TRACE(if (used) {
+                        tSeen = globalNs();
+                        const unsigned long long gap = tSeen - residentTrace.done;
+                        if (residentTrace.done && gap < 100000) traceAdd(used, kTrDoneToSeen, gap);
+                        atomicAdd(&residentTrace.bytes[used], (unsigned long long)call.args.bytes);
+                        tStart = tPub = globalNs();
+                        *(volatile unsigned long long *)&residentTrace.pub = tPub;
+                        traceAdd(used, kTrSeenToPub, tPub - tSeen);
+                    })
+                    if (used > 1) { // hand the call to the other CTAs it needs
+                        call.ctas = (int32_t)used;
+                        handOn(dev, call, seq, call.args.ragged ? kResidentMailLines : kResidentHeadLines);
+                    } else if (!used) {
+                        handOnLeave(dev, seq);
+                    }
+                }
             }
             __syncthreads();
-            if (used > 1) // hand the call to the CTAs it needs
-                for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
-                    reinterpret_cast<uint64_t *>(&dev->call)[k] = reinterpret_cast<const uint64_t *>(&call)[k];
-            __syncthreads();
-            const unsigned mine = used; // every thread's copy before thread 0 may change `used`
-            if (threadIdx.x == 0) {
-                RESIDENT_TRACE(if (mine) {
-                    tStart = tPub = globalNs();
-                    *(volatile unsigned long long *)&residentTrace.pub = tPub;
-                    traceAdd(mine, kTrSeenToPub, tPub - tSeen);
-                })
-                __threadfence();
-                *(volatile unsigned long long *)&dev->published =
-                    mine ? (unsigned long long)seq << 32 | mine : (unsigned long long)kResidentGone << 32;
-            }
-            if (!mine) {
+            if (!used) {
                 RESIDENT_TRACE(if (threadIdx.x == 0) tracePrint());
                 return;
             }
         } else {
-            if (threadIdx.x == 0) {
-                unsigned long long p;
-                uint32_t s;
+            if (threadIdx.x < 32) {
+                uint32_t tag;
                 const unsigned long long since = globalNs();
-                // A newer call than the last seen (0: none yet; calls this CTA is not needed for may have passed).
+                // A newer call than the last seen (calls this CTA is not needed for may have passed).
                 // Polled without a pause for as long as the poller does (awaitCall).
-                while ((s = (uint32_t)((p = *(volatile unsigned long long *)&dev->published) >> 32)) == seq || s == 0)
+                while (!readHanded(dev, seq, &call, &tag))
                     if (globalNs() - since > kHotPollNs) __nanosleep(128);
-                seq = s;
-                used = s == kResidentGone ? 0 : (unsigned)(p & 0xffffffffu);
-                acquirePublished();
-                RESIDENT_TRACE(if (s != kResidentGone && blockIdx.x < used) {
-                    tPub = *(volatile unsigned long long *)&residentTrace.pub;
-                    traceAdd(used, kTrPubToWake, globalNs() - tPub);
-                })
+                seq = tag;
+                const bool run = call.command == kResidentRun;
+                const unsigned n = run ? (unsigned)call.ctas : 0;
+                if (run && blockIdx.x < n && call.args.ragged) // written with the head, before the tag changes again
+                    while (!readMail(dev->mail, tag, &call, kResidentHeadLines, kResidentMailLines)) {}
+                if (threadIdx.x == 0) {
+                    used = n;
+                    acquirePublished();
+                    RESIDENT_TRACE(if (n && blockIdx.x < n) {
+                        tPub = *(volatile unsigned long long *)&residentTrace.pub;
+                        tStart = globalNs();
+                        traceAdd(n, kTrPubToWake, tStart - tPub);
+                        traceAdd(n, kTrPubToCopied, tStart - tPub);
+                    })
+                }
             }
             __syncthreads();
             const unsigned mine = used;
             __syncthreads(); // every thread read `used` before thread 0 may overwrite it for the next call
             if (!mine) return;
-            if (blockIdx.x >= mine) continue; // not needed: `call` may change under it
-            for (int k = threadIdx.x; k < kResidentMailLines; k += blockDim.x)
-                reinterpret_cast<uint64_t *>(&call)[k] = reinterpret_cast<volatile uint64_t *>(&dev->call)[k];
-            __syncthreads();
-            RESIDENT_TRACE(if (threadIdx.x == 0) {
-                tStart = globalNs();
-                traceAdd(mine, kTrPubToCopied, tStart - tPub);
-            })
+            if (blockIdx.x >= mine) continue; // not needed
         }
         const unsigned ctas = used;
         const bool ok = __syncthreads_and(oneShotBody<T, Op>(call.args, blockIdx.x, (int)ctas));
@@ -187,8 +213,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
         if (threadIdx.x == 0) {
             if (!ok) { // every CTA leaves: the others at their next wait
                 *(volatile uint32_t *)&dev->failed = 1;
-                if (blockIdx.x == 0)
-                    *(volatile unsigned long long *)&dev->published = (unsigned long long)kResidentGone << 32;
+                if (blockIdx.x == 0) handOnLeave(dev, residentNext(seq));
                 // `done` all the same, after the abort words: loom's stream
                 // may wait for it (a pending call, core/stream/resident.h); the
                 // host reads the abort words before it trusts a call done.
@@ -225,7 +250,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
         if (!ok) return;
         // CTA 0 goes back to the mailbox (and its idle clock) only once every
         // CTA the call needs is done with it: one dispatched late would else
-        // find the kernel gone (kResidentGone) and the call half run.
+        // find the kernel gone (a leave command) and the call half run.
         if (blockIdx.x == 0 && ctas > 1) {
             if (threadIdx.x == 0) {
                 int spins = 0;

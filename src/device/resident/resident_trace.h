@@ -3,10 +3,11 @@
  * LOOM_RESIDENT_TRACE defined, each stage of a call's hand-off between the
  * host, CTA 0 and the other CTAs is timed by the GPU's globaltimer, summed
  * per CTA count, and printed by CTA 0 when the kernel leaves (idle, or the
- * communicator's end). Stages: CTA 0 saw the call > published it to the
- * other CTAs > a CTA woke / had copied the call > its body > its fence and
- * arrival; published > `done` (the whole call on the GPU); `done` > CTA 0
- * saw the next call (the host's turn-around, gaps over 100 us left out).
+ * communicator's end). Stages: CTA 0 saw the call > began to hand it on
+ * (published) > a CTA held it (woke; copied: the same point since the call
+ * comes as LL lines) > its body > its fence and arrival; published > `done`
+ * (the whole call on the GPU); `done` > CTA 0 saw the next call (the host's
+ * turn-around, gaps over 100 us left out).
  * Without the macro, RESIDENT_TRACE(...) is nothing (not base/debug.h's
  * LOOM_TRACE, a log line). Build, in a build tree
  * (and the same without NVCC=... to go back):
