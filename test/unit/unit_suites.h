@@ -25,3 +25,4 @@ Suite *watchdog_suite(void);
 Suite *tuning_suite(void);
 Suite *mapping_closer_suite(void);
 Suite *dt_pieces_suite(void);
+Suite *resident_handoff_suite(void);

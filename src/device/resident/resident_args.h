@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/host_device.h"
 #include "device/oneshot/oneshot_args.h"
 
 namespace loom {
@@ -77,6 +78,6 @@ struct ResidentLaunch {
 };
 
 // The sequence number after s (0 never tags a call: the mailbox starts zeroed).
-__host__ __device__ inline uint32_t residentNext(uint32_t s) { return s + 1 == 0 ? 1 : s + 1; }
+LOOM_HD uint32_t residentNext(uint32_t s) { return s + 1 == 0 ? 1 : s + 1; }
 
 } // namespace loom

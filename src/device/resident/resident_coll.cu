@@ -27,6 +27,7 @@
 #include "device/kernel_load.h"
 #include "device/oneshot/oneshot_body.h"
 #include "device/resident/resident_args.h"
+#include "device/resident/resident_handoff.h"
 #include "device/resident/resident_trace.h"
 
 namespace loom {
@@ -84,7 +85,8 @@ __device__ bool readHanded(const ResidentDevBox *dev, uint32_t last, ResidentCal
     uint32_t f0 = 0, f1 = 0;
     const uint64_t v = lane < kResidentHeadLines ? llLoadAny(&dev->mail[lane], &f0, &f1) : 0;
     const uint32_t t = __shfl_sync(0xffffffffu, f0, 0);
-    if (!__all_sync(0xffffffffu, lane >= kResidentHeadLines || (f0 == t && f1 == t)) || t == last || t == 0)
+    if (!__all_sync(0xffffffffu, lane >= kResidentHeadLines || residentLineCarries(f0, f1, t)) ||
+        !residentTagIsNew(t, last))
         return false;
     if (lane < kResidentHeadLines) reinterpret_cast<uint64_t *>(out)[lane] = v;
     *tag = t;
@@ -98,8 +100,8 @@ __device__ void handOn(ResidentDevBox *dev, const ResidentCall &call, uint32_t s
     for (int k = 0; k < lines; ++k) llStore(&dev->mail[k], reinterpret_cast<const uint64_t *>(&call)[k], seq);
 }
 
-// Thread 0 of CTA 0: tells the other CTAs to leave (tag seq, newer than any
-// call they saw).
+// Thread 0 of CTA 0: tells the other CTAs to leave (tag residentLeaveTag:
+// newer than any call they saw).
 __device__ void handOnLeave(ResidentDevBox *dev, uint32_t seq) {
     static_assert(offsetof(ResidentCall, command) == 0, "the command is line 0's low half");
     for (int k = 0; k < kResidentHeadLines; ++k) llStore(&dev->mail[k], k ? 0 : (uint32_t)kResidentLeave, seq);
@@ -150,6 +152,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
     RESIDENT_TRACE(unsigned long long tSeen = 0, tPub = 0, tStart = 0);
     for (;;) {
         if (blockIdx.x == 0) {
+            const uint32_t lastTaken = seq;
             seq = residentNext(seq);
             if (threadIdx.x < 32) {
                 const bool got = awaitCall(r, seq, &call);
@@ -168,7 +171,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                         call.ctas = (int32_t)used;
                         handOn(dev, call, seq, call.args.ragged ? kResidentMailLines : kResidentHeadLines);
                     } else if (!used) {
-                        handOnLeave(dev, seq);
+                        handOnLeave(dev, residentLeaveTag(lastTaken));
                     }
                 }
             }
@@ -188,7 +191,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 seq = tag;
                 const bool run = call.command == kResidentRun;
                 const unsigned n = run ? (unsigned)call.ctas : 0;
-                if (run && blockIdx.x < n && call.args.ragged) // written with the head, before the tag changes again
+                if (run && residentCtaNeeded(blockIdx.x, n) && call.args.ragged) // written with the head, before the tag changes again
                     while (!readMail(dev->mail, tag, &call, kResidentHeadLines, kResidentMailLines)) {}
                 if (threadIdx.x == 0) {
                     used = n;
@@ -205,7 +208,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
             const unsigned mine = used;
             __syncthreads(); // every thread read `used` before thread 0 may overwrite it for the next call
             if (!mine) return;
-            if (blockIdx.x >= mine) continue; // not needed
+            if (!residentCtaNeeded(blockIdx.x, mine)) continue;
         }
         const unsigned ctas = used;
         const bool ok = __syncthreads_and(oneShotBody<T, Op>(call.args, blockIdx.x, (int)ctas));
@@ -213,7 +216,7 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
         if (threadIdx.x == 0) {
             if (!ok) { // every CTA leaves: the others at their next wait
                 *(volatile uint32_t *)&dev->failed = 1;
-                if (blockIdx.x == 0) handOnLeave(dev, residentNext(seq));
+                if (blockIdx.x == 0) handOnLeave(dev, residentLeaveTag(seq));
                 // `done` all the same, after the abort words: loom's stream
                 // may wait for it (a pending call, core/stream/resident.h); the
                 // host reads the abort words before it trusts a call done.
