@@ -196,10 +196,9 @@ __global__ void __launch_bounds__(kOneShotThreads) residentKernel(ResidentLaunch
                 if (threadIdx.x == 0) {
                     used = n;
                     acquirePublished();
-                    RESIDENT_TRACE(if (n && blockIdx.x < n) {
+                    RESIDENT_TRACE(if (residentCtaNeeded(blockIdx.x, n)) {
                         tPub = *(volatile unsigned long long *)&residentTrace.pub;
                         tStart = globalNs();
-                        traceAdd(n, kTrPubToWake, tStart - tPub);
                         traceAdd(n, kTrPubToCopied, tStart - tPub);
                     })
                 }

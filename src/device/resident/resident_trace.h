@@ -4,8 +4,8 @@
  * host, CTA 0 and the other CTAs is timed by the GPU's globaltimer, summed
  * per CTA count, and printed by CTA 0 when the kernel leaves (idle, or the
  * communicator's end). Stages: CTA 0 saw the call > began to hand it on
- * (published) > a CTA held it (woke; copied: the same point since the call
- * comes as LL lines) > its body > its fence and arrival; published > `done`
+ * (published) > a CTA held it (its one poll of the LL lines took the whole
+ * head) > its body > its fence and arrival; published > `done`
  * (the whole call on the GPU); `done` > CTA 0 saw the next call (the host's
  * turn-around, gaps over 100 us left out).
  * Without the macro, RESIDENT_TRACE(...) is nothing (not base/debug.h's
@@ -23,7 +23,7 @@
 
 namespace loom {
 
-enum TraceStage { kTrSeenToPub, kTrPubToWake, kTrPubToCopied, kTrBody, kTrFenceArrive, kTrPubToDone, kTrDoneToSeen, kTrStages };
+enum TraceStage { kTrSeenToPub, kTrPubToCopied, kTrBody, kTrFenceArrive, kTrPubToDone, kTrDoneToSeen, kTrStages };
 struct ResidentTrace {
     unsigned long long sum[kMaxOneShotBlocks + 1][kTrStages], n[kMaxOneShotBlocks + 1][kTrStages];
     unsigned long long bytes[kMaxOneShotBlocks + 1];
@@ -36,7 +36,7 @@ __device__ __forceinline__ void traceAdd(unsigned ctas, int stage, unsigned long
     atomicAdd(&residentTrace.n[ctas][stage], 1ull);
 }
 __device__ void tracePrint() {
-    static const char *names[kTrStages] = {"seen>pub", "pub>wake", "pub>copied", "body", "fence+arrive", "pub>done", "done>seen"};
+    static const char *names[kTrStages] = {"seen>pub", "pub>copied", "body", "fence+arrive", "pub>done", "done>seen"};
     for (int c = 1; c <= kMaxOneShotBlocks; ++c) {
         ResidentTrace &t = residentTrace;
         if (!t.n[c][kTrBody]) continue;
