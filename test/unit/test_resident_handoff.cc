@@ -65,8 +65,7 @@ struct Model {
 
     struct Cta {
         enum { kAwait, kWrite, kRun, kWaitFinished, kPoll, kArrive, kLeft } state;
-        uint32_t seq = 0;        // CTA 0: the call it holds; the others: the last tag taken
-        uint32_t lastTaken = 0;  // CTA 0
+        uint32_t seq = 0;        // CTA 0: the call it holds (or the leave command's tag); the others: the last tag taken
         int call = -1;           // index into the script of the call held
         unsigned n = 0;          // CTAs of the call held
         std::vector<int> toWrite, toRead;
@@ -111,15 +110,14 @@ struct Model {
         Cta &me = cta[c];
         switch (me.state) {
         case Cta::kAwait: // the host's next call, or leave when the script is done
-            me.lastTaken = me.seq;
-            me.seq = residentNext(me.seq);
             if (nextCall == (int)need.size()) {
                 me.leaving = true;
-                me.seq = rules.leaveTag(me.lastTaken);
+                me.seq = rules.leaveTag(me.seq);
                 shuffled(me.toWrite);
                 me.state = Cta::kWrite;
                 return;
             }
+            me.seq = residentNext(me.seq);
             me.call = nextCall++;
             me.n = need[me.call];
             if (me.n > 1) shuffled(me.toWrite);
