@@ -90,7 +90,8 @@ static int buffers_device(const mca_coll_loom_call_args_t *a, bool *on_gpu)
     loomPointerInfo_t info = {loomMemoryHost, -1};
     const void *bufs[2] = {a->rbuf, MPI_IN_PLACE == a->sbuf ? NULL : a->sbuf};
     for (int i = 0; i < 2; ++i) {
-        if (NULL == bufs[i] || loomSuccess != loomPointerQuery(bufs[i], &info)) continue;
+        if (NULL == bufs[i]) continue;
+        info = mca_coll_loom_where(bufs[i]);
         if (loomMemoryHost != info.kind) break;
     }
     *on_gpu = loomMemoryHost != info.kind || (mca_coll_loom_component.stage_host_buffers &&
@@ -320,13 +321,17 @@ static bool keep(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *
 int mca_coll_loom_dispatch(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
 {
     mca_coll_loom_profile_entered();
+    mca_coll_loom_where_enter();
+    int rc = MPI_SUCCESS;
     if (NULL == req) {
         mca_coll_loom_defer_settle(a->m);
-    } else if (may_defer(a->m)) {
-        int rc = MPI_SUCCESS;
-        if (keep(a, req, &rc)) return rc;
+    } else if (may_defer(a->m) && keep(a, req, &rc)) {
+        mca_coll_loom_where_leave();
+        return rc;
     }
-    return mca_coll_loom_run(a, req);
+    rc = mca_coll_loom_run(a, req);
+    mca_coll_loom_where_leave();
+    return rc;
 }
 
 void mca_coll_loom_defer_settle(mca_coll_loom_module_t *m)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "coll_loom_dtplan.h"
+#include "coll_loom_stage.h"
 #include "loom_component.h"
 #include "opal/util/output.h"
 
@@ -10,8 +11,8 @@
  * *device: b's buffer is GPU memory (only then is a reason worth saying). */
 static const char *gpu_packable(const mca_coll_loom_module_t *m, const loom_typed_blocks_t *b, bool *device)
 {
-    loomPointerInfo_t info = {loomMemoryHost, -1};
-    *device = NULL != b->user && loomSuccess == loomPointerQuery(b->user, &info) && loomMemoryHost != info.kind;
+    const loomPointerInfo_t info = mca_coll_loom_where(b->user);
+    *device = loomMemoryHost != info.kind;
     if (!*device) return "host memory";
     if (!mca_coll_loom_component.dt_gpu) return "coll_loom_dt_gpu is false";
     if (NULL == m->lcomm || info.device != m->gpu_device) return "the buffer is not on the communicator's GPU";

@@ -130,14 +130,6 @@ static loomResult_t launch_call(mca_coll_loom_module_t *m, const loom_gpu_call_t
     }
 }
 
-/* Where a buffer is (host when NULL or unknown): one driver query per buffer and call. */
-static loomPointerInfo_t where(const void *ptr)
-{
-    loomPointerInfo_t info = {loomMemoryHost, -1};
-    if (NULL != ptr && loomSuccess != loomPointerQuery(ptr, &info)) info.kind = loomMemoryHost;
-    return info;
-}
-
 /* Whether the communicator's kernels can use a buffer as it is. */
 static bool usable(const mca_coll_loom_module_t *m, loomPointerInfo_t info)
 {
@@ -269,7 +261,7 @@ bool mca_coll_loom_gpu_takes(mca_coll_loom_module_t *m, const loom_gpu_call_t *c
             return broken(rc);
         if (!any) return false;
         /* On the GPU of this rank's buffers (the current one when both are in host memory). */
-        const loomPointerInfo_t out_info = where(c->out), in_info = where(c->in);
+        const loomPointerInfo_t out_info = mca_coll_loom_where(c->out), in_info = mca_coll_loom_where(c->in);
         const loomPointerInfo_t info = loomMemoryHost != out_info.kind ? out_info : in_info;
         int device = loomMemoryHost != info.kind ? info.device : -1;
         const int made = mca_coll_loom_create_comm(m, device);
@@ -306,8 +298,8 @@ int mca_coll_loom_gpu_exec(mca_coll_loom_module_t *m, const loom_gpu_call_t *c)
     mca_coll_loom_note(m, c->coll, LOOM_PATH_GPU);
     mca_coll_loom_timer_t timer;
     mca_coll_loom_timer_start(&m->profile, &timer, c->coll, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
-    const loomPointerInfo_t in_info = c->located ? c->in_info : where(c->in);
-    const loomPointerInfo_t out_info = c->located ? c->out_info : where(c->out);
+    const loomPointerInfo_t in_info = c->located ? c->in_info : mca_coll_loom_where(c->in);
+    const loomPointerInfo_t out_info = c->located ? c->out_info : mca_coll_loom_where(c->out);
     mca_coll_loom_timer_mark(&timer, LOOM_PROFILE_WHERE);
     bool deferred = false;
     loomStaged_t staged = NULL;

@@ -6,15 +6,32 @@
 #include <sys/mman.h>
 
 #include "loom.h"
+#include "coll_loom_where_memo.h"
 #include "opal/util/output.h"
 #include "ompi/datatype/ompi_datatype.h"
 
+static __thread loom_where_memo_t where_memo;
+
+void mca_coll_loom_where_enter(void)
+{
+    loom_where_memo_enter(&where_memo);
+}
+
+void mca_coll_loom_where_leave(void)
+{
+    loom_where_memo_leave(&where_memo);
+}
+
+loomPointerInfo_t mca_coll_loom_where(const void *ptr)
+{
+    if (MPI_IN_PLACE == ptr) return (loomPointerInfo_t){loomMemoryHost, -1};
+    return loom_where_memo_ask(&where_memo, ptr, loomPointerQuery);
+}
+
 bool mca_coll_loom_locate(const void *ptr, loomPointerInfo_t *info)
 {
-    info->kind = loomMemoryHost;
-    info->device = -1;
+    *info = mca_coll_loom_where(ptr);
     if (NULL == ptr || MPI_IN_PLACE == ptr) return false;
-    if (loomSuccess != loomPointerQuery(ptr, info)) info->kind = loomMemoryHost;
     return OPAL_UNLIKELY(mca_coll_loom_component.stage_host_buffers) || loomMemoryHost != info->kind;
 }
 

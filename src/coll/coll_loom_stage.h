@@ -37,6 +37,14 @@ typedef struct {
     bool changed_only; /* set before staging: receive copies go back as above */
 } loom_stage_t;
 
+/* Where a buffer is (host when NULL, MPI_IN_PLACE or unknown to CUDA); asked
+ * of the driver once per pointer between mca_coll_loom_where_enter and _leave,
+ * which the component's entry point puts around each call (per thread; the
+ * rules: coll_loom_where_memo.h). */
+loomPointerInfo_t mca_coll_loom_where(const void *ptr);
+void mca_coll_loom_where_enter(void);
+void mca_coll_loom_where_leave(void);
+
 /* True if the call must not hand ptr to a host-only module: device or managed
  * memory (or any real buffer when coll_loom_stage_host_buffers is set).
  * MPI_IN_PLACE and NULL are never on the GPU. */

@@ -39,6 +39,7 @@ int main() {
     srunner_add_suite(sr, tuning_suite());
     srunner_add_suite(sr, mapping_closer_suite());
     srunner_add_suite(sr, resident_handoff_suite());
+    srunner_add_suite(sr, where_memo_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -26,3 +26,4 @@ Suite *tuning_suite(void);
 Suite *mapping_closer_suite(void);
 Suite *dt_pieces_suite(void);
 Suite *resident_handoff_suite(void);
+Suite *where_memo_suite(void);
