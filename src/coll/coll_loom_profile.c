@@ -1,5 +1,6 @@
 #include "coll_loom_profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ void mca_coll_loom_timer_start(mca_coll_loom_profile_t **table, mca_coll_loom_ti
     if (NULL == *table) *table = (mca_coll_loom_profile_t *)calloc(LOOM_COLL_COUNT, sizeof(mca_coll_loom_profile_t));
     if (NULL == *table) return;
     memset(t->ns, 0, sizeof(t->ns));
+    t->split = false;
     t->into = *table + coll;
     t->bytes = bytes;
     t->last = loomMonotonicNs();
@@ -60,6 +62,14 @@ void mca_coll_loom_timer_posted(mca_coll_loom_timer_t *t)
     const uint64_t posted = loomPostedNs();
     if (posted <= t->last) return; /* no one-shot post in this call */
     t->ns[LOOM_PROFILE_TO_GPU] += posted - t->last;
+    /* The parts, where every step of this call was marked, in order. */
+    uint64_t at[LOOM_PROFILE_TO_GPU_PARTS + 1];
+    at[0] = t->last;
+    for (int k = 0; k < LOOM_PROFILE_TO_GPU_PARTS - 1; ++k) at[k + 1] = loomPostStepNs(k);
+    at[LOOM_PROFILE_TO_GPU_PARTS] = posted;
+    t->split = at[1] > at[0];
+    for (int k = 1; k <= LOOM_PROFILE_TO_GPU_PARTS && t->split; ++k) t->split = at[k] >= at[k - 1];
+    for (int k = 0; k < LOOM_PROFILE_TO_GPU_PARTS && t->split; ++k) t->to_gpu[k] = at[k + 1] - at[k];
     t->last = posted;
 }
 
@@ -72,6 +82,9 @@ void mca_coll_loom_timer_stop(mca_coll_loom_timer_t *t)
         return;
     }
     for (int p = 0; p < LOOM_PROFILE_PHASES; ++p) t->into->ns[k][p] += t->ns[p];
+    if (!t->split) return;
+    ++t->into->split_calls[k];
+    for (int p = 0; p < LOOM_PROFILE_TO_GPU_PARTS; ++p) t->into->split_ns[k][p] += t->to_gpu[p];
 }
 
 void mca_coll_loom_profile_report(mca_coll_loom_profile_t **table, int rank, const char *comm_name)
@@ -94,11 +107,19 @@ void mca_coll_loom_profile_report(mca_coll_loom_profile_t **table, int rank, con
                 us[ph] = (double)p->ns[k][ph] / 1e3 / (double)(p->calls[k] - 1);
                 total += us[ph];
             }
+            char parts[160] = "";
+            if (p->split_calls[k] > 0) {
+                double part[LOOM_PROFILE_TO_GPU_PARTS];
+                for (int q = 0; q < LOOM_PROFILE_TO_GPU_PARTS; ++q)
+                    part[q] = (double)p->split_ns[k][q] / 1e3 / (double)p->split_calls[k];
+                snprintf(parts, sizeof(parts), " (%llu calls: lock %.2f, checks %.2f, choice %.2f, order %.2f, post "
+                         "%.2f)", (unsigned long long)p->split_calls[k], part[0], part[1], part[2], part[3], part[4]);
+            }
             opal_output(mca_coll_loom_component.output,
                         "coll/loom profile rank %d comm %s: %s %llu..%llu%s B: %llu calls; after the first, per "
-                        "call: entry %.2f us, where %.2f us, to GPU %.2f us, enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us; the "
+                        "call: entry %.2f us, where %.2f us, to GPU %.2f us%s, enqueue %.2f us, wait %.2f us, stage %.2f us, total %.2f us; the "
                         "first %.2f us", rank, comm_name, mca_coll_loom_coll_names[c], lo, hi, plus,
-                        (unsigned long long)p->calls[k], us[LOOM_PROFILE_ENTRY], us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_TO_GPU], us[LOOM_PROFILE_ENQUEUE],
+                        (unsigned long long)p->calls[k], us[LOOM_PROFILE_ENTRY], us[LOOM_PROFILE_WHERE], us[LOOM_PROFILE_TO_GPU], parts, us[LOOM_PROFILE_ENQUEUE],
                         us[LOOM_PROFILE_WAIT], us[LOOM_PROFILE_STAGE], total, first);
         }
     free(*table);

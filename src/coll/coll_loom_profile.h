@@ -12,7 +12,13 @@
  *   to GPU   from there until the call's work reached the GPU: a one-shot
  *            call's launch returned or its mailbox line went to the
  *            resident kernel (loomPostedNs); 0 for other calls, whose
- *            time to the launch stays in enqueue;
+ *            time to the launch stays in enqueue. Split, for one-shot
+ *            calls, into: lock (the module's lock and staging set-up, up
+ *            to loom's entry point), checks (loom's call checks and its
+ *            ordering after earlier calls), choice (the algorithm),
+ *            order (whether the resident kernel may take the call: the
+ *            legacy-stream query) and post (the mailbox write, or the
+ *            launch) (loomPostStepNs);
  *   enqueue  loom's part up to the launch (staging in, planning, host-side
  *            agreement such as the exchanges' buffer descriptions, launch),
  *            and for a resident-kernel call its wait for `done`;
@@ -25,16 +31,21 @@
 #ifndef MCA_COLL_LOOM_PROFILE_H
 #define MCA_COLL_LOOM_PROFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 enum { LOOM_PROFILE_ENTRY, LOOM_PROFILE_WHERE, LOOM_PROFILE_TO_GPU, LOOM_PROFILE_ENQUEUE, LOOM_PROFILE_WAIT, LOOM_PROFILE_STAGE, LOOM_PROFILE_PHASES };
 enum { LOOM_PROFILE_CLASSES = 24 }; /* 4^0 .. 4^23 bytes and more */
+/* "to GPU"'s parts: lock, checks, choice, order, post. */
+enum { LOOM_PROFILE_TO_GPU_PARTS = 5 };
 
 typedef struct {
     uint64_t calls[LOOM_PROFILE_CLASSES];
     uint64_t first_ns[LOOM_PROFILE_CLASSES];                   /* the first call's total */
     uint64_t ns[LOOM_PROFILE_CLASSES][LOOM_PROFILE_PHASES];    /* the later calls' */
+    uint64_t split_calls[LOOM_PROFILE_CLASSES];                /* later calls whose "to GPU" was split */
+    uint64_t split_ns[LOOM_PROFILE_CLASSES][LOOM_PROFILE_TO_GPU_PARTS];
 } mca_coll_loom_profile_t;
 
 /* One call being timed: phase marks since its start. */
@@ -43,6 +54,8 @@ typedef struct {
     size_t bytes;
     uint64_t last;                 /* ns of the previous mark */
     uint64_t ns[LOOM_PROFILE_PHASES];
+    bool split;                    /* to_gpu holds "to GPU"'s parts */
+    uint64_t to_gpu[LOOM_PROFILE_TO_GPU_PARTS];
 } mca_coll_loom_timer_t;
 
 /* Notes the time this thread's call entered the component (a no-op unless

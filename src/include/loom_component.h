@@ -98,6 +98,11 @@ loomResult_t loomCommPeersConnected(loomComm_t comm, int *connected);
  * one-shot call reached the GPU (its launch returned, or its mailbox line
  * went to the resident kernel); 0 before any (core/stream/posted_clock.h). */
 uint64_t loomPostedNs(void);
+/* The same clock at step `step` (0..3) of this thread's latest call before
+ * its post: its checks began, they ended, its algorithm was chosen, the
+ * resident kernel's eligibility was asked (core/stream/posted_clock.h); 0
+ * before any. */
+uint64_t loomPostStepNs(int step);
 /* Collective: connects every pair of ranks now (what the first exchange or
  * scan does otherwise), through the bootstrap's allgather; every phase is
  * agreed, so all ranks succeed or fail alike. loomNotSupported where the

@@ -11,6 +11,7 @@
 
 #include "core/comm/comm.h"
 #include "core/enqueue/enqueue.h"
+#include "core/stream/posted_clock.h"
 #include "core/algo/zerocopy/zerocopy.h"
 #include "base/debug.h"
 #include "core/comm/params.h"
@@ -86,6 +87,7 @@ Choice choose(loomComm *comm, int coll, size_t bytes, size_t piece, size_t esize
     LOOM_TRACE(kColl, "rank %d: %s of %zu B: %s (%s)", comm->rank, loomCollName(coll), bytes, algoName(c.algo),
                c.rule);
     sayChoice(comm, coll, bytes, c);
+    notePostStep(kStepChosen);
     return c;
 }
 
@@ -141,9 +143,11 @@ loomResult_t raggedCollective(loomComm *comm, int coll, const void *in, void *ou
 namespace loom {
 
 loomResult_t checkComm(const char *what, loomComm *comm) {
+    notePostStep(kStepCalled);
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
     if (comm->ras.failed) return failedEarlier(comm, what);
     beginCall(comm);
+    notePostStep(kStepChecked);
     return loomSuccess;
 }
 

@@ -10,7 +10,16 @@
 
 namespace loom {
 
+// Steps of a call on its way to the GPU, before the post, that LOOM_PROFILE
+// splits "to GPU" into: the call's checks and its ordering after earlier
+// work begin (checkComm), the choice of algorithm made (choose), the
+// resident kernel's eligibility asked (residentEligible: the legacy-stream
+// query). Order of the enum: order in a call.
+enum PostStep { kStepCalled, kStepChecked, kStepChosen, kStepEligible, kPostSteps };
+
 // Marks now as this thread's latest post (a no-op unless LOOM_PROFILE=1).
 void notePosted();
+// Marks now as this thread's latest `step` (a no-op unless LOOM_PROFILE=1).
+void notePostStep(PostStep step);
 
 } // namespace loom

@@ -52,7 +52,9 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     }
     kernelWaits(comm, a);
     const bool moves = coll == loomCollAllGather || coll == loomCollBroadcast || coll == loomCollAllToAll;
-    if (residentEligible(comm, units, stream)) { // no launch: the resident kernel runs it (core/stream/resident.h)
+    const bool eligible = residentEligible(comm, units, stream);
+    notePostStep(kStepEligible);
+    if (eligible) { // no launch: the resident kernel runs it (core/stream/resident.h)
         bool ran = false;
         const loomResult_t r = residentRun(comm, a, dtype, op, moves, &ran);
         if (ran) {
