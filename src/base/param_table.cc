@@ -217,7 +217,8 @@ const loomParamDef kParams[] = {
      "its own, as on a cluster, so that a timeout asks the other hosts who arrived (0: one board per OS instance)", 1},
     {"profile", "LOOM_PROFILE", LOOM_PARAM_INT, 0, 0, 1, "0",
      "1: each communicator prints, when freed, the mean host time per phase of its calls on loom's kernels (entry: "
-     "the component's routing, pointer queries, to the GPU (a one-shot call: until launched or posted to the resident kernel), enqueue, wait, "
+     "the component's routing, pointer queries, to the GPU (a one-shot call: until launched or posted to the resident kernel; "
+     "split into lock, checks, choice, order (the resident kernel's legacy-stream query) and post), enqueue, wait, "
      "staging out) per collective and size class, the first call of each (connections, "
      "mappings) apart; a communicator that ran zero-copy allreduces adds their host steps and kernel phases", 0},
     {"direct_map_fail", "LOOM_DIRECT_MAP_FAIL", LOOM_PARAM_INT, -1, -1, 1L << 30, "-1",
