@@ -318,18 +318,22 @@ static bool keep(const mca_coll_loom_call_args_t *a, ompi_request_t **req, int *
     return true;
 }
 
+static int dispatch_call(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
+{
+    if (NULL == req) {
+        mca_coll_loom_defer_settle(a->m);
+    } else if (may_defer(a->m)) {
+        int rc = MPI_SUCCESS;
+        if (keep(a, req, &rc)) return rc;
+    }
+    return mca_coll_loom_run(a, req);
+}
+
 int mca_coll_loom_dispatch(const mca_coll_loom_call_args_t *a, ompi_request_t **req)
 {
     mca_coll_loom_profile_entered();
-    mca_coll_loom_where_enter();
-    int rc = MPI_SUCCESS;
-    if (NULL == req) {
-        mca_coll_loom_defer_settle(a->m);
-    } else if (may_defer(a->m) && keep(a, req, &rc)) {
-        mca_coll_loom_where_leave();
-        return rc;
-    }
-    rc = mca_coll_loom_run(a, req);
+    mca_coll_loom_where_enter(); /* the call's pointer memo (coll_loom_where_memo.h) */
+    const int rc = dispatch_call(a, req);
     mca_coll_loom_where_leave();
     return rc;
 }

@@ -67,7 +67,7 @@ void mca_coll_loom_timer_posted(mca_coll_loom_timer_t *t)
     at[0] = t->last;
     for (int k = 0; k < LOOM_PROFILE_TO_GPU_PARTS - 1; ++k) at[k + 1] = loomPostStepNs(k);
     at[LOOM_PROFILE_TO_GPU_PARTS] = posted;
-    t->split = at[1] > at[0];
+    t->split = true; /* a step left from an earlier call lies before at[0] */
     for (int k = 1; k <= LOOM_PROFILE_TO_GPU_PARTS && t->split; ++k) t->split = at[k] >= at[k - 1];
     for (int k = 0; k < LOOM_PROFILE_TO_GPU_PARTS && t->split; ++k) t->to_gpu[k] = at[k + 1] - at[k];
     t->last = posted;

@@ -1,8 +1,8 @@
 /*
  * Where a call's buffers are, asked of the CUDA driver once per pointer and
  * call (mca_coll_loom_where, coll_loom_stage.h). A call's routing and its GPU
- * path ask of the same buffers, two to four times a call at 0.05-0.1 us each
- * (test/perf/call_costs).
+ * path ask of the same buffers, two to four times a call (what a query costs:
+ * test/perf/call_costs, docs/performance.md).
  *
  * Invariants: an answer is kept only between the outermost enter and its
  * leave (the component's entry point, around one call's routing and start;

@@ -10,7 +10,6 @@
 //  Mutations must fail: a memo never cleared (an answer outlives its call),
 //  one cleared at every leave (a kept call's leave empties its caller's),
 //  and none (every ask goes to the driver).
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -59,9 +58,9 @@ std::string script(const Rules &rules, unsigned seed) {
         } else if (what == 1 && depth > 0) { // a call ends
             rules.leave(&m);
             if (--depth > 0) continue;
-            for (const void *p : order) {
-                const bool memo = std::find(order.begin(), order.end(), p) - order.begin() < LOOM_WHERE_MEMO;
-                const int want = memo ? 1 : asksInCall[p];
+            for (size_t i = 0; i < order.size(); ++i) {
+                const void *p = order[i];
+                const int want = i < LOOM_WHERE_MEMO ? 1 : asksInCall[p];
                 if (asked[p] != want) {
                     snprintf(text, sizeof(text), "seed %u step %d: pointer %d asked of the driver %d times in one "
                              "call (%d asks), want %d", seed, step, (int)((const char *)p - arena), asked[p],
