@@ -42,36 +42,81 @@ static loomDtLayout_t layout_of(ompi_datatype_t *t)
     return l;
 }
 
-/* Every block with elements packed (unpack false) or unpacked, on loom's
- * stream; blocks of the one type that continue each other both in the
- * user's buffer and in the packed one (an alltoall's, a gather's) in one
- * launch. */
-static loomResult_t each_gpu_block(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
-                                   bool unpack)
+/* Blocks q.. of b that continue block q both in the user's buffer and in
+ * the packed one (an alltoall's, a gather's: one type, back to back), as
+ * one run: its element count, and the block after it. */
+static int run_of(const loom_typed_blocks_t *b, const size_t *at, int q, const loomDtLayout_t *l, size_t *count)
 {
-    loomResult_t r = loomSuccess;
-    loomDtLayout_t l = {0};
-    bool have = false; /* the one type's layout, looked up at its first block with elements */
-    for (int q = 0; q < b->n && loomSuccess == r;) {
+    const ptrdiff_t offset = mca_coll_loom_block_offset(b, q);
+    int next = q + 1;
+    *count = (size_t)b->counts[q];
+    while (NULL == b->dts && next < b->n && b->counts[next] > 0 &&
+           mca_coll_loom_block_offset(b, next) == offset + (ptrdiff_t)*count * l->extent &&
+           at[next] == at[q] + *count * l->bytes)
+        *count += (size_t)b->counts[next++];
+    return next;
+}
+
+static int by_packed(const void *x, const void *y)
+{
+    const loomDtBlock_t *a = x, *b = y;
+    return a->packed < b->packed ? -1 : a->packed > b->packed;
+}
+
+/* Blocks of several runs (types per block, or gaps) in one kernel. */
+static loomResult_t gpu_blocks(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
+                               bool unpack)
+{
+    loomDtLayout_t *layouts = malloc((size_t)b->n * sizeof(*layouts));
+    ompi_datatype_t **types = malloc((size_t)b->n * sizeof(*types));
+    loomDtBlock_t *blocks = malloc((size_t)b->n * sizeof(*blocks));
+    if (NULL == layouts || NULL == types || NULL == blocks) {
+        free(layouts), free(types), free(blocks);
+        return loomSystemError;
+    }
+    int nlayouts = 0, nblocks = 0;
+    bool sorted = true;
+    for (int q = 0; q < b->n;) {
         if (b->counts[q] <= 0) {
             ++q;
             continue;
         }
-        if (NULL != b->dts || !have) l = layout_of(mca_coll_loom_block_type(b, q));
-        have = true;
-        const ptrdiff_t offset = mca_coll_loom_block_offset(b, q);
-        size_t count = (size_t)b->counts[q];
-        int next = q + 1;
-        while (NULL == b->dts && next < b->n && b->counts[next] > 0 &&
-               mca_coll_loom_block_offset(b, next) == offset + (ptrdiff_t)count * l.extent &&
-               at[next] == at[q] + count * l.bytes)
-            count += (size_t)b->counts[next++];
-        char *user = (char *)b->user + offset;
-        r = unpack ? loomCommDtUnpack(lcomm, &l, count, packed + at[q], user)
-                   : loomCommDtPack(lcomm, &l, count, user, packed + at[q]);
+        ompi_datatype_t *t = mca_coll_loom_block_type(b, q);
+        int k = nlayouts - 1; /* the type's layout, if among the last few: alltoallw's often repeat */
+        while (k >= 0 && k >= nlayouts - 8 && types[k] != t) --k;
+        if (k >= 0 && types[k] != t) k = -1;
+        if (k < 0) types[k = nlayouts] = t, layouts[nlayouts++] = layout_of(t);
+        size_t count;
+        const int next = run_of(b, at, q, &layouts[k], &count);
+        const loomDtBlock_t blk = {k, count, (int64_t)mca_coll_loom_block_offset(b, q), at[q]};
+        sorted = sorted && (0 == nblocks || blocks[nblocks - 1].packed <= blk.packed);
+        blocks[nblocks++] = blk;
         q = next;
     }
+    if (!sorted) qsort(blocks, (size_t)nblocks, sizeof(*blocks), by_packed);
+    const loomResult_t r = unpack ? loomCommDtUnpackBlocks(lcomm, layouts, nlayouts, blocks, nblocks, packed, b->user)
+                                  : loomCommDtPackBlocks(lcomm, layouts, nlayouts, blocks, nblocks, b->user, packed);
+    free(layouts), free(types), free(blocks);
     return r;
+}
+
+/* Every block with elements packed (unpack false) or unpacked, on loom's
+ * stream: one run (a single block, or blocks of one type that continue each
+ * other) by the plan kernel, more in one kernel over every block. */
+static loomResult_t each_gpu_block(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
+                                   bool unpack)
+{
+    int q = 0;
+    while (q < b->n && b->counts[q] <= 0) ++q;
+    if (q == b->n) return loomSuccess;
+    const loomDtLayout_t l = layout_of(mca_coll_loom_block_type(b, q));
+    size_t count;
+    int next = run_of(b, at, q, &l, &count);
+    while (next < b->n && b->counts[next] <= 0) ++next;
+    if (next < b->n) return gpu_blocks(lcomm, b, at, packed, unpack);
+    char *user = (char *)b->user + mca_coll_loom_block_offset(b, q);
+    return unpack ? loomCommDtUnpack(lcomm, &l, count, packed + at[q], user)
+                  : loomCommDtPack(lcomm, &l, count, user, packed + at[q]);
 }
 
 static loomResult_t gpu_unpack_run(mca_coll_loom_gpu_step_t *self, loomComm_t lcomm)

@@ -75,6 +75,21 @@ loomResult_t loomCommPackedBuffer(loomComm_t comm, int which, size_t bytes, void
 loomResult_t loomCommDtPack(loomComm_t comm, const loomDtLayout_t *layout, size_t count, const void *user, void *packed);
 loomResult_t loomCommDtUnpack(loomComm_t comm, const loomDtLayout_t *layout, size_t count, const void *packed,
                               void *user);
+/* loomCommDtPackBlocks / loomCommDtUnpackBlocks: the same for a call's
+ * typed blocks in one kernel (an alltoallw's, of a type each): block k is
+ * blocks[k].count elements of layouts[blocks[k].layout] at user +
+ * blocks[k].user and packed + blocks[k].packed. Blocks must come in packed
+ * order without overlapping there (loomInvalidArgument otherwise). */
+typedef struct {
+    int layout;
+    uint64_t count;
+    int64_t user;
+    uint64_t packed;
+} loomDtBlock_t;
+loomResult_t loomCommDtPackBlocks(loomComm_t comm, const loomDtLayout_t *layouts, int nlayouts,
+                                  const loomDtBlock_t *blocks, int nblocks, const void *user, void *packed);
+loomResult_t loomCommDtUnpackBlocks(loomComm_t comm, const loomDtLayout_t *layouts, int nlayouts,
+                                    const loomDtBlock_t *blocks, int nblocks, const void *packed, void *user);
 
 /* For callers that must not block (MPI's non-blocking collectives).
  * loomCommSetHostWait(comm, 0): the calls that follow never wait on the host

@@ -7,8 +7,13 @@
 #include <vector>
 
 #include "device/datatype/dt_copy.h"
+#include "device/datatype/dt_view_build.h"
 
 namespace {
+struct DevView {
+    loom::DtView v;
+    void *table;
+};
 struct DevPlan {
     loom::DtPlanDev p;
     void *table; // the plan's device table past kDtInlineSegs segments (else null)
@@ -85,6 +90,42 @@ double dtgpu_time(void *h, size_t count, void *user, void *packed, int unpack, s
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return ok(cudaGetLastError(), "timing") ? best * 1e3 : -1;
+}
+
+// A packed view of nblocks blocks (block k: count[k] elements of layout
+// layout[k] at user_off[k] bytes from the user pointer, packed at
+// packed_off[k]) with its tables on the GPU; null where the builder refused.
+void *dtgpu_view(const loom_dt_seg_t *const *segs, const int *nsegs, const int64_t *extent, const uint64_t *bytes,
+                 int nlayouts, const int *layout, const uint64_t *count, const int64_t *user_off,
+                 const uint64_t *packed_off, int nblocks) {
+    std::vector<loom::DtViewLayout> ls;
+    for (int k = 0; k < nlayouts; ++k) ls.push_back(loom::DtViewLayout{segs[k], nsegs[k], extent[k], bytes[k]});
+    std::vector<loom::DtViewInput> in;
+    for (int k = 0; k < nblocks; ++k) in.push_back(loom::DtViewInput{layout[k], count[k], user_off[k], packed_off[k]});
+    std::vector<char> image;
+    DevView *d = new DevView{};
+    if (!loom::dtViewBuild(ls.data(), nlayouts, in.data(), nblocks, nullptr, &image, &d->v) ||
+        !ok(cudaMalloc(&d->table, image.size() ? image.size() : 1), "view table")) {
+        delete d;
+        return nullptr;
+    }
+    loom::dtViewBuild(ls.data(), nlayouts, in.data(), nblocks, d->table, &image, &d->v);
+    if (!ok(cudaMemcpy(d->table, image.data(), image.size(), cudaMemcpyHostToDevice), "view upload")) return nullptr;
+    return d;
+}
+
+void dtgpu_view_free(void *h) {
+    DevView *d = static_cast<DevView *>(h);
+    if (!d) return;
+    cudaFree(d->table);
+    delete d;
+}
+
+// Packed bytes [a, a + len) of the view between user and packed (+ a), finished.
+int dtgpu_view_copy(void *h, void *user, void *packed, uint64_t a, uint64_t len, int unpack) {
+    const DevView *d = static_cast<DevView *>(h);
+    if (!ok(loom::launchDtViewCopy(d->v, user, packed, a, len, unpack != 0, nullptr), "view copy launch")) return 1;
+    return ok(cudaDeviceSynchronize(), "view copy") ? 0 : 1;
 }
 
 } // extern "C"

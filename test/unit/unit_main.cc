@@ -28,6 +28,7 @@ int main() {
     srunner_add_suite(sr, exchange_schedule_suite());
     srunner_add_suite(sr, scan_schedule_suite());
     srunner_add_suite(sr, dt_pieces_suite());
+    srunner_add_suite(sr, dt_view_suite());
     srunner_add_suite(sr, select_suite());
     srunner_add_suite(sr, params_suite());
     srunner_add_suite(sr, side_channel_suite());

@@ -25,5 +25,6 @@ Suite *watchdog_suite(void);
 Suite *tuning_suite(void);
 Suite *mapping_closer_suite(void);
 Suite *dt_pieces_suite(void);
+Suite *dt_view_suite(void);
 Suite *resident_handoff_suite(void);
 Suite *where_memo_suite(void);

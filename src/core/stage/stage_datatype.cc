@@ -1,7 +1,8 @@
 /*
  * Non-contiguous datatypes packed and unpacked on the GPU for the
  * component (loom_component.h: loomCommPackedBuffer, loomCommDtPack,
- * loomCommDtUnpack), with the plan kernel of device/datatype/dt_copy.h.
+ * loomCommDtUnpack, and the *Blocks forms for a call's blocks of several
+ * types), with the kernels of device/datatype/dt_copy.h.
  *
  * Ordering, the invariant that makes one buffer per direction enough: a
  * pack or unpack goes on loom's stream as a collective's kernel does,
@@ -22,48 +23,106 @@
 #include "core/stream/pinned_uploads.h"
 #include "core/stream/resident.h"
 #include "device/datatype/dt_copy.h"
+#include "device/datatype/dt_view_build.h"
 #include "loom_component.h"
 
 namespace {
 
 using namespace loom;
 
+// The checks and the ordering every pack and unpack starts with; false:
+// *r is the answer (an error, or success with nothing to do when !work).
+bool dtStart(loomComm *comm, const char *what, bool work, const void *user, const void *packed, loomResult_t *r) {
+    *r = loomSuccess;
+    if (comm->ras.failed) *r = failedEarlier(comm, what);
+    else if (work && (!user || !packed))
+        *r = fail(loomInvalidArgument, "%s: NULL %s buffer", what, user ? "packed" : "user");
+    if (*r != loomSuccess || !work) return false;
+    if (comm->resident) residentOrder(comm);
+    orderAfterApplication(comm, comm->stream);
+    return true;
+}
+
+// The device table (of `bytes`) the next kernel reads, grown when needed;
+// fill(devTable, image) builds its host image for that address. Uploaded
+// unless it holds that image already (alltoallw's blocks of one type, a
+// loop's repeated call): each upload holds a pinned slot until its copy
+// ran, behind the call's kernel for an unpack (pinned_uploads.h).
+template <typename Fill> cudaError_t dtTable(loomComm *comm, size_t bytes, Fill fill, loomResult_t *r) {
+    *r = loomSuccess;
+    std::vector<char> image;
+    if (bytes) {
+        void *was = comm->stage.dtTable;
+        *r = growDeviceBuffer(comm, &comm->stage.dtTable, &comm->stage.dtTableBytes, bytes, "datatype plan table");
+        if (*r != loomSuccess) return cudaSuccess;
+        if (comm->stage.dtTable != was) comm->stage.dtTableLast.clear(); // a new buffer holds nothing yet
+    }
+    fill(comm->stage.dtTable, &image);
+    std::vector<char> &last = comm->stage.dtTableLast;
+    if (image.empty() || (last.size() == image.size() && memcmp(last.data(), image.data(), image.size()) == 0))
+        return cudaSuccess;
+    const cudaError_t e = PinnedUploads::upload(comm, comm->stage.dtTable, image.data(), image.size(), comm->stream);
+    if (e == cudaSuccess) last.swap(image);
+    else last.clear();
+    return e;
+}
+
+loomResult_t dtLaunched(loomComm *comm, bool unpack, cudaError_t e) {
+    if (e != cudaSuccess) return cudaFailed(comm, unpack ? "unpacking a datatype" : "packing a datatype", "launch", e);
+    streamBusy(comm);
+    return loomSuccess;
+}
+
 loomResult_t dtCopy(loomComm *comm, const loomDtLayout_t *l, size_t count, const void *user, void *packed,
                     bool unpack) {
     const char *what = unpack ? "loomCommDtUnpack" : "loomCommDtPack";
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
-    if (comm->ras.failed) return failedEarlier(comm, what);
     if (!l || l->nsegs < 0 || (l->nsegs && !l->segs)) return fail(loomInvalidArgument, "%s: no layout", what);
-    if (count == 0 || l->nsegs == 0 || l->bytes == 0) return loomSuccess;
-    if (!user || !packed) return fail(loomInvalidArgument, "%s: NULL %s buffer", what, user ? "packed" : "user");
+    loomResult_t r;
     OnDevice on(comm->cudaDev);
-    if (comm->resident) residentOrder(comm);
-    orderAfterApplication(comm, comm->stream);
-    const size_t tableBytes = dtTableBytes(l->nsegs);
-    std::vector<char> table(tableBytes);
-    if (tableBytes) {
-        void *was = comm->stage.dtTable;
-        loomResult_t r = growDeviceBuffer(comm, &comm->stage.dtTable, &comm->stage.dtTableBytes, tableBytes,
-                                          "datatype plan table");
-        if (r != loomSuccess) return r;
-        if (comm->stage.dtTable != was) comm->stage.dtTableLast.clear(); // a new buffer holds nothing yet
-    }
+    if (!dtStart(comm, what, count != 0 && l->nsegs != 0 && l->bytes != 0, user, packed, &r)) return r;
     DtPlanDev plan;
-    dtPlanDev(l->segs, l->nsegs, l->extent, l->bytes, table.data(), comm->stage.dtTable, &plan);
-    cudaError_t e = cudaSuccess;
-    // A table like the last one uploaded (alltoallw's blocks of one type)
-    // is there already: each upload holds a pinned slot until its copy
-    // ran, behind the call's kernel for an unpack (pinned_uploads.h).
-    std::vector<char> &last = comm->stage.dtTableLast;
-    if (tableBytes && (last.size() != tableBytes || memcmp(last.data(), table.data(), tableBytes) != 0)) {
-        e = PinnedUploads::upload(comm, comm->stage.dtTable, table.data(), tableBytes, comm->stream);
-        if (e == cudaSuccess) last = table;
-        else last.clear();
-    }
+    cudaError_t e = dtTable(comm, dtTableBytes(l->nsegs), [&](const void *dev, std::vector<char> *image) {
+        image->resize(dtTableBytes(l->nsegs));
+        dtPlanDev(l->segs, l->nsegs, l->extent, l->bytes, image->data(), dev, &plan);
+    }, &r);
+    if (r != loomSuccess) return r;
     if (e == cudaSuccess) e = launchDtCopy(plan, count, user, packed, unpack, 0, comm->stream);
-    if (e != cudaSuccess) return cudaFailed(comm, unpack ? "unpacking a datatype" : "packing a datatype", "launch", e);
-    streamBusy(comm);
-    return loomSuccess;
+    return dtLaunched(comm, unpack, e);
+}
+
+// Every typed block of a call in one kernel, over a packed view (device/datatype/dt_view.h).
+loomResult_t dtCopyBlocks(loomComm *comm, const loomDtLayout_t *layouts, int nlayouts, const loomDtBlock_t *blocks,
+                          int nblocks, const void *user, void *packed, bool unpack) {
+    const char *what = unpack ? "loomCommDtUnpackBlocks" : "loomCommDtPackBlocks";
+    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
+    if (nlayouts < 0 || nblocks < 0 || (nlayouts && !layouts) || (nblocks && !blocks))
+        return fail(loomInvalidArgument, "%s: no layouts or blocks", what);
+    std::vector<DtViewLayout> ls((size_t)nlayouts);
+    for (int k = 0; k < nlayouts; ++k) {
+        const loomDtLayout_t &l = layouts[k];
+        if (l.nsegs < 0 || (l.nsegs && !l.segs)) return fail(loomInvalidArgument, "%s: layout %d has no segments", what, k);
+        ls[k] = DtViewLayout{l.segs, l.nsegs, l.extent, l.bytes};
+    }
+    std::vector<DtViewInput> ins((size_t)nblocks);
+    for (int k = 0; k < nblocks; ++k)
+        ins[k] = DtViewInput{blocks[k].layout, blocks[k].count, blocks[k].user, blocks[k].packed};
+    const DtViewInput *in = ins.data();
+    // The view is built twice: once for its size (and to check the blocks),
+    // once at the device table's address.
+    std::vector<char> probe;
+    DtView v;
+    if (!dtViewBuild(ls.data(), nlayouts, in, nblocks, nullptr, &probe, &v))
+        return fail(loomInvalidArgument, "%s: blocks out of packed order, overlapping, or of an unknown layout", what);
+    loomResult_t r;
+    OnDevice on(comm->cudaDev);
+    if (!dtStart(comm, what, v.pieces != 0, user, packed, &r)) return r;
+    cudaError_t e = dtTable(comm, probe.size(), [&](const void *dev, std::vector<char> *image) {
+        dtViewBuild(ls.data(), nlayouts, in, nblocks, dev, image, &v);
+    }, &r);
+    if (r != loomSuccess) return r;
+    if (e == cudaSuccess) e = launchDtViewCopy(v, user, packed, 0, v.bytes, unpack, comm->stream);
+    return dtLaunched(comm, unpack, e);
 }
 
 } // namespace
@@ -85,4 +144,15 @@ extern "C" loomResult_t loomCommDtPack(loomComm_t comm, const loomDtLayout_t *la
 extern "C" loomResult_t loomCommDtUnpack(loomComm_t comm, const loomDtLayout_t *layout, size_t count,
                                          const void *packed, void *user) {
     return dtCopy(comm, layout, count, user, const_cast<void *>(packed), true);
+}
+
+extern "C" loomResult_t loomCommDtPackBlocks(loomComm_t comm, const loomDtLayout_t *layouts, int nlayouts,
+                                             const loomDtBlock_t *blocks, int nblocks, const void *user, void *packed) {
+    return dtCopyBlocks(comm, layouts, nlayouts, blocks, nblocks, user, packed, false);
+}
+
+extern "C" loomResult_t loomCommDtUnpackBlocks(loomComm_t comm, const loomDtLayout_t *layouts, int nlayouts,
+                                               const loomDtBlock_t *blocks, int nblocks, const void *packed,
+                                               void *user) {
+    return dtCopyBlocks(comm, layouts, nlayouts, blocks, nblocks, user, const_cast<void *>(packed), true);
 }

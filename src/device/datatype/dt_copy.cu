@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "device/datatype/dt_view_copy.h"
+#include "device/datatype/dt_warp_copy.h"
 #include "device/kernel_load.h"
 
 namespace loom {
@@ -10,41 +12,6 @@ namespace loom {
 namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kDtUnroll = 4; // words in flight per lane
-
-// A warp's copy of nr runs of unitsPerRun words of T: run r from
-// src + r * sStride to dst + r * dStride. Every lane loads its kDtUnroll
-// words before it stores them.
-template <typename T>
-__device__ void warpRuns(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t unitsPerRun,
-                         uint32_t units, int lane) {
-    for (uint32_t base = lane; base < units; base += 32 * kDtUnroll) {
-        T v[kDtUnroll];
-        uint32_t run[kDtUnroll], word[kDtUnroll];
-#pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j) {
-            const uint32_t i = base + 32 * j;
-            run[j] = i / unitsPerRun;
-            word[j] = i - run[j] * unitsPerRun;
-            if (i < units) v[j] = reinterpret_cast<const T *>(src + (int64_t)run[j] * sStride)[word[j]];
-        }
-#pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j)
-            if (base + 32 * j < units) reinterpret_cast<T *>(dst + (int64_t)run[j] * dStride)[word[j]] = v[j];
-    }
-}
-
-// nr runs of n bytes, in the widest word every address, length and stride allows.
-__device__ void warpCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n, uint32_t nr,
-                         int lane) {
-    switch (dtWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride)) {
-    case 16: warpRuns<uint4>(src, sStride, dst, dStride, n / 16, nr * (n / 16), lane); break;
-    case 8: warpRuns<uint2>(src, sStride, dst, dStride, n / 8, nr * (n / 8), lane); break;
-    case 4: warpRuns<unsigned>(src, sStride, dst, dStride, n / 4, nr * (n / 4), lane); break;
-    case 2: warpRuns<unsigned short>(src, sStride, dst, dStride, n / 2, nr * (n / 2), lane); break;
-    default: warpRuns<unsigned char>(src, sStride, dst, dStride, n, nr * n, lane);
-    }
-}
 
 __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user, char *packed, bool unpack) {
     const bool inline_ = p.nsegs <= kDtInlineSegs;
@@ -57,9 +24,16 @@ __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user
         const DtPiece pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, w);
         char *u = const_cast<char *>(user) + pc.user;
         char *k = packed + pc.packed;
-        if (unpack) warpCopy(k, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lane);
-        else warpCopy(u, pc.stride, k, (int64_t)pc.n, pc.n, pc.nr, lane);
+        const uint32_t all = pc.n * pc.nr;
+        if (unpack) dtWarpCopy(k, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, 0, all, lane);
+        else dtWarpCopy(u, pc.stride, k, (int64_t)pc.n, pc.n, pc.nr, 0, all, lane);
     }
+}
+
+// Packed bytes [a, a + len) of a view, between the user's layout and packed + a.
+__global__ void dtViewKernel(const DtView v, char *user, char *packed, uint64_t a, uint64_t len, bool unpack) {
+    const uint64_t warp = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32, warps = (uint64_t)gridDim.x * kWarps;
+    dtViewCopy(v, user, a, len, packed + a, unpack, warp, warps, threadIdx.x & 31);
 }
 
 } // namespace
@@ -101,6 +75,16 @@ cudaError_t launchDtCopy(const DtPlanDev &plan, size_t count, const void *user, 
     return cudaGetLastError();
 }
 
-cudaError_t loadDtCopyKernels(KernelLoad *l) { return loadKernels(l, dtCopyKernel); }
+cudaError_t launchDtViewCopy(const DtView &v, const void *user, void *packed, uint64_t a, uint64_t len, bool unpack,
+                             cudaStream_t stream) {
+    if (len == 0 || v.nblocks == 0 || v.pieces == 0) return cudaSuccess;
+    const uint64_t warps = v.pieces, want = (warps + kWarps - 1) / kWarps; // at most the range's pieces are busy
+    const int ctas = want < 1024 ? (int)want : 1024;
+    dtViewKernel<<<ctas, kThreads, 0, stream>>>(v, const_cast<char *>(static_cast<const char *>(user)),
+                                                 static_cast<char *>(packed), a, len, unpack);
+    return cudaGetLastError();
+}
+
+cudaError_t loadDtCopyKernels(KernelLoad *l) { return loadKernels(l, dtCopyKernel, dtViewKernel); }
 
 } // namespace loom

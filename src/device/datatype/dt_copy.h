@@ -10,7 +10,9 @@
  *
  * A plan of up to kDtInlineSegs segments travels in the kernel's
  * arguments; a longer one in a device table (dtTableBytes), which the
- * caller uploads on the launch's stream.
+ * caller uploads on the launch's stream. A call's blocks of several types
+ * go in one launch over a packed view (dt_view.h), all of whose tables
+ * the caller uploads (dt_view_build.h).
  */
 #pragma once
 
@@ -22,6 +24,7 @@
 #include "base/dt_seg.h"
 #include "device/collectives.h"
 #include "device/datatype/dt_pieces.h"
+#include "device/datatype/dt_view.h"
 
 namespace loom {
 
@@ -53,7 +56,11 @@ void dtPlanDev(const loom_dt_seg_t *segs, int nsegs, int64_t extent, uint64_t by
 // most 1024).
 cudaError_t launchDtCopy(const DtPlanDev &plan, size_t count, const void *user, void *packed, bool unpack, int ctas,
                          cudaStream_t stream);
-// Loads the kernel before any loom kernel runs (device/kernel_load.h).
+// Packed bytes [a, a + len) of a view (dt_view.h: its tables in device
+// memory): user -> packed + a (unpack false) or back, on stream.
+cudaError_t launchDtViewCopy(const DtView &v, const void *user, void *packed, uint64_t a, uint64_t len, bool unpack,
+                             cudaStream_t stream);
+// Loads the kernels before any loom kernel runs (device/kernel_load.h).
 cudaError_t loadDtCopyKernels(KernelLoad *l);
 
 } // namespace loom

@@ -83,4 +83,13 @@ LOOM_HD uint32_t dtWordBytes(uint64_t src, uint64_t dst, uint32_t n, uint32_t nr
     return (bits & 15) == 0 ? 16 : (bits & 7) == 0 ? 8 : (bits & 3) == 0 ? 4 : (bits & 1) == 0 ? 2 : 1;
 }
 
+// The widest word of a piece's part [lo, hi) (bytes of its runs, counted
+// run after run): dtWordBytes's, narrowed until it divides both ends.
+LOOM_HD uint32_t dtPartWordBytes(uint64_t src, uint64_t dst, uint32_t n, uint32_t nr, int64_t sStride,
+                                 int64_t dStride, uint32_t lo, uint32_t hi) {
+    uint32_t w = dtWordBytes(src, dst, n, nr, sStride, dStride);
+    while ((lo | hi) & (w - 1)) w /= 2;
+    return w;
+}
+
 } // namespace loom

@@ -1,0 +1,53 @@
+/*
+ * One warp's copy of a datatype piece (dt_pieces.h), shared by the plan
+ * kernels (dt_copy.cu) and kernels that read or write a packed view in
+ * place (dt_view_copy.h). Each lane keeps kDtUnroll words in flight, the
+ * widest words (dtPartWordBytes, dt_pieces.h) that every address, length
+ * and stride of the piece, and the ends of its part being copied, allow.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "device/datatype/dt_pieces.h"
+
+namespace loom {
+
+constexpr int kDtUnroll = 4; // words in flight per lane
+
+// Words [u0, u1) of nr runs of unitsPerRun words of T, counted run after
+// run: run r from src + r x sStride to dst + r x dStride. Every lane loads
+// its kDtUnroll words before it stores them.
+template <typename T>
+__device__ inline void dtWarpRuns(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t unitsPerRun,
+                                  uint32_t u0, uint32_t u1, int lane) {
+    for (uint32_t base = u0 + lane; base < u1; base += 32 * kDtUnroll) {
+        T v[kDtUnroll];
+        uint32_t run[kDtUnroll], word[kDtUnroll];
+#pragma unroll
+        for (int j = 0; j < kDtUnroll; ++j) {
+            const uint32_t i = base + 32 * j;
+            run[j] = i / unitsPerRun;
+            word[j] = i - run[j] * unitsPerRun;
+            if (i < u1) v[j] = reinterpret_cast<const T *>(src + (int64_t)run[j] * sStride)[word[j]];
+        }
+#pragma unroll
+        for (int j = 0; j < kDtUnroll; ++j)
+            if (base + 32 * j < u1) reinterpret_cast<T *>(dst + (int64_t)run[j] * dStride)[word[j]] = v[j];
+    }
+}
+
+// Bytes [lo, hi) of nr runs of n bytes (counted run after run), src's runs
+// sStride apart, dst's dStride apart.
+__device__ inline void dtWarpCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n, uint32_t nr,
+                                  uint32_t lo, uint32_t hi, int lane) {
+    switch (dtPartWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride, lo, hi)) {
+    case 16: dtWarpRuns<uint4>(src, sStride, dst, dStride, n / 16, lo / 16, hi / 16, lane); break;
+    case 8: dtWarpRuns<uint2>(src, sStride, dst, dStride, n / 8, lo / 8, hi / 8, lane); break;
+    case 4: dtWarpRuns<unsigned>(src, sStride, dst, dStride, n / 4, lo / 4, hi / 4, lane); break;
+    case 2: dtWarpRuns<unsigned short>(src, sStride, dst, dStride, n / 2, lo / 2, hi / 2, lane); break;
+    default: dtWarpRuns<unsigned char>(src, sStride, dst, dStride, n, lo, hi, lane);
+    }
+}
+
+} // namespace loom
