@@ -52,6 +52,9 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
     char *spacked = NULL, *rpacked = NULL;
     bool s_packed = false, r_packed = false, s_host = false;
     loom_gpu_unpack_t unpack;
+    loom_dt_view_t sview, rview;
+    memset(&sview, 0, sizeof(sview));
+    memset(&rview, 0, sizeof(rview));
     int rc = NULL == table ? MPI_ERR_NO_MEM : MPI_SUCCESS;
     if (MPI_SUCCESS == rc) {
         void *in, *out;
@@ -63,6 +66,19 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
         c->out_bytes = mca_coll_loom_byte_blocks(rcv, table + 2 * n, table + 3 * n, &out, &r_packed);
         c->in = in;
         c->out = out;
+        /* Blocks the GPU can pack stay in the user's layout: the exchange
+         * reads (writes) them in place. Not an output that is the input (MPI's
+         * in place): it is written while still read, so it is packed. */
+        if (s_packed && mca_coll_loom_view_of(m, snd, table + n, &sview)) {
+            s_packed = false;
+            c->in = snd->user;
+            c->send_view = &sview.view;
+        }
+        if (r_packed && rcv->user != snd->user && mca_coll_loom_view_of(m, rcv, table + 3 * n, &rview)) {
+            r_packed = false;
+            c->out = rcv->user;
+            c->recv_view = &rview.view;
+        }
         if (s_packed) rc = mca_coll_loom_pack_in(m, c->coll, snd, table + n, c->in_bytes, &spacked, &s_host);
         if (s_packed) c->in = spacked;
         /* unpacked after the call's kernel (GPU) or once the output is in place (host: c->after) */
@@ -75,6 +91,8 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
      * packed input is copied in by the time the call returns. */
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_gpu_exec(m, c);
     if (s_host) free(spacked);
+    mca_coll_loom_view_free(&sview);
+    mca_coll_loom_view_free(&rview);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 #include "coll_loom_dtgpu.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll_loom_dtplan.h"
 #include "coll_loom_stage.h"
@@ -63,15 +64,22 @@ static int by_packed(const void *x, const void *y)
     return a->packed < b->packed ? -1 : a->packed > b->packed;
 }
 
-/* Blocks of several runs (types per block, or gaps) in one kernel. */
-static loomResult_t gpu_blocks(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
-                               bool unpack)
+void mca_coll_loom_view_free(loom_dt_view_t *v)
 {
-    loomDtLayout_t *layouts = malloc((size_t)b->n * sizeof(*layouts));
-    ompi_datatype_t **types = malloc((size_t)b->n * sizeof(*types));
-    loomDtBlock_t *blocks = malloc((size_t)b->n * sizeof(*blocks));
-    if (NULL == layouts || NULL == types || NULL == blocks) {
-        free(layouts), free(types), free(blocks);
+    free(v->layouts), free(v->types), free(v->blocks);
+    memset(v, 0, sizeof(*v));
+}
+
+/* b's blocks with elements at `at` as layouts and blocks in packed order
+ * (runs of one type that continue each other as one block). */
+static loomResult_t view_blocks(const loom_typed_blocks_t *b, const size_t *at, loom_dt_view_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->layouts = malloc((size_t)b->n * sizeof(*v->layouts));
+    v->types = malloc((size_t)b->n * sizeof(*v->types));
+    v->blocks = malloc((size_t)b->n * sizeof(*v->blocks));
+    if (NULL == v->layouts || NULL == v->types || NULL == v->blocks) {
+        mca_coll_loom_view_free(v);
         return loomSystemError;
     }
     int nlayouts = 0, nblocks = 0;
@@ -83,21 +91,42 @@ static loomResult_t gpu_blocks(loomComm_t lcomm, const loom_typed_blocks_t *b, c
         }
         ompi_datatype_t *t = mca_coll_loom_block_type(b, q);
         int k = nlayouts - 1; /* the type's layout, if among the last few: alltoallw's often repeat */
-        while (k >= 0 && k >= nlayouts - 8 && types[k] != t) --k;
-        if (k >= 0 && types[k] != t) k = -1;
-        if (k < 0) types[k = nlayouts] = t, layouts[nlayouts++] = layout_of(t);
+        while (k >= 0 && k >= nlayouts - 8 && v->types[k] != t) --k;
+        if (k >= 0 && v->types[k] != t) k = -1;
+        if (k < 0) v->types[k = nlayouts] = t, v->layouts[nlayouts++] = layout_of(t);
         size_t count;
-        const int next = run_of(b, at, q, &layouts[k], &count);
+        const int next = run_of(b, at, q, &v->layouts[k], &count);
         const loomDtBlock_t blk = {k, count, (int64_t)mca_coll_loom_block_offset(b, q), at[q]};
-        sorted = sorted && (0 == nblocks || blocks[nblocks - 1].packed <= blk.packed);
-        blocks[nblocks++] = blk;
+        sorted = sorted && (0 == nblocks || v->blocks[nblocks - 1].packed <= blk.packed);
+        v->blocks[nblocks++] = blk;
         q = next;
     }
-    if (!sorted) qsort(blocks, (size_t)nblocks, sizeof(*blocks), by_packed);
-    const loomResult_t r = unpack ? loomCommDtUnpackBlocks(lcomm, layouts, nlayouts, blocks, nblocks, packed, b->user)
-                                  : loomCommDtPackBlocks(lcomm, layouts, nlayouts, blocks, nblocks, b->user, packed);
-    free(layouts), free(types), free(blocks);
+    if (!sorted) qsort(v->blocks, (size_t)nblocks, sizeof(*v->blocks), by_packed);
+    const loomDtView_t view = {v->layouts, nlayouts, v->blocks, nblocks};
+    v->view = view;
+    return loomSuccess;
+}
+
+/* Blocks of several runs (types per block, or gaps) in one kernel. */
+static loomResult_t gpu_blocks(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
+                               bool unpack)
+{
+    loom_dt_view_t v;
+    loomResult_t r = view_blocks(b, at, &v);
+    if (loomSuccess != r) return r;
+    const loomDtView_t *w = &v.view;
+    r = unpack ? loomCommDtUnpackBlocks(lcomm, w->layouts, w->nlayouts, w->blocks, w->nblocks, packed, b->user)
+               : loomCommDtPackBlocks(lcomm, w->layouts, w->nlayouts, w->blocks, w->nblocks, b->user, packed);
+    mca_coll_loom_view_free(&v);
     return r;
+}
+
+bool mca_coll_loom_view_of(mca_coll_loom_module_t *m, const loom_typed_blocks_t *b, const size_t *at,
+                           loom_dt_view_t *v)
+{
+    bool device;
+    memset(v, 0, sizeof(*v));
+    return NULL == gpu_packable(m, b, &device) && loomSuccess == view_blocks(b, at, v);
 }
 
 /* Every block with elements packed (unpack false) or unpacked, on loom's

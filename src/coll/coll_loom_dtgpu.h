@@ -10,6 +10,9 @@
  *  - else in host memory by Open MPI's convertor (coll_loom_pack.h), the
  *    host buffer then staged like any other. At coll_loom_verbose >= 1 a
  *    device buffer that goes this way says why.
+ * An exchange (alltoall(v, w), gather(v), scatter(v), neighbourhood) needs
+ * no packed copy on the GPU: its kernel reads and writes the blocks in
+ * place through a view of them (mca_coll_loom_view_of, loomExchangeTyped).
  * Each rank chooses alone: the bytes the call moves are the same either way.
  */
 #ifndef COLL_LOOM_DTGPU_H
@@ -42,5 +45,22 @@ typedef struct {
 int mca_coll_loom_pack_out(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const loom_typed_blocks_t *b,
                            const size_t *at, size_t total, bool prefill, bool unpack, loom_gpu_unpack_t *u,
                            char **packed);
+
+/* A call's side left in its datatypes' layout, for the exchange kernel to
+ * read or write in place (loomExchangeTyped): b's blocks at `at` as a
+ * view, its arrays owned here. */
+typedef struct {
+    loomDtView_t view;
+    loomDtLayout_t *layouts;
+    ompi_datatype_t **types;
+    loomDtBlock_t *blocks;
+} loom_dt_view_t;
+
+/* True with *v the view of b's blocks at `at` where the GPU can pack them
+ * (as mca_coll_loom_pack_in decides); false: pack them as before. Free
+ * with mca_coll_loom_view_free (also after false). */
+bool mca_coll_loom_view_of(mca_coll_loom_module_t *m, const loom_typed_blocks_t *b, const size_t *at,
+                           loom_dt_view_t *v);
+void mca_coll_loom_view_free(loom_dt_view_t *v);
 
 #endif

@@ -122,6 +122,9 @@ static loomResult_t launch_call(mca_coll_loom_module_t *m, const loom_gpu_call_t
         return c->ragged ? loomReduceScatterV(in, out, c->counts, c->dt, c->op, m->lcomm, NULL)
                          : loomReduceScatter(in, out, c->count, c->dt, c->op, m->lcomm, NULL);
     case loomCollAllToAll:
+        if (NULL != c->send_view || NULL != c->recv_view)
+            return loomExchangeTyped(in, c->send_counts, c->send_displs, c->send_view, out, c->counts, c->displs,
+                                     c->recv_view, c->agreed_block, c->fan_in, m->lcomm);
         return loomExchange(in, c->send_counts, c->send_displs, out, c->counts, c->displs, c->agreed_block, c->fan_in,
                             m->lcomm, NULL);
     case loomCollScan: return loomScan(in, out, c->count, c->dt, c->op, m->lcomm, NULL);

@@ -27,6 +27,7 @@
 #include "coll_loom_setup.h"
 #include "base/coll.h"
 #include "loom.h"
+#include "loom_component.h"
 
 /* Work that follows a call's output (a packed receive unpacked into the
  * user's blocks, the packed copy freed): run exactly once, ok false when the
@@ -70,6 +71,8 @@ typedef struct {
     const size_t *send_displs;
     size_t agreed_block; /* alltoall, gather, scatter: their block's bytes, alike on every rank (0: v-forms) */
     int fan_in;          /* gather(v): one rank receives from all (alike on every rank) */
+    const loomDtView_t *send_view; /* alltoall: NULL, or in's blocks left in their datatypes' layout (in is */
+    const loomDtView_t *recv_view; /* the user's buffer; coll_loom_dtgpu.h); recv_view likewise for out */
     const char *why_not; /* NULL: eligible; else why the call stays off the GPU (same on every rank) */
     mca_coll_loom_after_t *after; /* NULL, or what follows the output (above): exec takes it */
     mca_coll_loom_gpu_step_t *then; /* NULL, or what goes on loom's stream after the launch (above) */

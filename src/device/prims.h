@@ -74,7 +74,57 @@ class Prims {
                     o.rawDst);
     }
 
+    // One step of pair 0 whose bytes the caller moves: move(slot) gets the
+    // slot received from (from >= 0) or sent on (to >= 0; one of the two),
+    // called by every thread, returning nothing (a datatype view's copy of a
+    // chunk in or out of the user's layout, exchange_coll.cu). Simple only:
+    // the slot holds plain bytes, published as len bytes.
+    template <typename Move> __device__ bool stepWith(bool recvSide, size_t len, Move move) {
+        static_assert(Proto::kPlainSlots, "stepWith moves plain bytes: Simple's slots");
+        const int from = recvSide ? 0 : -1, to = recvSide ? -1 : 0;
+        if (!waitStep(from, to)) return abort();
+        const uint64_t st = recvSide ? recvStep_[0] : sendStep_[0];
+        const ConnRecv *rc = recvSide ? &conns_[0].recv : nullptr;
+        const ConnSend *sc = recvSide ? nullptr : &conns_[0].send;
+        move(recvSide ? rc->slots + (st % nslots_) * slotBytes_ : sc->slots + (st % nslots_) * slotBytes_);
+        __syncthreads();
+        endStep(from, to, len);
+        return true;
+    }
+
   private:
+    // Thread 0 waits for from's data and to's credit; false (every thread)
+    // when the wait gave up.
+    __device__ bool waitStep(int from, int to) {
+        bool &waitFailed = flags().waitFailed;
+        if (threadIdx.x == 0) {
+            const Waiter wait{limit_};
+            bool ok = true;
+            if (from >= 0) ok = Proto::waitData(conns_[from].recv, recvStep_[from], wait);
+            if (ok && to >= 0) ok = wait([&] { return sendCredit(sendStep_[to], *conns_[to].send.head, nslots_); });
+            waitFailed = !ok;
+            __threadfence(); // order the flag reads before the data reads that follow
+        }
+        __syncthreads();
+        return !waitFailed;
+    }
+
+    // After the step's barrier: publish to `to`, return from's credit, count.
+    __device__ void endStep(int from, int to, size_t len) {
+        if (threadIdx.x == 0) {
+            // One fence for the CTA's stores: the barrier orders them before
+            // this thread's, and a system-scope fence is cumulative (what its
+            // thread has observed, through the barrier, lands before the
+            // tail). Every thread fencing is not needed, and costs
+            // microseconds a call on the resident kernel (docs/performance.md).
+            if (to >= 0) Proto::fenceSend();
+            if (to >= 0) Proto::publish(conns_[to].send, sendStep_[to], len * sizeof(T), nslots_);
+            if (from >= 0) *conns_[from].recv.head = recvStep_[from] + 1;
+        }
+        if (to >= 0) ++sendStep_[to];
+        if (from >= 0) ++recvStep_[from];
+    }
+
     __device__ static T *bufferAt(int buf, const T *in, T *out, T *acc, size_t at) {
         switch (buf) {
         case kBufIn: return const_cast<T *>(in) + at;
@@ -93,20 +143,11 @@ class Prims {
         // waitFailed is written by thread 0 only between the barriers where it
         // is read; moveFailed only ever goes from false to true (a failure
         // ends the call), so every thread sees the same values.
-        bool &waitFailed = flags().waitFailed, &moveFailed = flags().moveFailed;
+        bool &moveFailed = flags().moveFailed;
         const ConnRecv *rc = from >= 0 ? &conns_[from].recv : nullptr;
         const ConnSend *sc = to >= 0 ? &conns_[to].send : nullptr;
         const uint64_t rstep = from >= 0 ? recvStep_[from] : 0, sstep = to >= 0 ? sendStep_[to] : 0;
-        if (threadIdx.x == 0) {
-            const Waiter wait{limit_};
-            bool ok = true;
-            if (rc) ok = Proto::waitData(*rc, rstep, wait);
-            if (ok && sc) ok = wait([&] { return sendCredit(sstep, *sc->head, nslots_); });
-            waitFailed = !ok;
-            __threadfence(); // order the flag reads before the data reads below
-        }
-        __syncthreads();
-        if (waitFailed) return abort();
+        if (!waitStep(from, to)) return abort();
         const void *src = rc ? rc->slots + (rstep % nslots_) * slotBytes_ : nullptr;
         void *dst = sc ? sc->slots + (sstep % nslots_) * slotBytes_ : nullptr;
         bool ok;
@@ -125,18 +166,7 @@ class Prims {
         if (!ok) moveFailed = true;
         __syncthreads();
         if (moveFailed) return abort();
-        if (threadIdx.x == 0) {
-            // One fence for the CTA's stores: the barrier orders them before
-            // this thread's, and a system-scope fence is cumulative (what its
-            // thread has observed, through the barrier, lands before the
-            // tail). Every thread fencing is not needed, and costs
-            // microseconds a call on the resident kernel (docs/performance.md).
-            if (sc) Proto::fenceSend();
-            if (sc) Proto::publish(*sc, sstep, len * sizeof(T), nslots_);
-            if (rc) *rc->head = rstep + 1;
-        }
-        if (to >= 0) ++sendStep_[to];
-        if (from >= 0) ++recvStep_[from];
+        endStep(from, to, len);
         return true;
     }
 

@@ -14,6 +14,7 @@ namespace loom {
 struct ProtoLL {
     static constexpr int kId = kProtoLL;
     static constexpr bool kRawOut = false; // no exclusive scan runs on LL
+    static constexpr bool kPlainSlots = false; // a slot holds flagged lines
 
     template <typename Wait>
     __device__ static bool waitData(const ConnRecv &, uint64_t, Wait) {

@@ -38,6 +38,7 @@ __device__ __forceinline__ void ll128Load(const uint64_t *p, uint64_t *a, uint64
 struct ProtoLL128 {
     static constexpr int kId = kProtoLL128;
     static constexpr bool kRawOut = false; // no exclusive scan runs on LL128
+    static constexpr bool kPlainSlots = false; // a slot holds flagged lines
 
     template <typename Wait>
     __device__ static bool waitData(const ConnRecv &, uint64_t, Wait) {

@@ -32,6 +32,7 @@ template <> struct VectorWord<4> { using type = unsigned int; };
 struct ProtoSimple {
     static constexpr int kId = kProtoSimple;
     static constexpr bool kRawOut = true; // move<..., RawOut>: out gets the slot as received
+    static constexpr bool kPlainSlots = true; // a slot holds the step's bytes as they are (Prims::stepWith)
 
     // op(received, input), or op(input, received) with InFirst.
     template <typename T, typename Op, bool InFirst>

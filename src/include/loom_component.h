@@ -90,6 +90,24 @@ loomResult_t loomCommDtPackBlocks(loomComm_t comm, const loomDtLayout_t *layouts
                                   const loomDtBlock_t *blocks, int nblocks, const void *user, void *packed);
 loomResult_t loomCommDtUnpackBlocks(loomComm_t comm, const loomDtLayout_t *layouts, int nlayouts,
                                     const loomDtBlock_t *blocks, int nblocks, const void *packed, void *user);
+/* loomExchangeTyped: loomExchange (on loom's stream) where a side whose
+ * view is not NULL stays in its datatypes' layout: the tables count packed
+ * bytes, and the view's blocks say where the packed bytes of each are in
+ * the user's buffer (their packed offsets: the displacements). On the
+ * exchange kernel the blocks are read and written in place (no packed copy;
+ * such a side's pairs go through the FIFO); calls that go one-shot, or on a
+ * communicator of one, are packed and unpacked around the exchange. Not for
+ * MPI's in place. */
+typedef struct {
+    const loomDtLayout_t *layouts;
+    int nlayouts;
+    const loomDtBlock_t *blocks;
+    int nblocks;
+} loomDtView_t;
+loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
+                               const loomDtView_t *sendView, void *recvbuff, const size_t *recvcounts,
+                               const size_t *rdispls, const loomDtView_t *recvView, size_t agreedBlock, int fanIn,
+                               loomComm_t comm);
 
 /* For callers that must not block (MPI's non-blocking collectives).
  * loomCommSetHostWait(comm, 0): the calls that follow never wait on the host

@@ -15,7 +15,7 @@ namespace loom {
 
 loomResult_t planDirectPairs(loomComm *comm, size_t least, bool push, const char *in, const size_t *sendcounts,
                              const size_t *sdispls, char *out, const size_t *recvcounts, const size_t *rdispls,
-                             size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late) {
+                             bool opaque, size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late) {
     PeerConns &p = *comm->peers;
     const int n = comm->nranks, me = comm->rank;
     std::fill(directSend, directSend + n, 0);
@@ -42,9 +42,9 @@ loomResult_t planDirectPairs(loomComm *comm, size_t least, bool push, const char
     size_t *copies = push ? directSend : directSrc;  // my halves I copy: the peer's buffer mapped here
     p.direct.beginCall();
     BufferDesc mine{};
-    if (!describeTo.empty()) mine = p.direct.describe(mineAt, comm->cudaDev);
+    if (!describeTo.empty() && !opaque) mine = p.direct.describe(mineAt, comm->cudaDev);
     bool &said = push ? p.unshareableOutSaid : p.unshareableInSaid;
-    if (!describeTo.empty() && !mine.shareable && !said) {
+    if (!describeTo.empty() && !mine.shareable && !opaque && !said) {
         said = true;
         LOOM_INFO(kColl, "rank %d: exchange blocks of >= %zu bytes go through the FIFO: the %s at %p cannot be "
                   "shared with CUDA IPC (pool, VMM, managed, host or another GPU's memory); said once per "

@@ -23,9 +23,12 @@ namespace loom {
 // copying end maps it. *any: some pair is direct. A mapping that fails
 // leaves its pair's handshake in place (its copy's two ends made one place,
 // so nothing moves and the peer is not left waiting) and its error in *late,
-// for the caller to return after the launch.
+// for the caller to return after the launch. `opaque`: the buffer this rank
+// would describe is a datatype's user layout (enqueue_exchange_typed.cc),
+// which its peers cannot read or write as bytes: described as not
+// shareable, its pairs go through the FIFO.
 loomResult_t planDirectPairs(loomComm *comm, size_t least, bool push, const char *in, const size_t *sendcounts,
                              const size_t *sdispls, char *out, const size_t *recvcounts, const size_t *rdispls,
-                             size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late);
+                             bool opaque, size_t *directSend, size_t *directSrc, bool *any, loomResult_t *late);
 
 } // namespace loom

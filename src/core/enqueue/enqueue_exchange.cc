@@ -15,6 +15,7 @@
 #include "base/debug.h"
 #include "core/enqueue/enqueue.h"
 #include "core/enqueue/enqueue_direct.h"
+#include "core/enqueue/exchange_views.h"
 #include "core/comm/params.h"
 #include "core/connect/peer_conns.h"
 #include "core/stream/pinned_uploads.h"
@@ -90,6 +91,13 @@ extern "C" loomResult_t loomAllToAllV(const void *sendbuff, const size_t *sendco
 extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
                                      void *recvbuff, const size_t *recvcounts, const size_t *rdispls,
                                      size_t agreedBlock, int fanIn, loomComm_t comm, cudaStream_t stream) {
+    return exchangeCall(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, agreedBlock, fanIn, nullptr,
+                        comm, stream);
+}
+
+loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls, void *recvbuff,
+                                const size_t *recvcounts, const size_t *rdispls, size_t agreedBlock, int fanIn,
+                                const ExchangeViews *views, loomComm *comm, cudaStream_t stream) {
     loomResult_t checked = checkComm("loomAllToAllV", comm);
     if (checked != loomSuccess) return checked;
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
@@ -112,6 +120,10 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     if (!stream) stream = comm->stream;
     const char *in = static_cast<const char *>(sendbuff);
     char *out = static_cast<char *>(recvbuff);
+    const bool inViewed = views && views->in.nblocks, outViewed = views && views->out.nblocks;
+    const char *oneShotWhy = nullptr;
+    if ((inViewed || outViewed) && (n == 1 || exchangeOneShot(comm, agreedBlock, &oneShotWhy)))
+        return fail(loomInternalError, "rank %d: an exchange in datatype layouts must run on the exchange kernel", me);
     if (n == 1) {
         enterCollective(comm, "alltoallv");
         return selfCopy(comm, in + sdispls[0], out + rdispls[0], sendcounts[0], stream);
@@ -127,7 +139,9 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     // receives could overwrite is copied first. Not for one-shot in MPI's in
     // place (one buffer, one table for both sides): there the thread that
     // writes unit u of block q read unit u of piece q before.
-    if (overlaps(in, inSpan, out, outSpan) &&
+    // (Not with a view: MPI's in place is never fused, and other send and
+    // receive buffers may not overlap.)
+    if (!inViewed && !outViewed && overlaps(in, inSpan, out, outSpan) &&
         !(oneShot && sameLayout(in, sendcounts, sdispls, out, recvcounts, rdispls, n))) {
         loomResult_t r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, inSpan, "in-place alltoallv input");
         if (r != loomSuccess) return r;
@@ -159,7 +173,8 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     // their buffer descriptions are a per-call host exchange.
     const size_t least = comm->order.hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
     loomResult_t r = planDirectPairs(comm, least, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
-                                     tables.data() + 4 * N, tables.data() + 5 * N, &direct, &late);
+                                     push ? outViewed : inViewed, tables.data() + 4 * N, tables.data() + 5 * N,
+                                     &direct, &late);
     if (r != loomSuccess) return r;
     const size_t stepsAt = (direct ? 6 : 4) * N;
     tables.resize(stepsAt + 2 * N * C);
@@ -196,6 +211,7 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     } else {
         s.deferCopies = s.directPush && deferToEngines(comm, knobs, s, fanIn, s.directSend);
     }
+    if (inViewed) s.deferCopies = false; // the copy engines cannot read a datatype's layout: the SMs write
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;
@@ -220,6 +236,11 @@ extern "C" loomResult_t loomExchange(const void *sendbuff, const size_t *sendcou
     }
     a.in = in;
     a.out = out;
+    if (views) {
+        a.inView = views->in;
+        a.outView = views->out;
+        a.selfScratch = views->selfScratch;
+    }
     a.conns = p.connsDev;
     a.nthreads = exchangeThreads(largest, params().ringThreads);
     a.nslots = p.nslots;

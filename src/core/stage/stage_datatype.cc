@@ -2,7 +2,11 @@
  * Non-contiguous datatypes packed and unpacked on the GPU for the
  * component (loom_component.h: loomCommPackedBuffer, loomCommDtPack,
  * loomCommDtUnpack, and the *Blocks forms for a call's blocks of several
- * types), with the kernels of device/datatype/dt_copy.h.
+ * types), with the kernels of device/datatype/dt_copy.h; and exchanges
+ * whose blocks stay in their datatypes' layouts (loomExchangeTyped): the
+ * exchange kernel reads and writes them in place through packed views
+ * (device/datatype/dt_view.h), with no packed copy, where the call goes to
+ * it; other calls are packed and unpacked around.
  *
  * Ordering, the invariant that makes one buffer per direction enough: a
  * pack or unpack goes on loom's stream as a collective's kernel does,
@@ -14,6 +18,7 @@
  * call order, so the next call may overwrite them; a buffer outgrown is
  * retired, not freed (growDeviceBuffer), since the stream may still use it.
  */
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -24,6 +29,8 @@
 #include "core/stream/resident.h"
 #include "device/datatype/dt_copy.h"
 #include "device/datatype/dt_view_build.h"
+#include "core/enqueue/exchange_views.h"
+#include "core/select/select.h"
 #include "loom_component.h"
 
 namespace {
@@ -125,6 +132,34 @@ loomResult_t dtCopyBlocks(loomComm *comm, const loomDtLayout_t *layouts, int nla
     return dtLaunched(comm, unpack, e);
 }
 
+// A view's layouts as the builder takes them; false: a layout without segments.
+bool viewLayouts(const loomDtView_t *v, std::vector<DtViewLayout> *ls, std::vector<DtViewInput> *ins) {
+    ls->resize((size_t)v->nlayouts);
+    for (int k = 0; k < v->nlayouts; ++k) {
+        const loomDtLayout_t &l = v->layouts[k];
+        if (l.nsegs < 0 || (l.nsegs && !l.segs)) return false;
+        (*ls)[k] = DtViewLayout{l.segs, l.nsegs, l.extent, l.bytes};
+    }
+    ins->resize((size_t)v->nblocks);
+    for (int k = 0; k < v->nblocks; ++k) {
+        const loomDtBlock_t &b = v->blocks[k];
+        (*ins)[k] = DtViewInput{b.layout, b.count, b.user, b.packed};
+    }
+    return true;
+}
+
+bool badView(const loomDtView_t *v) {
+    return v && (v->nlayouts < 0 || v->nblocks < 0 || (v->nlayouts && !v->layouts) || (v->nblocks && !v->blocks));
+}
+
+// The bytes of a side's packed blocks (the tables' span).
+size_t packedSpan(const size_t *counts, const size_t *displs, int n) {
+    size_t span = 0;
+    for (int q = 0; q < n; ++q)
+        if (counts[q]) span = std::max(span, displs[q] + counts[q]);
+    return span;
+}
+
 } // namespace
 
 extern "C" loomResult_t loomCommPackedBuffer(loomComm_t comm, int which, size_t bytes, void **ptr) {
@@ -155,4 +190,80 @@ extern "C" loomResult_t loomCommDtUnpackBlocks(loomComm_t comm, const loomDtLayo
                                                const loomDtBlock_t *blocks, int nblocks, const void *packed,
                                                void *user) {
     return dtCopyBlocks(comm, layouts, nlayouts, blocks, nblocks, user, const_cast<void *>(packed), true);
+}
+
+// Fused: both views' tables in one image in the datatype table (one
+// upload; the kernel reads them in stream order, as the plan kernels do).
+// Not fused (one-shot calls, a communicator of one, views with no blocks):
+// packed into the communicator's packed buffers, exchanged, unpacked.
+extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
+                                          const loomDtView_t *sendView, void *recvbuff, const size_t *recvcounts,
+                                          const size_t *rdispls, const loomDtView_t *recvView, size_t agreedBlock,
+                                          int fanIn, loomComm_t comm) {
+    const char *what = "loomExchangeTyped";
+    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
+    if (badView(sendView) || badView(recvView)) return fail(loomInvalidArgument, "%s: a view without its arrays", what);
+    if (!sendcounts || !sdispls || !recvcounts || !rdispls)
+        return fail(loomInvalidArgument, "%s: NULL counts or displacements", what);
+    if (!sendView && !recvView)
+        return exchangeCall(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, agreedBlock, fanIn, nullptr,
+                            comm, nullptr);
+    OnDevice on(comm->cudaDev);
+    const int n = comm->nranks;
+    std::vector<DtViewLayout> ls[2];
+    std::vector<DtViewInput> ins[2];
+    const loomDtView_t *vs[2] = {sendView, recvView};
+    std::vector<char> probe[2];
+    DtView v[2] = {};
+    for (int k = 0; k < 2; ++k) {
+        if (!vs[k]) continue;
+        if (!viewLayouts(vs[k], &ls[k], &ins[k]) ||
+            !dtViewBuild(ls[k].data(), vs[k]->nlayouts, ins[k].data(), vs[k]->nblocks, nullptr, &probe[k], &v[k]))
+            return fail(loomInvalidArgument, "%s: %s blocks out of packed order, overlapping, or of an unknown or "
+                        "empty layout", what, k ? "receive" : "send");
+    }
+    const char *why = nullptr;
+    const bool fuse = params().dtFuse && n > 1 && (v[0].nblocks || v[1].nblocks) && !exchangeOneShot(comm, agreedBlock, &why);
+    if (!fuse) {
+        const size_t inSpan = packedSpan(sendcounts, sdispls, n), outSpan = packedSpan(recvcounts, rdispls, n);
+        const void *in = sendbuff;
+        void *out = recvbuff, *packedIn = nullptr, *packedOut = nullptr;
+        loomResult_t r = loomSuccess;
+        if (sendView && (r = loomCommPackedBuffer(comm, 0, inSpan, &packedIn)) == loomSuccess)
+            r = loomCommDtPackBlocks(comm, sendView->layouts, sendView->nlayouts, sendView->blocks, sendView->nblocks,
+                                     sendbuff, packedIn);
+        if (r == loomSuccess && recvView) r = loomCommPackedBuffer(comm, 1, outSpan, &packedOut);
+        if (r != loomSuccess) return r;
+        if (sendView) in = packedIn;
+        if (recvView) out = packedOut;
+        r = exchangeCall(in, sendcounts, sdispls, out, recvcounts, rdispls, agreedBlock, fanIn, nullptr, comm, nullptr);
+        if (r == loomSuccess && recvView)
+            r = loomCommDtUnpackBlocks(comm, recvView->layouts, recvView->nlayouts, recvView->blocks, recvView->nblocks,
+                                       packedOut, recvbuff);
+        return r;
+    }
+    // One image: the send view's tables, then the receive view's (16-aligned).
+    const size_t outAt = (probe[0].size() + 15) / 16 * 16;
+    loomResult_t r;
+    cudaError_t e = dtTable(comm, outAt + probe[1].size(), [&](const void *dev, std::vector<char> *image) {
+        std::vector<char> part;
+        image->assign(outAt + probe[1].size(), 0);
+        for (int k = 0; k < 2; ++k) {
+            if (!vs[k]) continue;
+            dtViewBuild(ls[k].data(), vs[k]->nlayouts, ins[k].data(), vs[k]->nblocks,
+                        static_cast<const char *>(dev) + (k ? outAt : 0), &part, &v[k]);
+            memcpy(image->data() + (k ? outAt : 0), part.data(), part.size());
+        }
+    }, &r);
+    if (r != loomSuccess) return r;
+    if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "datatype view tables", e);
+    ExchangeViews ev{v[0], v[1], nullptr};
+    const int me = comm->rank;
+    if (v[0].nblocks && v[1].nblocks && sendcounts[me]) { // the own block's chunks go through scratch
+        void *scratch = nullptr;
+        if ((r = loomCommPackedBuffer(comm, 0, sendcounts[me], &scratch)) != loomSuccess) return r;
+        ev.selfScratch = static_cast<char *>(scratch);
+    }
+    return exchangeCall(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, agreedBlock, fanIn, &ev, comm,
+                        nullptr);
 }

@@ -72,17 +72,18 @@ __device__ inline void directCopy(const uint8_t *src, uint8_t *dst, size_t len) 
     S::move<uint8_t, OpSum>(nullptr, src + head, nullptr, nullptr, dst + head, len - head, false, 0, 0, 0);
 }
 
-// Receiver: waits for step `step` of connection c, copies src (the
-// sender's block slice, mapped here) to dst, returns the credit.
-__device__ inline bool directRead(const ConnRecv &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
-                                  const WaitLimit &limit) {
+// Receiver: waits for step `step` of connection c, runs copy() (every
+// thread: the sender's block slice, mapped here, into this rank's output),
+// returns the credit.
+template <typename Copy>
+__device__ inline bool directRead(const ConnRecv &c, uint64_t step, Copy copy, const WaitLimit &limit) {
     if (threadIdx.x == 0) {
         directShared().failed = !Waiter{limit}([&] { return *c.tail > step; });
         __threadfence(); // the flag before the data
     }
     __syncthreads();
     if (directShared().failed) return false;
-    if (len) directCopy(src, dst, len);
+    copy();
     __syncthreads(); // every load of the sender's memory has returned
     if (threadIdx.x == 0) {
         __threadfence_system();
@@ -114,18 +115,19 @@ __device__ inline void directReady(const ConnRecv &c, uint64_t step) {
 }
 
 // Pushed pair, sender: waits until the receiver is ready for step `step` of
-// connection c, copies src (its own block slice) to dst (the receiver's
-// output, mapped here), and publishes the step once every store is visible.
-// With src == dst (its host could not map the receiver's output) it
-// publishes without marking the step written: the receiver reports it.
-__device__ inline bool directWrite(const ConnSend &c, uint64_t step, const uint8_t *src, uint8_t *dst, size_t len,
-                                   const WaitLimit &limit) {
+// connection c, runs copy() (every thread: its own block slice into the
+// receiver's output, mapped here), and publishes the step once every store
+// is visible. Not `mapped` (its host could not map the receiver's output:
+// copy() copies nothing) it publishes without marking the step written: the
+// receiver reports it.
+template <typename Copy>
+__device__ inline bool directWrite(const ConnSend &c, uint64_t step, Copy copy, bool mapped, const WaitLimit &limit) {
     if (!directAwaitHead(c, step, limit)) return false;
-    if (len) directCopy(src, dst, len);
+    copy();
     __syncthreads(); // every store of the CTA is issued
     if (threadIdx.x == 0) {
         __threadfence_system(); // ... and visible to the receiver before the step
-        if (src != dst) {
+        if (mapped) {
             *directWrittenOf(c.tail) = step + 1;
             __threadfence_system();
         }

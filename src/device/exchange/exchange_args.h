@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "device/conn.h"
+#include "device/datatype/dt_view.h"
 #include "device/exchange/exchange_schedule.h"
 
 namespace loom {
@@ -34,6 +35,15 @@ struct ExchangeArgs {
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     int direct;                       // some pair is direct: the inlined tables include directSend, directSrc
     int enginesFailed;                // deferred copies the host could not enqueue: published as not written
+    // Datatypes moved in place (core/enqueue/enqueue_exchange_typed.cc):
+    // where a view has blocks, `in` (or `out`) is the user's buffer and the
+    // tables' displacements are packed offsets in it (dt_view.h); every
+    // read of the input (write of the output) goes through the view. Such a
+    // side has no pair its peer copies (no pulled send, no pushed receive)
+    // and no deferred copies. selfScratch: room for the own block's packed
+    // bytes when both sides have views (its chunks go through it).
+    DtView inView, outView;
+    char *selfScratch;
     // Small calls: send counts, send displacements, receive counts, receive
     // displacements (n each), with direct pairs directSend and directSrc (n
     // each), then the steps (2 words per connection).

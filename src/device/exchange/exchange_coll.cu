@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include "device/collectives.h"
+#include "device/datatype/dt_view_copy.h"
 #include "device/exchange/direct_pair.h"
 #include "device/kernel_load.h"
 #include "device/prims.h"
@@ -51,6 +52,53 @@ __device__ ExchangeSched exchangeTables(const ExchangeArgs &a, const ConnSteps *
         *stepsOf = reinterpret_cast<const ConnSteps *>(a.inlined + (a.direct ? 6 : 4) * n);
     }
     return s;
+}
+
+// Input bytes [at, at + len) (packed offsets, through the send view when it
+// has blocks) to dst, by the whole CTA.
+__device__ void copyIn(const ExchangeArgs &a, size_t at, size_t len, uint8_t *dst) {
+    if (a.inView.nblocks)
+        dtViewCopy(a.inView, (char *)a.in, at, len, (char *)dst, false, threadIdx.x / 32, blockDim.x / 32,
+                   threadIdx.x & 31);
+    else
+        directCopy((const uint8_t *)a.in + at, dst, len);
+}
+
+// src to output bytes [at, at + len) (through the receive view when it has
+// blocks), by the whole CTA.
+__device__ void copyOut(const ExchangeArgs &a, const uint8_t *src, size_t at, size_t len) {
+    if (a.outView.nblocks)
+        dtViewCopy(a.outView, (char *)a.out, at, len, (char *)src, true, threadIdx.x / 32, blockDim.x / 32,
+                   threadIdx.x & 31);
+    else
+        directCopy(src, (uint8_t *)a.out + at, len);
+}
+
+// One FIFO op of the walk (a chunk sent, received, or of the own block
+// copied): through Prims' own moves where no view is in the way, else the
+// view's copy between the user's layout and the slot (a chunk of the own
+// block with both views through selfScratch).
+template <typename P>
+__device__ bool fifoOp(const ExchangeArgs &a, const ExchangeSched &s, P &prims, EdgeOp o) {
+    const bool local = o.recv < 0 && o.send < 0;
+    const bool viewIn = a.inView.nblocks && (local || o.send >= 0), viewOut = a.outView.nblocks && (local || o.recv >= 0);
+    o.send = o.send >= 0 ? 0 : -1;
+    o.recv = o.recv >= 0 ? 0 : -1;
+    if (!viewIn && !viewOut) return prims.run(o, (const uint8_t *)a.in, (uint8_t *)a.out, nullptr);
+    if (o.send >= 0) return prims.stepWith(false, o.len, [&](char *slot) { copyIn(a, o.srcAt, o.len, (uint8_t *)slot); });
+    if (o.recv >= 0) return prims.stepWith(true, o.len, [&](char *slot) { copyOut(a, (uint8_t *)slot, o.dstAt, o.len); });
+    if (!viewOut) { // the own block: packed offsets srcAt (input) and dstAt (output)
+        copyIn(a, o.srcAt, o.len, (uint8_t *)a.out + o.dstAt);
+    } else if (!viewIn) {
+        copyOut(a, (const uint8_t *)a.in + o.srcAt, o.dstAt, o.len);
+    } else {
+        uint8_t *mid = (uint8_t *)a.selfScratch + (o.srcAt - s.sendDispl[s.rank]);
+        copyIn(a, o.srcAt, o.len, mid);
+        __syncthreads(); // the chunk packed, block-wide, before any warp unpacks it
+        copyOut(a, mid, o.dstAt, o.len);
+    }
+    __syncthreads();
+    return true;
 }
 
 // __grid_constant__: the inlined tables are read in place (their address is
@@ -90,23 +138,24 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
             size_t lo, hi;
             exchangeDirectSlice(s.sendCount[toPeer], s.channels, ch, &lo, &hi);
             uint8_t *dst = reinterpret_cast<uint8_t *>(s.directSend[toPeer]) + lo;
-            if (!directWrite(pair.send, steps.send, in + s.sendDispl[toPeer] + lo, dst, hi - lo, a.wait))
+            const size_t at = s.sendDispl[toPeer] + lo;
+            const bool mapped = dst != in + at; // else the handshake only
+            if (!directWrite(pair.send, steps.send, [&] { if (mapped) copyIn(a, at, hi - lo, dst); }, mapped, a.wait))
                 return exchangeAbort(a, s, round);
         }
         if (directRecv && recvCopies) {
             size_t lo, hi;
             exchangeDirectSlice(s.recvCount[fromPeer], s.channels, ch, &lo, &hi);
             const uint8_t *src = reinterpret_cast<const uint8_t *>(s.directSrc[fromPeer]) + lo;
-            if (!directRead(pair.recv, steps.recv, src, out + s.recvDispl[fromPeer] + lo, hi - lo, a.wait))
+            const size_t at = s.recvDispl[fromPeer] + lo;
+            if (!directRead(pair.recv, steps.recv, [&] { if (src != out + at) copyOut(a, src, at, hi - lo); }, a.wait))
                 return exchangeAbort(a, s, round);
         }
         if (fifoOps) {
             P prims(&pair, &steps, a.nslots, a.slotBytes, a.wait, a.abortFlag);
             for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
                 EdgeOp o = exchangeOp(s, lane, c);
-                o.send = o.send >= 0 ? 0 : -1;
-                o.recv = o.recv >= 0 ? 0 : -1;
-                if (!prims.run(o, in, out, nullptr)) return exchangeAbort(a, s, round);
+                if (!fifoOp(a, s, prims, o)) return exchangeAbort(a, s, round);
             }
         }
         if (directSend && !sendCopies && !directAwaitHead(pair.send, steps.send, a.wait))
