@@ -47,7 +47,7 @@ const Params &params() {
         p.gatherDirectBytes = paramLong("LOOM_GATHER_DIRECT_BYTES");
         p.exchangeCopyEngineBytes = paramLong("LOOM_EXCHANGE_COPY_ENGINE_BYTES");
         p.exchangeCopyEngines = (int)paramLong("LOOM_EXCHANGE_COPY_ENGINES");
-        p.dtFuse = paramLong("LOOM_DT_FUSE") != 0;
+        p.dtFuse = (int)paramLong("LOOM_DT_FUSE");
         p.zeroCopyMinBytes = paramLong("LOOM_ZERO_COPY_MIN_BYTES");
         p.zeroCopyMaxBytes = paramLong("LOOM_ZERO_COPY_MAX_BYTES");
         p.zeroCopyOneShotBytes = paramLong("LOOM_ZERO_COPY_ONESHOT_BYTES");

@@ -105,6 +105,10 @@ loomResult_t dtCopyBlocks(loomComm *comm, const loomDtLayout_t *layouts, int nla
     if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
     if (nlayouts < 0 || nblocks < 0 || (nlayouts && !layouts) || (nblocks && !blocks))
         return fail(loomInvalidArgument, "%s: no layouts or blocks", what);
+    if (nblocks == 1 && blocks[0].layout >= 0 && blocks[0].layout < nlayouts) // one block: the plan kernel
+        return dtCopy(comm, &layouts[blocks[0].layout], blocks[0].count,
+                      static_cast<const char *>(user) + blocks[0].user, static_cast<char *>(packed) + blocks[0].packed,
+                      unpack);
     std::vector<DtViewLayout> ls((size_t)nlayouts);
     for (int k = 0; k < nlayouts; ++k) {
         const loomDtLayout_t &l = layouts[k];
@@ -192,10 +196,11 @@ extern "C" loomResult_t loomCommDtUnpackBlocks(loomComm_t comm, const loomDtLayo
     return dtCopyBlocks(comm, layouts, nlayouts, blocks, nblocks, user, const_cast<void *>(packed), true);
 }
 
-// Fused: both views' tables in one image in the datatype table (one
-// upload; the kernel reads them in stream order, as the plan kernels do).
-// Not fused (one-shot calls, a communicator of one, views with no blocks):
-// packed into the communicator's packed buffers, exchanged, unpacked.
+// A side not read or written in place (LOOM_DT_FUSE, one-shot calls, a
+// communicator of one) is packed into the communicator's packed buffer
+// before the exchange or unpacked from it after; the fused sides' views go
+// in one image in the datatype table (one upload; the kernel reads it in
+// stream order, as the plan kernels do).
 extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *sendcounts, const size_t *sdispls,
                                           const loomDtView_t *sendView, void *recvbuff, const size_t *recvcounts,
                                           const size_t *rdispls, const loomDtView_t *recvView, size_t agreedBlock,
@@ -222,48 +227,59 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
             return fail(loomInvalidArgument, "%s: %s blocks out of packed order, overlapping, or of an unknown or "
                         "empty layout", what, k ? "receive" : "send");
     }
+    // Which sides the kernel reads or writes in place (LOOM_DT_FUSE): none
+    // off the exchange kernel; 1 both; 2 the side this rank copies itself
+    // in a direct pair (the receive side pulled, the send side pushed), so
+    // that the other side, packed, stays readable in place by the peer.
     const char *why = nullptr;
-    const bool fuse = params().dtFuse && n > 1 && (v[0].nblocks || v[1].nblocks) && !exchangeOneShot(comm, agreedBlock, &why);
-    if (!fuse) {
-        const size_t inSpan = packedSpan(sendcounts, sdispls, n), outSpan = packedSpan(recvcounts, rdispls, n);
-        const void *in = sendbuff;
-        void *out = recvbuff, *packedIn = nullptr, *packedOut = nullptr;
-        loomResult_t r = loomSuccess;
-        if (sendView && (r = loomCommPackedBuffer(comm, 0, inSpan, &packedIn)) == loomSuccess)
-            r = loomCommDtPackBlocks(comm, sendView->layouts, sendView->nlayouts, sendView->blocks, sendView->nblocks,
-                                     sendbuff, packedIn);
-        if (r == loomSuccess && recvView) r = loomCommPackedBuffer(comm, 1, outSpan, &packedOut);
-        if (r != loomSuccess) return r;
-        if (sendView) in = packedIn;
-        if (recvView) out = packedOut;
-        r = exchangeCall(in, sendcounts, sdispls, out, recvcounts, rdispls, agreedBlock, fanIn, nullptr, comm, nullptr);
-        if (r == loomSuccess && recvView)
-            r = loomCommDtUnpackBlocks(comm, recvView->layouts, recvView->nlayouts, recvView->blocks, recvView->nblocks,
-                                       packedOut, recvbuff);
-        return r;
-    }
-    // One image: the send view's tables, then the receive view's (16-aligned).
-    const size_t outAt = (probe[0].size() + 15) / 16 * 16;
-    loomResult_t r;
-    cudaError_t e = dtTable(comm, outAt + probe[1].size(), [&](const void *dev, std::vector<char> *image) {
-        std::vector<char> part;
-        image->assign(outAt + probe[1].size(), 0);
-        for (int k = 0; k < 2; ++k) {
-            if (!vs[k]) continue;
-            dtViewBuild(ls[k].data(), vs[k]->nlayouts, ins[k].data(), vs[k]->nblocks,
-                        static_cast<const char *>(dev) + (k ? outAt : 0), &part, &v[k]);
-            memcpy(image->data() + (k ? outAt : 0), part.data(), part.size());
-        }
-    }, &r);
+    const bool kernel = n > 1 && !exchangeOneShot(comm, agreedBlock, &why);
+    const int mode = params().dtFuse;
+    const bool push = exchangePushes(exchangeKnobs(), fanIn != 0, agreedBlock);
+    const bool fuse[2] = {kernel && v[0].nblocks && (mode == 1 || (mode == 2 && push)),
+                          kernel && v[1].nblocks && (mode == 1 || (mode == 2 && !push))};
+    const void *in = sendbuff;
+    void *out = recvbuff, *packedIn = nullptr, *packedOut = nullptr;
+    loomResult_t r = loomSuccess;
+    if (sendView && !fuse[0])
+        r = loomCommPackedBuffer(comm, 0, packedSpan(sendcounts, sdispls, n), &packedIn);
+    if (r == loomSuccess && packedIn)
+        r = loomCommDtPackBlocks(comm, sendView->layouts, sendView->nlayouts, sendView->blocks, sendView->nblocks,
+                                 sendbuff, packedIn);
+    if (r == loomSuccess && recvView && !fuse[1])
+        r = loomCommPackedBuffer(comm, 1, packedSpan(recvcounts, rdispls, n), &packedOut);
     if (r != loomSuccess) return r;
-    if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "datatype view tables", e);
-    ExchangeViews ev{v[0], v[1], nullptr};
-    const int me = comm->rank;
-    if (v[0].nblocks && v[1].nblocks && sendcounts[me]) { // the own block's chunks go through scratch
-        void *scratch = nullptr;
-        if ((r = loomCommPackedBuffer(comm, 0, sendcounts[me], &scratch)) != loomSuccess) return r;
-        ev.selfScratch = static_cast<char *>(scratch);
+    if (packedIn) in = packedIn;
+    if (packedOut) out = packedOut;
+    ExchangeViews ev{DtView{}, DtView{}, nullptr};
+    if (fuse[0] || fuse[1]) {
+        // One image: the send view's tables, then the receive view's (16-aligned).
+        const size_t outAt = fuse[0] ? (probe[0].size() + 15) / 16 * 16 : 0;
+        const size_t bytes = outAt + (fuse[1] ? probe[1].size() : 0);
+        cudaError_t e = dtTable(comm, bytes, [&](const void *dev, std::vector<char> *image) {
+            std::vector<char> part;
+            image->assign(bytes, 0);
+            for (int k = 0; k < 2; ++k) {
+                if (!fuse[k]) continue;
+                dtViewBuild(ls[k].data(), vs[k]->nlayouts, ins[k].data(), vs[k]->nblocks,
+                            static_cast<const char *>(dev) + (k ? outAt : 0), &part, &v[k]);
+                memcpy(image->data() + (k ? outAt : 0), part.data(), part.size());
+            }
+        }, &r);
+        if (r != loomSuccess) return r;
+        if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "datatype view tables", e);
+        if (fuse[0]) ev.in = v[0];
+        if (fuse[1]) ev.out = v[1];
+        const int me = comm->rank;
+        if (fuse[0] && fuse[1] && sendcounts[me]) { // the own block's chunks go through scratch
+            void *scratch = nullptr;
+            if ((r = loomCommPackedBuffer(comm, 0, sendcounts[me], &scratch)) != loomSuccess) return r;
+            ev.selfScratch = static_cast<char *>(scratch);
+        }
     }
-    return exchangeCall(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, agreedBlock, fanIn, &ev, comm,
-                        nullptr);
+    r = exchangeCall(in, sendcounts, sdispls, out, recvcounts, rdispls, agreedBlock, fanIn,
+                     fuse[0] || fuse[1] ? &ev : nullptr, comm, nullptr);
+    if (r == loomSuccess && packedOut)
+        r = loomCommDtUnpackBlocks(comm, recvView->layouts, recvView->nlayouts, recvView->blocks, recvView->nblocks,
+                                   packedOut, recvbuff);
+    return r;
 }

@@ -13,7 +13,9 @@
 
 namespace loom {
 
-constexpr int kDtUnroll = 4; // words in flight per lane
+// Words in flight per lane. 8 made the view's copies slower, packing and in
+// the exchange kernel alike (docs/performance.md, 2026-12-07).
+constexpr int kDtUnroll = 4;
 
 // Words [u0, u1) of nr runs of unitsPerRun words of T, counted run after
 // run: run r from src + r x sStride to dst + r x dStride. Every lane loads
