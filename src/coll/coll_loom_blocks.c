@@ -69,12 +69,13 @@ int mca_coll_loom_exchange_blocks(mca_coll_loom_module_t *m, loom_gpu_call_t *c,
         /* Blocks the GPU can pack stay in the user's layout: the exchange
          * reads (writes) them in place. Not an output that is the input (MPI's
          * in place): it is written while still read, so it is packed. */
-        if (s_packed && mca_coll_loom_view_of(m, snd, table + n, &sview)) {
+        if (s_packed && mca_coll_loom_view_of(m, snd, table + n, 0, c->in_bytes, &sview)) {
             s_packed = false;
             c->in = snd->user;
             c->send_view = &sview.view;
         }
-        if (r_packed && rcv->user != snd->user && mca_coll_loom_view_of(m, rcv, table + 3 * n, &rview)) {
+        if (r_packed && rcv->user != snd->user &&
+            mca_coll_loom_view_of(m, rcv, table + 3 * n, 1, c->out_bytes, &rview)) {
             r_packed = false;
             c->out = rcv->user;
             c->recv_view = &rview.view;

@@ -121,13 +121,6 @@ static loomResult_t gpu_blocks(loomComm_t lcomm, const loom_typed_blocks_t *b, c
     return r;
 }
 
-bool mca_coll_loom_view_of(mca_coll_loom_module_t *m, const loom_typed_blocks_t *b, const size_t *at,
-                           loom_dt_view_t *v)
-{
-    bool device;
-    memset(v, 0, sizeof(*v));
-    return NULL == gpu_packable(m, b, &device) && loomSuccess == view_blocks(b, at, v);
-}
 
 /* Every block with elements packed (unpack false) or unpacked, on loom's
  * stream: one run (a single block, or blocks of one type that continue each
@@ -226,4 +219,18 @@ int mca_coll_loom_pack_out(mca_coll_loom_module_t *m, loom_gpu_call_t *c, const 
     /* the host copy is unpacked (or only freed) at the output's completion */
     if (MPI_SUCCESS == rc) rc = mca_coll_loom_unpack_after(c, unpack ? b : NULL, at, *packed);
     return rc;
+}
+
+bool mca_coll_loom_view_of(mca_coll_loom_module_t *m, const loom_typed_blocks_t *b, const size_t *at, int which,
+                           size_t total, loom_dt_view_t *v)
+{
+    bool device;
+    memset(v, 0, sizeof(*v));
+    if (NULL != gpu_packable(m, b, &device) || !lock_calls(m)) return false;
+    /* loom packs a side the exchange kernel does not read in place into
+     * this buffer: had now, or the host packs (as mca_coll_loom_pack_in) */
+    void *buf = NULL;
+    const bool room = loomSuccess == loomCommPackedBuffer(m->lcomm, which, total, &buf);
+    OPAL_THREAD_UNLOCK(&m->call_lock);
+    return room && loomSuccess == view_blocks(b, at, v);
 }

@@ -57,10 +57,13 @@ typedef struct {
 } loom_dt_view_t;
 
 /* True with *v the view of b's blocks at `at` where the GPU can pack them
- * (as mca_coll_loom_pack_in decides); false: pack them as before. Free
- * with mca_coll_loom_view_free (also after false). */
-bool mca_coll_loom_view_of(mca_coll_loom_module_t *m, const loom_typed_blocks_t *b, const size_t *at,
-                           loom_dt_view_t *v);
+ * (as mca_coll_loom_pack_in decides) and the communicator's packed buffer
+ * `which` (0 input, 1 output) can hold their total bytes (loom packs into
+ * it where the kernel does not read in place: LOOM_DT_FUSE, one-shot
+ * calls); false: pack them as before (the host, where memory is short).
+ * Free with mca_coll_loom_view_free (also after false). */
+bool mca_coll_loom_view_of(mca_coll_loom_module_t *m, const loom_typed_blocks_t *b, const size_t *at, int which,
+                           size_t total, loom_dt_view_t *v);
 void mca_coll_loom_view_free(loom_dt_view_t *v);
 
 #endif

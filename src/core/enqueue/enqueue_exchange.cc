@@ -201,17 +201,19 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
         s.directSend = tables.data() + 4 * N;
         s.directSrc = tables.data() + 5 * N;
     }
+    // The copy engines cannot read a datatype's layout: a viewed input's
+    // pushed blocks are written by the SMs (its receivers cannot tell).
     if (knobs.enginesAll) { // copy-engine mode: every pushed pair on the engines, waits in the second kernel
         exchangeDeferAll(&s);
+        if (inViewed) s.deferCopies = false;
         if (s.deferCopies && !p.enginesSaid) {
             p.enginesSaid = true;
             LOOM_INFO(kColl, "rank %d: LOOM_EXCHANGE_COPY_ENGINES=1: exchange blocks of >= %zu B go into their "
                       "receivers' outputs by this GPU's copy engines; said once per communicator", me, least);
         }
     } else {
-        s.deferCopies = s.directPush && deferToEngines(comm, knobs, s, fanIn, s.directSend);
+        s.deferCopies = s.directPush && !inViewed && deferToEngines(comm, knobs, s, fanIn, s.directSend);
     }
-    if (inViewed) s.deferCopies = false; // the copy engines cannot read a datatype's layout: the SMs write
     ExchangeArgs a;
     memset(static_cast<void *>(&a), 0, offsetof(ExchangeArgs, inlined)); // not the tables: filled below
     a.s = s;

@@ -227,6 +227,14 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
             return fail(loomInvalidArgument, "%s: %s blocks out of packed order, overlapping, or of an unknown or "
                         "empty layout", what, k ? "receive" : "send");
     }
+    // A view must fit its side's tables: its packed bytes are the tables'
+    // (the packed copies are sized by them).
+    const size_t span[2] = {packedSpan(sendcounts, sdispls, n), packedSpan(recvcounts, rdispls, n)};
+    for (int k = 0; k < 2; ++k)
+        if (vs[k] && v[k].bytes > span[k])
+            return fail(loomInvalidArgument, "%s: the %s view's blocks end at packed byte %llu, past the %zu bytes "
+                        "of its counts and displacements", what, k ? "receive" : "send",
+                        (unsigned long long)v[k].bytes, span[k]);
     // Which sides the kernel reads or writes in place (LOOM_DT_FUSE): none
     // off the exchange kernel; 1 both; 2 the side this rank copies itself
     // in a direct pair (the receive side pulled, the send side pushed), so
@@ -241,12 +249,12 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
     void *out = recvbuff, *packedIn = nullptr, *packedOut = nullptr;
     loomResult_t r = loomSuccess;
     if (sendView && !fuse[0])
-        r = loomCommPackedBuffer(comm, 0, packedSpan(sendcounts, sdispls, n), &packedIn);
+        r = loomCommPackedBuffer(comm, 0, span[0], &packedIn);
     if (r == loomSuccess && packedIn)
         r = loomCommDtPackBlocks(comm, sendView->layouts, sendView->nlayouts, sendView->blocks, sendView->nblocks,
                                  sendbuff, packedIn);
     if (r == loomSuccess && recvView && !fuse[1])
-        r = loomCommPackedBuffer(comm, 1, packedSpan(recvcounts, rdispls, n), &packedOut);
+        r = loomCommPackedBuffer(comm, 1, span[1], &packedOut);
     if (r != loomSuccess) return r;
     if (packedIn) in = packedIn;
     if (packedOut) out = packedOut;

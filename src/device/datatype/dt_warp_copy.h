@@ -31,7 +31,10 @@ __device__ inline void dtWarpRuns(const char *src, int64_t sStride, char *dst, i
             const uint32_t i = base + 32 * j;
             run[j] = i / unitsPerRun;
             word[j] = i - run[j] * unitsPerRun;
-            if (i < u1) v[j] = reinterpret_cast<const T *>(src + (int64_t)run[j] * sStride)[word[j]];
+            // L2 only (as Simple reads its slots): src may be a FIFO slot or a
+            // block another GPU wrote, whose lines this SM may hold from an
+            // earlier step.
+            if (i < u1) v[j] = __ldcg(reinterpret_cast<const T *>(src + (int64_t)run[j] * sStride) + word[j]);
         }
 #pragma unroll
         for (int j = 0; j < kDtUnroll; ++j)
