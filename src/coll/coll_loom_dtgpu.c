@@ -107,9 +107,11 @@ static loomResult_t view_blocks(const loom_typed_blocks_t *b, const size_t *at, 
     return loomSuccess;
 }
 
-/* Blocks of several runs (types per block, or gaps) in one kernel. */
-static loomResult_t gpu_blocks(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
-                               bool unpack)
+/* Every block with elements packed (unpack false) or unpacked, on loom's
+ * stream, in one kernel (a single run by the plan kernel: the core's
+ * choice). */
+static loomResult_t each_gpu_block(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
+                                   bool unpack)
 {
     loom_dt_view_t v;
     loomResult_t r = view_blocks(b, at, &v);
@@ -119,26 +121,6 @@ static loomResult_t gpu_blocks(loomComm_t lcomm, const loom_typed_blocks_t *b, c
                : loomCommDtPackBlocks(lcomm, w->layouts, w->nlayouts, w->blocks, w->nblocks, b->user, packed);
     mca_coll_loom_view_free(&v);
     return r;
-}
-
-
-/* Every block with elements packed (unpack false) or unpacked, on loom's
- * stream: one run (a single block, or blocks of one type that continue each
- * other) by the plan kernel, more in one kernel over every block. */
-static loomResult_t each_gpu_block(loomComm_t lcomm, const loom_typed_blocks_t *b, const size_t *at, char *packed,
-                                   bool unpack)
-{
-    int q = 0;
-    while (q < b->n && b->counts[q] <= 0) ++q;
-    if (q == b->n) return loomSuccess;
-    const loomDtLayout_t l = layout_of(mca_coll_loom_block_type(b, q));
-    size_t count;
-    int next = run_of(b, at, q, &l, &count);
-    while (next < b->n && b->counts[next] <= 0) ++next;
-    if (next < b->n) return gpu_blocks(lcomm, b, at, packed, unpack);
-    char *user = (char *)b->user + mca_coll_loom_block_offset(b, q);
-    return unpack ? loomCommDtUnpack(lcomm, &l, count, packed + at[q], user)
-                  : loomCommDtPack(lcomm, &l, count, user, packed + at[q]);
 }
 
 static loomResult_t gpu_unpack_run(mca_coll_loom_gpu_step_t *self, loomComm_t lcomm)

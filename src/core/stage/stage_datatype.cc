@@ -98,44 +98,6 @@ loomResult_t dtCopy(loomComm *comm, const loomDtLayout_t *l, size_t count, const
     return dtLaunched(comm, unpack, e);
 }
 
-// Every typed block of a call in one kernel, over a packed view (device/datatype/dt_view.h).
-loomResult_t dtCopyBlocks(loomComm *comm, const loomDtLayout_t *layouts, int nlayouts, const loomDtBlock_t *blocks,
-                          int nblocks, const void *user, void *packed, bool unpack) {
-    const char *what = unpack ? "loomCommDtUnpackBlocks" : "loomCommDtPackBlocks";
-    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
-    if (nlayouts < 0 || nblocks < 0 || (nlayouts && !layouts) || (nblocks && !blocks))
-        return fail(loomInvalidArgument, "%s: no layouts or blocks", what);
-    if (nblocks == 1 && blocks[0].layout >= 0 && blocks[0].layout < nlayouts) // one block: the plan kernel
-        return dtCopy(comm, &layouts[blocks[0].layout], blocks[0].count,
-                      static_cast<const char *>(user) + blocks[0].user, static_cast<char *>(packed) + blocks[0].packed,
-                      unpack);
-    std::vector<DtViewLayout> ls((size_t)nlayouts);
-    for (int k = 0; k < nlayouts; ++k) {
-        const loomDtLayout_t &l = layouts[k];
-        if (l.nsegs < 0 || (l.nsegs && !l.segs)) return fail(loomInvalidArgument, "%s: layout %d has no segments", what, k);
-        ls[k] = DtViewLayout{l.segs, l.nsegs, l.extent, l.bytes};
-    }
-    std::vector<DtViewInput> ins((size_t)nblocks);
-    for (int k = 0; k < nblocks; ++k)
-        ins[k] = DtViewInput{blocks[k].layout, blocks[k].count, blocks[k].user, blocks[k].packed};
-    const DtViewInput *in = ins.data();
-    // The view is built twice: once for its size (and to check the blocks),
-    // once at the device table's address.
-    std::vector<char> probe;
-    DtView v;
-    if (!dtViewBuild(ls.data(), nlayouts, in, nblocks, nullptr, &probe, &v))
-        return fail(loomInvalidArgument, "%s: blocks out of packed order, overlapping, or of an unknown layout", what);
-    loomResult_t r;
-    OnDevice on(comm->cudaDev);
-    if (!dtStart(comm, what, v.pieces != 0, user, packed, &r)) return r;
-    cudaError_t e = dtTable(comm, probe.size(), [&](const void *dev, std::vector<char> *image) {
-        dtViewBuild(ls.data(), nlayouts, in, nblocks, dev, image, &v);
-    }, &r);
-    if (r != loomSuccess) return r;
-    if (e == cudaSuccess) e = launchDtViewCopy(v, user, packed, 0, v.bytes, unpack, comm->stream);
-    return dtLaunched(comm, unpack, e);
-}
-
 // A view's layouts as the builder takes them; false: a layout without segments.
 bool viewLayouts(const loomDtView_t *v, std::vector<DtViewLayout> *ls, std::vector<DtViewInput> *ins) {
     ls->resize((size_t)v->nlayouts);
@@ -154,6 +116,38 @@ bool viewLayouts(const loomDtView_t *v, std::vector<DtViewLayout> *ls, std::vect
 
 bool badView(const loomDtView_t *v) {
     return v && (v->nlayouts < 0 || v->nblocks < 0 || (v->nlayouts && !v->layouts) || (v->nblocks && !v->blocks));
+}
+
+// Every typed block of a call in one kernel, over a packed view (device/datatype/dt_view.h).
+loomResult_t dtCopyBlocks(loomComm *comm, const loomDtLayout_t *layouts, int nlayouts, const loomDtBlock_t *blocks,
+                          int nblocks, const void *user, void *packed, bool unpack) {
+    const char *what = unpack ? "loomCommDtUnpackBlocks" : "loomCommDtPackBlocks";
+    if (!comm) return fail(loomInvalidArgument, "%s: comm is NULL", what);
+    const loomDtView_t view = {layouts, nlayouts, blocks, nblocks};
+    if (badView(&view)) return fail(loomInvalidArgument, "%s: no layouts or blocks", what);
+    if (nblocks == 1 && blocks[0].layout >= 0 && blocks[0].layout < nlayouts) // one block: the plan kernel
+        return dtCopy(comm, &layouts[blocks[0].layout], blocks[0].count,
+                      static_cast<const char *>(user) + blocks[0].user, static_cast<char *>(packed) + blocks[0].packed,
+                      unpack);
+    std::vector<DtViewLayout> ls;
+    std::vector<DtViewInput> ins;
+    if (!viewLayouts(&view, &ls, &ins)) return fail(loomInvalidArgument, "%s: a layout without segments", what);
+    const DtViewInput *in = ins.data();
+    // The view is built twice: once for its size (and to check the blocks),
+    // once at the device table's address.
+    std::vector<char> probe;
+    DtView v;
+    if (!dtViewBuild(ls.data(), nlayouts, in, nblocks, nullptr, &probe, &v))
+        return fail(loomInvalidArgument, "%s: blocks out of packed order, overlapping, or of an unknown layout", what);
+    loomResult_t r;
+    OnDevice on(comm->cudaDev);
+    if (!dtStart(comm, what, v.pieces != 0, user, packed, &r)) return r;
+    cudaError_t e = dtTable(comm, probe.size(), [&](const void *dev, std::vector<char> *image) {
+        dtViewBuild(ls.data(), nlayouts, in, nblocks, dev, image, &v);
+    }, &r);
+    if (r != loomSuccess) return r;
+    if (e == cudaSuccess) e = launchDtViewCopy(v, user, packed, 0, v.bytes, unpack, comm->stream);
+    return dtLaunched(comm, unpack, e);
 }
 
 // The bytes of a side's packed blocks (the tables' span).
