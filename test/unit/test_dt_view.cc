@@ -9,9 +9,12 @@
 // segments and runs) and nothing outside it; unpacking must write each user
 // byte of the range once from its packed byte and leave every other user
 // byte alone. Ranges: the whole view, random ones, and a block cut into
-// FIFO chunks (their union must be the whole block once). Mutations that
-// must fail: no clipping, a range started one piece late, a block's first
-// piece off by one, and a builder fed blocks out of packed order.
+// FIFO chunks (their union must be the whole block once), split between 1
+// to 40 warps that walk runs of dtViewWalkLength (or 1 to 21) pieces
+// (dtViewWalkNext, checked against the searches piece by piece too). Mutations that must fail: no clipping, a
+// range started one piece late, warps that leave their last piece or start
+// where the range does, a block's first piece off by one, and a builder fed
+// blocks out of packed order.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -50,6 +53,7 @@ std::vector<Layout> layouts() {
     std::vector<loom_dt_seg_t> many;
     for (int k = 0; k < 30; ++k) many.push_back({k * 50, 0, (uint64_t)(2 + (k % 4) * 6), 1, 0}); // indexed
     l.push_back(layout(many, 1500));
+    l.push_back(layout({{0, 0, 8, 1, 0}, {8, 0, 0, 3, 0}, {20, 4, 4, 0, 0}, {40, 0, 24, 1, 0}}, 64)); // empty segments
     return l;
 }
 
@@ -121,37 +125,54 @@ std::vector<int64_t> reference(const std::vector<Layout> &ls, const Call &c) {
 
 struct Mutation {
     bool noClip = false;     // copy whole pieces
-    int startLate = 0;       // start the range this many pieces after dtViewPieceOf(a)
+    int startLate = 0;       // warp 0 starts this many pieces after its first
+    bool stopEarly = false;  // every run of pieces left without its last
+    bool sameStart = false;  // every warp starts at the range's first piece
 };
 
 // Packed bytes [a, a + len) between user and packed, as dtViewCopy's warps
-// move them (one warp's order: the pieces are independent). Records every
-// byte written; "" or what broke.
+// move them: warp after warp (the pieces are independent), each every
+// warps-th run of dtViewWalkLength pieces, walked with dtViewWalkNext
+// (walk 1: dtViewCopySpread's piece after piece).
+// Records every byte written; "" or what broke.
 std::string copyRange(const DtView &v, uint64_t a, uint64_t len, bool toUser, const Mutation &m,
                       std::vector<unsigned char> &user, int64_t userLo, std::vector<unsigned char> &packed,
-                      std::vector<int> &writes) {
-    if (len == 0) return "";
+                      std::vector<int> &writes, uint64_t warps = 7, uint64_t walk = 0) {
     const uint64_t userBase = 0x100000, packedBase = 0x800000; // 16-aligned, as cudaMalloc's
-    const uint64_t end = a + len, last = dtViewPieceOf(v, end - 1);
-    for (uint64_t w = dtViewPieceOf(v, a) + m.startLate; w <= last && w < v.pieces; ++w) {
-        const DtPiece pc = dtViewPieceAt(v, w);
-        uint32_t lo, hi;
-        dtViewClip(pc, a, end, &lo, &hi);
-        if (m.noClip) lo = 0, hi = pc.n * pc.nr;
-        if (lo == hi) continue;
-        const uint32_t word = dtPartWordBytes(userBase + (uint64_t)pc.user, packedBase + pc.packed, pc.n, pc.nr,
-                                              pc.stride, (int64_t)pc.n, lo, hi);
-        if (pc.n % word || lo % word || hi % word || (userBase + (uint64_t)pc.user) % word ||
-            (packedBase + pc.packed) % word || (pc.nr > 1 && pc.stride % word))
-            return "piece " + std::to_string(w) + ": a " + std::to_string(word) + "-byte word does not fit";
-        for (uint32_t b = lo; b < hi; ++b) {
-            const uint32_t run = b / pc.n, at = b % pc.n;
-            const uint64_t p = pc.packed + (uint64_t)run * pc.n + at;
-            const int64_t u = pc.user + (int64_t)run * pc.stride + at - userLo;
-            if (p >= packed.size() || u < 0 || u >= (int64_t)user.size())
-                return "piece " + std::to_string(w) + " reaches outside the buffers";
-            if (toUser) user[u] = packed[p], ++writes[u];
-            else packed[p] = user[u], ++writes[p];
+    const uint64_t end = a + len;
+    uint64_t first, last;
+    dtViewRangePieces(v, a, len, &first, &last);
+    if (walk == 0) walk = dtViewWalkLength(last - first, warps, dtViewWalkMost(v)); // else a forced run length
+    for (uint64_t warp = 0; warp < warps; ++warp) {
+        for (uint64_t run = first + (m.sameStart ? 0 : warp * walk); run < last; run += warps * walk) {
+            uint64_t from = run, to = last - run < walk ? last : run + walk;
+            if (warp == 0 && run == first) from += m.startLate;
+            if (m.stopEarly) --to;
+            if (from >= to) continue;
+            DtViewWalk c;
+            dtViewWalkStart(v, from, &c);
+            for (uint64_t w = from; w < to; ++w, dtViewWalkNext(v, &c)) {
+                if (c.block >= v.nblocks) return "the walk left the view at piece " + std::to_string(w);
+                const DtPiece pc = dtViewWalkPiece(c);
+                uint32_t lo, hi;
+                dtViewClip(pc, a, end, &lo, &hi);
+                if (m.noClip) lo = 0, hi = pc.n * pc.nr;
+                if (lo == hi) continue;
+                const uint32_t word = dtPartWordBytes(userBase + (uint64_t)pc.user, packedBase + pc.packed, pc.n, pc.nr,
+                                                      pc.stride, (int64_t)pc.n, lo, hi);
+                if (pc.n % word || lo % word || hi % word || (userBase + (uint64_t)pc.user) % word ||
+                    (packedBase + pc.packed) % word || (pc.nr > 1 && pc.stride % word))
+                    return "piece " + std::to_string(w) + ": a " + std::to_string(word) + "-byte word does not fit";
+                for (uint32_t b = lo; b < hi; ++b) {
+                    const uint32_t run = b / pc.n, at = b % pc.n;
+                    const uint64_t p = pc.packed + (uint64_t)run * pc.n + at;
+                    const int64_t u = pc.user + (int64_t)run * pc.stride + at - userLo;
+                    if (p >= packed.size() || u < 0 || u >= (int64_t)user.size())
+                        return "piece " + std::to_string(w) + " reaches outside the buffers";
+                    if (toUser) user[u] = packed[p], ++writes[u];
+                    else packed[p] = user[u], ++writes[p];
+                }
+            }
         }
     }
     return "";
@@ -159,14 +180,14 @@ std::string copyRange(const DtView &v, uint64_t a, uint64_t len, bool toUser, co
 
 // Packs (or unpacks) [a, a + len) and checks every byte; "" or what broke.
 std::string check(const std::vector<Layout> &ls, const Call &c, const DtView &v, uint64_t a, uint64_t len,
-                  bool unpack, const Mutation &m) {
+                  bool unpack, const Mutation &m, uint64_t warps = 7, uint64_t walk = 0) {
     const std::vector<int64_t> from = reference(ls, c);
     std::vector<unsigned char> user((size_t)(c.userHi - c.userLo)), packed(c.packedBytes);
     for (size_t i = 0; i < user.size(); ++i) user[i] = (unsigned char)(i * 131 + (i >> 8) + 1);
     for (size_t i = 0; i < packed.size(); ++i) packed[i] = (unsigned char)(i * 71 + (i >> 9) + 7);
     const std::vector<unsigned char> user0 = user, packed0 = packed;
     std::vector<int> writes(unpack ? user.size() : packed.size(), 0);
-    const std::string err = copyRange(v, a, len, unpack, m, user, c.userLo, packed, writes);
+    const std::string err = copyRange(v, a, len, unpack, m, user, c.userLo, packed, writes, warps, walk);
     if (!err.empty()) return err;
     std::vector<int> want(writes.size(), 0);
     for (uint64_t p = a; p < a + len && p < c.packedBytes; ++p)
@@ -214,15 +235,42 @@ START_TEST(dt_view_ranges_copy_every_byte_once) {
         ck_assert_msg(b.ok, "call %d: the builder refused blocks in packed order", t);
         const Mutation none;
         for (bool unpack : {false, true}) {
-            std::string err = check(ls, c, b.view, 0, c.packedBytes, unpack, none);
+            const uint64_t warps = 1 + rng() % 40; // from one warp to more warps than pieces
+            // dtViewCopy's runs, dtViewCopySpread's single pieces, or forced lengths
+            const uint64_t walk = t % 3 == 0 ? 0 : t % 3 == 1 ? 1 : 2 + rng() % 20;
+            std::string err = check(ls, c, b.view, 0, c.packedBytes, unpack, none, warps, walk);
             ck_assert_msg(err.empty(), "call %d, whole view, %s: %s", t, unpack ? "unpack" : "pack", err.c_str());
             for (int r = 0; r < 4 && c.packedBytes; ++r) {
                 const uint64_t a = rng() % c.packedBytes, len = 1 + rng() % (c.packedBytes - a);
-                err = check(ls, c, b.view, a, len, unpack, none);
+                err = check(ls, c, b.view, a, len, unpack, none, warps, walk);
                 ck_assert_msg(err.empty(), "call %d, [%llu, +%llu), %s: %s", t, (unsigned long long)a,
                               (unsigned long long)len, unpack ? "unpack" : "pack", err.c_str());
             }
         }
+    }
+}
+END_TEST
+
+START_TEST(dt_view_walk_meets_every_piece) {
+    // Walked from any piece, dtViewWalkNext must give the pieces the
+    // searches of dtViewWalkStart give, up to the view's end.
+    const std::vector<Layout> ls = layouts();
+    std::mt19937 rng(31);
+    for (int t = 0; t < 100; ++t) {
+        const Call c = randomCall(ls, rng);
+        const Built b = build(ls, c);
+        if (b.view.pieces == 0) continue;
+        DtViewWalk w;
+        const uint64_t from = rng() % b.view.pieces;
+        dtViewWalkStart(b.view, from, &w);
+        for (uint64_t p = from; p < b.view.pieces; ++p, dtViewWalkNext(b.view, &w)) {
+            const DtPiece got = dtViewWalkPiece(w), want = dtViewPieceAt(b.view, p);
+            ck_assert_msg(w.block < b.view.nblocks && got.user == want.user && got.packed == want.packed &&
+                              got.stride == want.stride && got.n == want.n && got.nr == want.nr,
+                          "call %d: piece %llu walked from %llu is not the one searched for", t,
+                          (unsigned long long)p, (unsigned long long)from);
+        }
+        ck_assert_msg(w.block == b.view.nblocks, "call %d: the walk went on past the view's last piece", t);
     }
 }
 END_TEST
@@ -269,10 +317,16 @@ START_TEST(dt_view_mutations_fail) {
         m = Mutation{};
         m.startLate = 1;
         ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, false, m).empty();
-        if (b.view.nblocks > 1) { // a block's pieces numbered one early
+        m = Mutation{};
+        m.stopEarly = true; // every warp's last piece left
+        ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, false, m, 3).empty();
+        m = Mutation{};
+        m.sameStart = true; // warps that overlap
+        ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, true, m, 3).empty();
+        if (b.view.nblocks > 1) { // a block's pieces numbered one early: seen where walks start, so at each piece
             DtViewBlock *blocks = reinterpret_cast<DtViewBlock *>(const_cast<DtViewBlock *>(b.view.blocks));
             --blocks[1].firstPiece;
-            ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, false, Mutation{}).empty();
+            ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, false, Mutation{}, 7, 1).empty();
         }
     }
     ck_assert_msg(tried > 100 && caught == tried, "%d of %d mutations went unnoticed", tried - caught, tried);
@@ -296,6 +350,7 @@ Suite *dt_view_suite(void) {
     TCase *tc = tcase_create("dt_view");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, dt_view_ranges_copy_every_byte_once);
+    tcase_add_test(tc, dt_view_walk_meets_every_piece);
     tcase_add_test(tc, dt_view_chunks_make_the_whole);
     tcase_add_test(tc, dt_view_mutations_fail);
     suite_add_tcase(s, tc);

@@ -33,7 +33,7 @@ __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user
 // Packed bytes [a, a + len) of a view, between the user's layout and packed + a.
 __global__ void dtViewKernel(const DtView v, char *user, char *packed, uint64_t a, uint64_t len, bool unpack) {
     const uint64_t warp = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32, warps = (uint64_t)gridDim.x * kWarps;
-    dtViewCopy(v, user, a, len, packed + a, unpack, warp, warps, threadIdx.x & 31);
+    dtViewCopySpread(v, user, a, len, packed + a, unpack, warp, warps, threadIdx.x & 31);
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 /*
- * One warp's copy of a datatype piece (dt_pieces.h), shared by the plan
+ * One warp's copy of a datatype piece (or one lane's of a small one) (dt_pieces.h), shared by the plan
  * kernels (dt_copy.cu) and kernels that read or write a packed view in
  * place (dt_view_copy.h). Each lane keeps kDtUnroll words in flight, the
  * widest words (dtPartWordBytes, dt_pieces.h) that every address, length
@@ -52,6 +52,40 @@ __device__ inline void dtWarpCopy(const char *src, int64_t sStride, char *dst, i
     case 4: dtWarpRuns<unsigned>(src, sStride, dst, dStride, n / 4, lo / 4, hi / 4, lane); break;
     case 2: dtWarpRuns<unsigned short>(src, sStride, dst, dStride, n / 2, lo / 2, hi / 2, lane); break;
     default: dtWarpRuns<unsigned char>(src, sStride, dst, dStride, n, lo, hi, lane);
+    }
+}
+
+// One lane's copy of bytes [lo, hi) of a piece's runs (a small piece: the
+// warp's other lanes copy other pieces), kDtUnroll words loaded before
+// they are stored.
+template <typename T>
+__device__ inline void dtLaneRuns(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t unitsPerRun,
+                                  uint32_t u0, uint32_t u1) {
+    uint32_t run = u0 / unitsPerRun, word = u0 - run * unitsPerRun;
+    for (uint32_t base = u0; base < u1; base += kDtUnroll) {
+        T v[kDtUnroll];
+        uint32_t r = run, w = word;
+#pragma unroll
+        for (int j = 0; j < kDtUnroll; ++j) {
+            if (base + j < u1) v[j] = __ldcg(reinterpret_cast<const T *>(src + (int64_t)r * sStride) + w);
+            if (++w == unitsPerRun) w = 0, ++r;
+        }
+#pragma unroll
+        for (int j = 0; j < kDtUnroll; ++j) {
+            if (base + j < u1) reinterpret_cast<T *>(dst + (int64_t)run * dStride)[word] = v[j];
+            if (++word == unitsPerRun) word = 0, ++run;
+        }
+    }
+}
+
+__device__ inline void dtLaneCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n, uint32_t nr,
+                                  uint32_t lo, uint32_t hi) {
+    switch (dtPartWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride, lo, hi)) {
+    case 16: dtLaneRuns<uint4>(src, sStride, dst, dStride, n / 16, lo / 16, hi / 16); break;
+    case 8: dtLaneRuns<uint2>(src, sStride, dst, dStride, n / 8, lo / 8, hi / 8); break;
+    case 4: dtLaneRuns<unsigned>(src, sStride, dst, dStride, n / 4, lo / 4, hi / 4); break;
+    case 2: dtLaneRuns<unsigned short>(src, sStride, dst, dStride, n / 2, lo / 2, hi / 2); break;
+    default: dtLaneRuns<unsigned char>(src, sStride, dst, dStride, n, lo, hi);
     }
 }
 

@@ -54,12 +54,18 @@ __device__ ExchangeSched exchangeTables(const ExchangeArgs &a, const ConnSteps *
     return s;
 }
 
+// The view's copy by the whole CTA, called, not inlined: its walk and
+// words get registers of their own instead of spilling the kernel's
+// (inlined, the kernel spilled kilobytes per thread, docs/performance.md).
+__device__ __noinline__ void viewCopy(const DtView &v, char *user, size_t at, size_t len, char *flat, bool toUser) {
+    dtViewCopy(v, user, at, len, flat, toUser, threadIdx.x / 32, blockDim.x / 32, threadIdx.x & 31);
+}
+
 // Input bytes [at, at + len) (packed offsets, through the send view when it
 // has blocks) to dst, by the whole CTA.
 __device__ void copyIn(const ExchangeArgs &a, size_t at, size_t len, uint8_t *dst) {
     if (a.inView.nblocks)
-        dtViewCopy(a.inView, (char *)a.in, at, len, (char *)dst, false, threadIdx.x / 32, blockDim.x / 32,
-                   threadIdx.x & 31);
+        viewCopy(a.inView, (char *)a.in, at, len, (char *)dst, false);
     else
         directCopy((const uint8_t *)a.in + at, dst, len);
 }
@@ -68,8 +74,7 @@ __device__ void copyIn(const ExchangeArgs &a, size_t at, size_t len, uint8_t *ds
 // blocks), by the whole CTA.
 __device__ void copyOut(const ExchangeArgs &a, const uint8_t *src, size_t at, size_t len) {
     if (a.outView.nblocks)
-        dtViewCopy(a.outView, (char *)a.out, at, len, (char *)src, true, threadIdx.x / 32, blockDim.x / 32,
-                   threadIdx.x & 31);
+        viewCopy(a.outView, (char *)a.out, at, len, (char *)src, true);
     else
         directCopy(src, (uint8_t *)a.out + at, len);
 }
