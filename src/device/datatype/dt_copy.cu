@@ -25,8 +25,8 @@ __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user
         char *u = const_cast<char *>(user) + pc.user;
         char *k = packed + pc.packed;
         const uint32_t all = pc.n * pc.nr;
-        if (unpack) dtWarpCopy(k, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, 0, all, lane);
-        else dtWarpCopy(u, pc.stride, k, (int64_t)pc.n, pc.n, pc.nr, 0, all, lane);
+        if (unpack) dtPieceCopy(k, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, 0, all, lane);
+        else dtPieceCopy(u, pc.stride, k, (int64_t)pc.n, pc.n, pc.nr, 0, all, lane);
     }
 }
 

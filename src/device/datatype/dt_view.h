@@ -176,16 +176,12 @@ LOOM_HD uint64_t dtViewPieceOf(const DtView &v, uint64_t a) {
 }
 
 // Pieces a warp walks one after the other before it searches again, at
-// most: runs of 16 and 32 made a CTA's copy of 4 KiB pieces 1.6x and 2.9x
-// slower than runs of 8 in 512 KiB steps (test/perf/view_loops, one H100,
-// 2026-12-07); shorter runs where the range has fewer pieces than that for
-// every warp (dtViewWalkLength). Where pieces are small (under
+// most (longer runs made a CTA's copy slower: test/perf/view_loops,
+// docs/performance.md); shorter runs where the range has fewer pieces than
+// that for every warp (dtViewWalkLength). Where pieces are small (under
 // kDtLanePieceBytes on average: a struct's fields, an indexed type's short
 // blocks) a run is 32 pieces, a lane's each (dtViewCopy, dt_view_copy.h).
-#ifndef LOOM_DT_WALK
-#define LOOM_DT_WALK 8
-#endif
-constexpr uint64_t kDtWalkPieces = LOOM_DT_WALK;
+constexpr uint64_t kDtWalkPieces = 8;
 constexpr uint32_t kDtLanePieceBytes = 128;
 
 LOOM_HD uint64_t dtViewWalkMost(const DtView &v) {

@@ -21,20 +21,19 @@ __device__ inline void dtViewPieceCopy(const DtPiece &pc, uint32_t lo, uint32_t 
     char *u = user + pc.user;
     char *f = flat + (int64_t)(pc.packed - a); // below flat for a piece that starts before a: only [lo, hi) is touched
     if (alone) {
-        if (toUser) dtLaneCopy(f, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lo, hi);
-        else dtLaneCopy(u, pc.stride, f, (int64_t)pc.n, pc.n, pc.nr, lo, hi);
+        if (toUser) dtPieceCopy<true>(f, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lo, hi, lane);
+        else dtPieceCopy<true>(u, pc.stride, f, (int64_t)pc.n, pc.n, pc.nr, lo, hi, lane);
     } else {
-        if (toUser) dtWarpCopy(f, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lo, hi, lane);
-        else dtWarpCopy(u, pc.stride, f, (int64_t)pc.n, pc.n, pc.nr, lo, hi, lane);
+        if (toUser) dtPieceCopy(f, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lo, hi, lane);
+        else dtPieceCopy(u, pc.stride, f, (int64_t)pc.n, pc.n, pc.nr, lo, hi, lane);
     }
 }
 
 // The whole-GPU form (dt_copy.cu's view kernel, thousands of warps): warp
 // `warp` of `warps` takes every warps-th piece, each found by its
-// searches. Its few registers keep more warps on an SM: the walked form
-// below made the whole-GPU packing kernel 3-15% slower (19% in a
-// neighbourhood alltoall under MPS), while at 1-32 CTAs it copies 8-17% more
-// (test/perf/view_loops, docs/performance.md, 2026-12-07).
+// searches. Its few registers keep more warps on an SM: on a whole GPU the
+// walked form below was slower, on a kernel's few CTAs faster
+// (test/perf/view_loops, docs/performance.md).
 __device__ inline void dtViewCopySpread(const DtView &v, char *user, uint64_t a, uint64_t len, char *flat,
                                         bool toUser, uint64_t warp, uint64_t warps, int lane) {
     uint64_t first, end;
@@ -43,11 +42,7 @@ __device__ inline void dtViewCopySpread(const DtView &v, char *user, uint64_t a,
         const DtPiece pc = dtViewPieceAt(v, w);
         uint32_t lo, hi;
         dtViewClip(pc, a, a + len, &lo, &hi);
-        if (lo == hi) continue;
-        char *u = user + pc.user;
-        char *f = flat + (int64_t)(pc.packed - a); // below flat for a piece that starts before a: only [lo, hi) is touched
-        if (toUser) dtWarpCopy(f, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lo, hi, lane);
-        else dtWarpCopy(u, pc.stride, f, (int64_t)pc.n, pc.n, pc.nr, lo, hi, lane);
+        if (lo < hi) dtViewPieceCopy(pc, lo, hi, user, a, flat, toUser, lane, false);
     }
 }
 

@@ -1,6 +1,7 @@
 /*
- * One warp's copy of a datatype piece (or one lane's of a small one) (dt_pieces.h), shared by the plan
- * kernels (dt_copy.cu) and kernels that read or write a packed view in
+ * One warp's copy of a datatype piece (dt_pieces.h), or one lane's of a
+ * small one, shared by the plan kernels (dt_copy.cu) and kernels that read
+ * or write a packed view in
  * place (dt_view_copy.h). Each lane keeps kDtUnroll words in flight, the
  * widest words (dtPartWordBytes, dt_pieces.h) that every address, length
  * and stride of the piece, and the ends of its part being copied, allow.
@@ -13,8 +14,7 @@
 
 namespace loom {
 
-// Words in flight per lane. 8 made the view's copies slower, packing and in
-// the exchange kernel alike (docs/performance.md, 2026-12-07).
+// Words in flight per lane (8 was slower: docs/performance.md).
 constexpr int kDtUnroll = 4;
 
 // Words [u0, u1) of nr runs of unitsPerRun words of T, counted run after
@@ -42,19 +42,6 @@ __device__ inline void dtWarpRuns(const char *src, int64_t sStride, char *dst, i
     }
 }
 
-// Bytes [lo, hi) of nr runs of n bytes (counted run after run), src's runs
-// sStride apart, dst's dStride apart.
-__device__ inline void dtWarpCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n, uint32_t nr,
-                                  uint32_t lo, uint32_t hi, int lane) {
-    switch (dtPartWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride, lo, hi)) {
-    case 16: dtWarpRuns<uint4>(src, sStride, dst, dStride, n / 16, lo / 16, hi / 16, lane); break;
-    case 8: dtWarpRuns<uint2>(src, sStride, dst, dStride, n / 8, lo / 8, hi / 8, lane); break;
-    case 4: dtWarpRuns<unsigned>(src, sStride, dst, dStride, n / 4, lo / 4, hi / 4, lane); break;
-    case 2: dtWarpRuns<unsigned short>(src, sStride, dst, dStride, n / 2, lo / 2, hi / 2, lane); break;
-    default: dtWarpRuns<unsigned char>(src, sStride, dst, dStride, n, lo, hi, lane);
-    }
-}
-
 // One lane's copy of bytes [lo, hi) of a piece's runs (a small piece: the
 // warp's other lanes copy other pieces), kDtUnroll words loaded before
 // they are stored.
@@ -78,14 +65,25 @@ __device__ inline void dtLaneRuns(const char *src, int64_t sStride, char *dst, i
     }
 }
 
-__device__ inline void dtLaneCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n, uint32_t nr,
-                                  uint32_t lo, uint32_t hi) {
-    switch (dtPartWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride, lo, hi)) {
-    case 16: dtLaneRuns<uint4>(src, sStride, dst, dStride, n / 16, lo / 16, hi / 16); break;
-    case 8: dtLaneRuns<uint2>(src, sStride, dst, dStride, n / 8, lo / 8, hi / 8); break;
-    case 4: dtLaneRuns<unsigned>(src, sStride, dst, dStride, n / 4, lo / 4, hi / 4); break;
-    case 2: dtLaneRuns<unsigned short>(src, sStride, dst, dStride, n / 2, lo / 2, hi / 2); break;
-    default: dtLaneRuns<unsigned char>(src, sStride, dst, dStride, n, lo, hi);
+// Bytes [lo, hi) of nr runs of n bytes (counted run after run), src's runs
+// sStride apart, dst's dStride apart: by the warp (every lane calls it), or
+// by this lane alone.
+template <bool kAlone = false>
+__device__ inline void dtPieceCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n,
+                                   uint32_t nr, uint32_t lo, uint32_t hi, int lane) {
+    const uint32_t w = dtPartWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride, lo, hi);
+    const auto runs = [&](auto word) {
+        using T = decltype(word);
+        const uint32_t b = sizeof(T);
+        if (kAlone) dtLaneRuns<T>(src, sStride, dst, dStride, n / b, lo / b, hi / b);
+        else dtWarpRuns<T>(src, sStride, dst, dStride, n / b, lo / b, hi / b, lane);
+    };
+    switch (w) {
+    case 16: runs(uint4{}); break;
+    case 8: runs(uint2{}); break;
+    case 4: runs(0u); break;
+    case 2: runs((unsigned short)0); break;
+    default: runs((unsigned char)0);
     }
 }
 

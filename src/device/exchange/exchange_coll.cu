@@ -56,7 +56,7 @@ __device__ ExchangeSched exchangeTables(const ExchangeArgs &a, const ConnSteps *
 
 // The view's copy by the whole CTA, called, not inlined: its walk and
 // words get registers of their own instead of spilling the kernel's
-// (inlined, the kernel spilled kilobytes per thread, docs/performance.md).
+// (inlined, the kernel spilled: docs/performance.md).
 __device__ __noinline__ void viewCopy(const DtView &v, char *user, size_t at, size_t len, char *flat, bool toUser) {
     dtViewCopy(v, user, at, len, flat, toUser, threadIdx.x / 32, blockDim.x / 32, threadIdx.x & 31);
 }
