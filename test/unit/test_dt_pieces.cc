@@ -8,7 +8,10 @@
 // exactly half and one piece, odd lengths, negative offsets and strides,
 // several segments, several elements with a resized extent. Mutations that
 // must fail: a segment's piece count one short, one too many, and a piece
-// size that disagrees with the grouping.
+// size that disagrees with the grouping. The copy loops' word steps
+// (DtRunStep: a lane's words 32 or 1 apart, stepped with additions) must
+// land where division puts them; a step that drops its carry or its whole
+// runs must not.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -112,7 +115,51 @@ std::string simulate(const Plan &p, uint64_t count, const std::vector<uint64_t> 
     return "";
 }
 
+// "" when `step` walks from every first word of a lane (start) through
+// `steps` words `skip` apart exactly as division places them, for runs of
+// unitsPerRun words.
+std::string stepsMatchDivision(const DtRunStep &step, uint32_t skip, uint32_t unitsPerRun, int steps) {
+    for (uint32_t start = 0; start < 3 * unitsPerRun + 33; ++start) {
+        DtRunWord p = DtRunStep(skip, unitsPerRun).at(start); // the first word as the loops find it
+        for (int k = 0; k < steps; ++k, step.next(p)) {
+            const uint32_t i = start + (uint32_t)k * skip;
+            if (p.run != i / unitsPerRun || p.word != i % unitsPerRun)
+                return "word " + std::to_string(i) + " of runs of " + std::to_string(unitsPerRun) + " stepped to run " +
+                       std::to_string(p.run) + " word " + std::to_string(p.word);
+        }
+    }
+    return "";
+}
+
 } // namespace
+
+START_TEST(dt_run_steps_match_division) {
+    for (uint32_t skip : {1u, 32u})
+        for (uint32_t units = 1; units <= 300; ++units) {
+            const std::string err = stepsMatchDivision(DtRunStep(skip, units), skip, units, 70);
+            ck_assert_msg(err.empty(), "skip %u: %s", skip, err.c_str());
+        }
+    // Mutations that must fail: a step without its carry into the next
+    // run, one without its whole runs, one a word long.
+    int caught = 0, tried = 0;
+    for (uint32_t units : {3u, 7u, 16u, 31u, 33u, 256u}) {
+        if (32 % units != 0) { // (runs that divide a skip never carry)
+            DtRunStep noCarry(32, units);
+            noCarry.unitsPerRun = 0xffffffffu; // never wraps
+            ++tried, caught += !stepsMatchDivision(noCarry, 32, units, 70).empty();
+        }
+        if (32 / units > 0) {
+            DtRunStep noRuns(32, units);
+            noRuns.runs = 0;
+            ++tried, caught += !stepsMatchDivision(noRuns, 32, units, 70).empty();
+        }
+        DtRunStep oneWord(32, units);
+        oneWord.words = (oneWord.words + 1) % units;
+        ++tried, caught += !stepsMatchDivision(oneWord, 32, units, 70).empty();
+    }
+    ck_assert_msg(caught == tried, "%d of %d mutated word steps went unnoticed", tried - caught, tried);
+}
+END_TEST
 
 START_TEST(dt_pieces_cover_every_byte_once) {
     for (const Plan &p : plans())
@@ -161,6 +208,7 @@ Suite *dt_pieces_suite(void) {
     tcase_add_test(tc, dt_pieces_cover_every_byte_once);
     tcase_add_test(tc, dt_pieces_short_runs_share_a_piece);
     tcase_add_test(tc, dt_pieces_mutations_fail);
+    tcase_add_test(tc, dt_run_steps_match_division);
     suite_add_tcase(s, tc);
     return s;
 }

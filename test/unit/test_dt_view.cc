@@ -10,7 +10,7 @@
 // byte of the range once from its packed byte and leave every other user
 // byte alone. Ranges: the whole view, random ones, and a block cut into
 // FIFO chunks (their union must be the whole block once), split between 1
-// to 40 warps that walk runs of dtViewWalkLength (or 1 to 21) pieces
+// to 40 warps that walk runs of dtViewWalkLength (or 1 to 21, or 32) pieces
 // (dtViewWalkNext, checked against the searches piece by piece too). Mutations that must fail: no clipping, a
 // range started one piece late, warps that leave their last piece or start
 // where the range does, a block's first piece off by one, and a builder fed
@@ -133,7 +133,8 @@ struct Mutation {
 // Packed bytes [a, a + len) between user and packed, as dtViewCopy's warps
 // move them: warp after warp (the pieces are independent), each every
 // warps-th run of dtViewWalkLength pieces, walked with dtViewWalkNext
-// (walk 1: dtViewCopySpread's piece after piece).
+// (walk 1: dtViewCopySpread's piece after piece; 32: dtViewCopyLanes',
+// whose lanes find the same pieces by search).
 // Records every byte written; "" or what broke.
 std::string copyRange(const DtView &v, uint64_t a, uint64_t len, bool toUser, const Mutation &m,
                       std::vector<unsigned char> &user, int64_t userLo, std::vector<unsigned char> &packed,
@@ -236,8 +237,9 @@ START_TEST(dt_view_ranges_copy_every_byte_once) {
         const Mutation none;
         for (bool unpack : {false, true}) {
             const uint64_t warps = 1 + rng() % 40; // from one warp to more warps than pieces
-            // dtViewCopy's runs, dtViewCopySpread's single pieces, or forced lengths
-            const uint64_t walk = t % 3 == 0 ? 0 : t % 3 == 1 ? 1 : 2 + rng() % 20;
+            // dtViewCopy's runs, dtViewCopySpread's single pieces, dtViewCopyLanes'
+            // 32 a warp, or forced lengths
+            const uint64_t walk = t % 4 == 0 ? 0 : t % 4 == 1 ? 1 : t % 4 == 2 ? 32 : 2 + rng() % 20;
             std::string err = check(ls, c, b.view, 0, c.packedBytes, unpack, none, warps, walk);
             ck_assert_msg(err.empty(), "call %d, whole view, %s: %s", t, unpack ? "unpack" : "pack", err.c_str());
             for (int r = 0; r < 4 && c.packedBytes; ++r) {

@@ -13,27 +13,47 @@ namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 
+// Warps take a piece each, or with kLanes (small pieces:
+// dtPiecesAreSmall) 32 pieces each, a lane's each (dtLanePiecesCopy).
+template <bool kLanes>
 __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user, char *packed, bool unpack) {
     const bool inline_ = p.nsegs <= kDtInlineSegs;
     const loom_dt_seg_t *segs = inline_ ? p.segs : p.tableSegs;
     const uint64_t *first = inline_ ? p.firstPiece : p.tableFirst;
     const uint64_t perElement = p.pieces, total = perElement * count;
     const int lane = threadIdx.x & 31;
-    const uint64_t warps = (uint64_t)gridDim.x * kWarps;
-    for (uint64_t w = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32; w < total; w += warps) {
-        const DtPiece pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, w);
-        char *u = const_cast<char *>(user) + pc.user;
-        char *k = packed + pc.packed;
-        const uint32_t all = pc.n * pc.nr;
-        if (unpack) dtPieceCopy(k, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, 0, all, lane);
-        else dtPieceCopy(u, pc.stride, k, (int64_t)pc.n, pc.n, pc.nr, 0, all, lane);
+    const uint64_t warp = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32, warps = (uint64_t)gridDim.x * kWarps;
+    char *u = const_cast<char *>(user);
+    if constexpr (kLanes) {
+        for (uint64_t from = warp * 32; from < total; from += warps * 32) {
+            DtPiece pc = {};
+            uint32_t all = 0;
+            if (from + lane < total) {
+                pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, from + lane);
+                all = pc.n * pc.nr;
+            }
+            dtLanePiecesCopy(pc, 0, all, u, 0, packed, unpack, lane);
+        }
+    } else {
+        for (uint64_t w = warp; w < total; w += warps) {
+            const DtPiece pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, w);
+            dtPieceCopy(u + pc.user, pc.stride, packed + pc.packed, pc.n, pc.nr, 0, pc.n * pc.nr, unpack, lane);
+        }
     }
 }
 
 // Packed bytes [a, a + len) of a view, between the user's layout and packed + a.
+template <bool kLanes>
 __global__ void dtViewKernel(const DtView v, char *user, char *packed, uint64_t a, uint64_t len, bool unpack) {
     const uint64_t warp = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32, warps = (uint64_t)gridDim.x * kWarps;
-    dtViewCopySpread(v, user, a, len, packed + a, unpack, warp, warps, threadIdx.x & 31);
+    if constexpr (kLanes) dtViewCopyLanes(v, user, a, len, packed + a, unpack, warp, warps, threadIdx.x & 31);
+    else dtViewCopySpread(v, user, a, len, packed + a, unpack, warp, warps, threadIdx.x & 31);
+}
+
+// CTAs for `pieces` pieces, a warp's each or (lanes) 32 a warp's.
+int dtCtas(uint64_t pieces, bool lanes) {
+    const uint64_t warps = lanes ? (pieces + 31) / 32 : pieces, want = (warps + kWarps - 1) / kWarps;
+    return want < 1024 ? (int)want : 1024;
 }
 
 } // namespace
@@ -66,25 +86,26 @@ void dtPlanDev(const loom_dt_seg_t *segs, int nsegs, int64_t extent, uint64_t by
 cudaError_t launchDtCopy(const DtPlanDev &plan, size_t count, const void *user, void *packed, bool unpack, int ctas,
                          cudaStream_t stream) {
     if (count == 0 || plan.nsegs == 0 || plan.pieces == 0) return cudaSuccess;
-    if (ctas <= 0) {
-        const uint64_t warps = plan.pieces * count, want = (warps + kWarps - 1) / kWarps;
-        ctas = want < 1024 ? (int)want : 1024;
-    }
-    dtCopyKernel<<<ctas, kThreads, 0, stream>>>(plan, count, static_cast<const char *>(user),
-                                                 static_cast<char *>(packed), unpack);
+    const bool lanes = dtPiecesAreSmall(plan.bytes, plan.pieces);
+    if (ctas <= 0) ctas = dtCtas(plan.pieces * count, lanes);
+    const auto kernel = lanes ? dtCopyKernel<true> : dtCopyKernel<false>;
+    kernel<<<ctas, kThreads, 0, stream>>>(plan, count, static_cast<const char *>(user), static_cast<char *>(packed),
+                                          unpack);
     return cudaGetLastError();
 }
 
 cudaError_t launchDtViewCopy(const DtView &v, const void *user, void *packed, uint64_t a, uint64_t len, bool unpack,
                              cudaStream_t stream) {
     if (len == 0 || v.nblocks == 0 || v.pieces == 0) return cudaSuccess;
-    const uint64_t warps = v.pieces, want = (warps + kWarps - 1) / kWarps; // at most the range's pieces are busy
-    const int ctas = want < 1024 ? (int)want : 1024;
-    dtViewKernel<<<ctas, kThreads, 0, stream>>>(v, const_cast<char *>(static_cast<const char *>(user)),
-                                                 static_cast<char *>(packed), a, len, unpack);
+    const bool lanes = dtPiecesAreSmall(v.bytes, v.pieces);
+    const auto kernel = lanes ? dtViewKernel<true> : dtViewKernel<false>;
+    kernel<<<dtCtas(v.pieces, lanes), kThreads, 0, stream>>>(v, const_cast<char *>(static_cast<const char *>(user)),
+                                                            static_cast<char *>(packed), a, len, unpack);
     return cudaGetLastError();
 }
 
-cudaError_t loadDtCopyKernels(KernelLoad *l) { return loadKernels(l, dtCopyKernel, dtViewKernel); }
+cudaError_t loadDtCopyKernels(KernelLoad *l) {
+    return loadKernels(l, dtCopyKernel<false>, dtCopyKernel<true>, dtViewKernel<false>, dtViewKernel<true>);
+}
 
 } // namespace loom

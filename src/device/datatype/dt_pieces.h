@@ -76,6 +76,27 @@ LOOM_HD DtPiece dtPieceAt(const loom_dt_seg_t *segs, const uint64_t *first, int 
     return p;
 }
 
+// Word i of a piece's packed bytes (in words of its copy, unitsPerRun to
+// a run) is word `word` of run `run` on the user's side. A lane's words
+// are `skip` apart (32: the warp's lanes; 1: a lane alone); from its
+// first, found by division, the next ones are stepped to with additions
+// only (a division per word cost more than its copy).
+struct DtRunWord {
+    uint32_t run, word;
+};
+
+struct DtRunStep {
+    uint32_t runs, words, unitsPerRun; // whole runs and words of a skip
+    LOOM_HD DtRunStep(uint32_t skip, uint32_t unitsPerRun_)
+        : runs(skip / unitsPerRun_), words(skip % unitsPerRun_), unitsPerRun(unitsPerRun_) {}
+    LOOM_HD DtRunWord at(uint32_t i) const { return {i / unitsPerRun, i % unitsPerRun}; }
+    LOOM_HD void next(DtRunWord &p) const {
+        p.run += runs;
+        p.word += words;
+        if (p.word >= unitsPerRun) p.word -= unitsPerRun, ++p.run;
+    }
+};
+
 // The widest word (16, 8, 4, 2 or 1 bytes) that both pointers, the run
 // length and (for several runs) both strides are multiples of.
 LOOM_HD uint32_t dtWordBytes(uint64_t src, uint64_t dst, uint32_t n, uint32_t nr, int64_t sStride, int64_t dStride) {

@@ -183,10 +183,13 @@ LOOM_HD uint64_t dtViewPieceOf(const DtView &v, uint64_t a) {
 // blocks) a run is 32 pieces, a lane's each (dtViewCopy, dt_view_copy.h).
 constexpr uint64_t kDtWalkPieces = 8;
 constexpr uint32_t kDtLanePieceBytes = 128;
+static_assert(kDtWalkPieces <= 32, "a run of pieces is one per lane of a warp at most");
 
-LOOM_HD uint64_t dtViewWalkMost(const DtView &v) {
-    return v.bytes < v.pieces * kDtLanePieceBytes ? 32 : kDtWalkPieces;
-}
+// Pieces of `bytes` in all that average under kDtLanePieceBytes: copied
+// a lane's each (the whole-GPU kernels pick their lanes form by it).
+LOOM_HD bool dtPiecesAreSmall(uint64_t bytes, uint64_t pieces) { return bytes < pieces * kDtLanePieceBytes; }
+
+LOOM_HD uint64_t dtViewWalkMost(const DtView &v) { return dtPiecesAreSmall(v.bytes, v.pieces) ? 32 : kDtWalkPieces; }
 
 // The run of pieces each of `warps` warps walks in a range of `pieces`:
 // `most`, fewer where that would leave warps idle.

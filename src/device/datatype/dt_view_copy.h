@@ -4,8 +4,9 @@
  * flat buffer that holds those bytes (flat[0] is packed byte a): a FIFO
  * slot, a peer's block, or the call's whole packed buffer. Two forms: a
  * piece per warp at a time, each searched for (dtViewCopySpread, for a
- * whole GPU of warps), and runs of pieces walked by each warp, small ones
- * a lane's each (dtViewCopy, for a kernel's few CTAs).
+ * whole GPU of warps; dtViewCopyLanes where pieces are small), and runs of
+ * pieces walked by each warp, small ones a lane's each (dtViewCopy, for a
+ * kernel's few CTAs).
  */
 #pragma once
 
@@ -20,12 +21,27 @@ __device__ inline void dtViewPieceCopy(const DtPiece &pc, uint32_t lo, uint32_t 
                                        bool toUser, int lane, bool alone) {
     char *u = user + pc.user;
     char *f = flat + (int64_t)(pc.packed - a); // below flat for a piece that starts before a: only [lo, hi) is touched
-    if (alone) {
-        if (toUser) dtPieceCopy<true>(f, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lo, hi, lane);
-        else dtPieceCopy<true>(u, pc.stride, f, (int64_t)pc.n, pc.n, pc.nr, lo, hi, lane);
-    } else {
-        if (toUser) dtPieceCopy(f, (int64_t)pc.n, u, pc.stride, pc.n, pc.nr, lo, hi, lane);
-        else dtPieceCopy(u, pc.stride, f, (int64_t)pc.n, pc.n, pc.nr, lo, hi, lane);
+    if (alone) dtPieceCopy<true>(u, pc.stride, f, pc.n, pc.nr, lo, hi, toUser, lane);
+    else dtPieceCopy<false>(u, pc.stride, f, pc.n, pc.nr, lo, hi, toUser, lane);
+}
+
+// Each lane's piece, part [lo, hi) (none: lo == hi): a small part (at
+// most kDtLanePieceBytes) the lane copies alone, all in flight at once,
+// and a larger one the whole warp copies, one after the other. Every lane of
+// the warp calls it.
+__device__ inline void dtLanePiecesCopy(const DtPiece &mine, uint32_t lo, uint32_t hi, char *user, uint64_t a,
+                                        char *flat, bool toUser, int lane) {
+    const bool alone = hi - lo <= kDtLanePieceBytes;
+    if (alone && lo < hi) dtViewPieceCopy(mine, lo, hi, user, a, flat, toUser, lane, true);
+    for (unsigned big = __ballot_sync(~0u, !alone); big; big &= big - 1) {
+        const int k = __ffs(big) - 1;
+        DtPiece pc;
+        pc.user = __shfl_sync(~0u, mine.user, k);
+        pc.packed = __shfl_sync(~0u, mine.packed, k);
+        pc.stride = __shfl_sync(~0u, mine.stride, k);
+        pc.n = __shfl_sync(~0u, mine.n, k);
+        pc.nr = __shfl_sync(~0u, mine.nr, k);
+        dtViewPieceCopy(pc, __shfl_sync(~0u, lo, k), __shfl_sync(~0u, hi, k), user, a, flat, toUser, lane, false);
     }
 }
 
@@ -48,10 +64,9 @@ __device__ inline void dtViewCopySpread(const DtView &v, char *user, uint64_t a,
 
 // The walked form (a kernel's few CTAs over a FIFO chunk or a pair's
 // slice): every lane of the warp calls it (the loops are the warp's). A
-// warp walks its run of pieces 32 at a time, lane k keeping piece k of
-// each batch: a small part (at most kDtLanePieceBytes) the lane copies
-// alone, all in flight at once, and a larger one the whole warp copies,
-// one after the other.
+// warp walks its run of pieces (at most 32, dtViewWalkMost), lane k
+// keeping piece k, and copies them (dtLanePiecesCopy). The walk ends
+// before the copies start, so its registers are free for the copies.
 __device__ inline void dtViewCopy(const DtView &v, char *user, uint64_t a, uint64_t len, char *flat, bool toUser,
                                   uint64_t warp, uint64_t warps, int lane) {
     uint64_t first, end;
@@ -60,32 +75,39 @@ __device__ inline void dtViewCopy(const DtView &v, char *user, uint64_t a, uint6
     const uint64_t walk = dtViewWalkLength(end - first, warps, dtViewWalkMost(v));
     for (uint64_t from = first + warp * walk; from < end; from += warps * walk) {
         const uint64_t to = end - from < walk ? end : from + walk;
-        DtViewWalk c;
-        dtViewWalkStart(v, from, &c);
-        for (uint64_t batch = from; batch < to; batch += 32) {
-            DtPiece mine = {};
-            uint32_t lo = 0, hi = 0;
-            for (uint64_t w = batch; w < to && w < batch + 32; ++w, dtViewWalkNext(v, &c)) {
+        DtPiece mine = {};
+        uint32_t lo = 0, hi = 0;
+        {
+            DtViewWalk c;
+            dtViewWalkStart(v, from, &c);
+            for (uint64_t w = from; w < to; ++w, dtViewWalkNext(v, &c)) {
                 const DtPiece pc = dtViewWalkPiece(c);
-                if ((int)(w - batch) == lane) {
+                if ((int)(w - from) == lane) {
                     mine = pc;
                     dtViewClip(pc, a, a + len, &lo, &hi);
                 }
             }
-            const bool alone = hi - lo <= kDtLanePieceBytes;
-            if (alone && lo < hi) dtViewPieceCopy(mine, lo, hi, user, a, flat, toUser, lane, true);
-            for (unsigned big = __ballot_sync(~0u, !alone); big; big &= big - 1) {
-                const int k = __ffs(big) - 1;
-                DtPiece pc;
-                pc.user = __shfl_sync(~0u, mine.user, k);
-                pc.packed = __shfl_sync(~0u, mine.packed, k);
-                pc.stride = __shfl_sync(~0u, mine.stride, k);
-                pc.n = __shfl_sync(~0u, mine.n, k);
-                pc.nr = __shfl_sync(~0u, mine.nr, k);
-                dtViewPieceCopy(pc, __shfl_sync(~0u, lo, k), __shfl_sync(~0u, hi, k), user, a, flat, toUser, lane,
-                                false);
-            }
         }
+        dtLanePiecesCopy(mine, lo, hi, user, a, flat, toUser, lane);
+    }
+}
+
+// The lanes form of the whole-GPU kernels, for views whose pieces are
+// small (dtViewWalkMost: a struct's fields, an indexed type's short
+// blocks), where a warp per piece leaves most lanes idle: warp `warp` of
+// `warps` takes 32 pieces at a time, each lane finding its own by search.
+__device__ inline void dtViewCopyLanes(const DtView &v, char *user, uint64_t a, uint64_t len, char *flat,
+                                       bool toUser, uint64_t warp, uint64_t warps, int lane) {
+    uint64_t first, end;
+    dtViewRangePieces(v, a, len, &first, &end);
+    for (uint64_t from = first + warp * 32; from < end; from += warps * 32) {
+        DtPiece mine = {};
+        uint32_t lo = 0, hi = 0;
+        if (from + lane < end) {
+            mine = dtViewPieceAt(v, from + lane);
+            dtViewClip(mine, a, a + len, &lo, &hi);
+        }
+        dtLanePiecesCopy(mine, lo, hi, user, a, flat, toUser, lane);
     }
 }
 

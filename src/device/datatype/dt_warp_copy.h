@@ -1,10 +1,13 @@
 /*
  * One warp's copy of a datatype piece (dt_pieces.h), or one lane's of a
  * small one, shared by the plan kernels (dt_copy.cu) and kernels that read
- * or write a packed view in
- * place (dt_view_copy.h). Each lane keeps kDtUnroll words in flight, the
- * widest words (dtPartWordBytes, dt_pieces.h) that every address, length
- * and stride of the piece, and the ends of its part being copied, allow.
+ * or write a packed view in place (dt_view_copy.h). A piece is nr runs of
+ * n bytes in the user's layout, `stride` apart, and the same bytes back to
+ * back in a flat buffer (packed bytes, a FIFO slot, a peer's block): only
+ * the user's side needs a run's place. Each lane keeps kDtUnroll words in
+ * flight, the widest words (dtPartWordBytes, dt_pieces.h) that every
+ * address, length and stride of the piece, and the ends of its part being
+ * copied, allow.
  */
 #pragma once
 
@@ -14,69 +17,82 @@
 
 namespace loom {
 
-// Words in flight per lane (8 was slower: docs/performance.md).
+// Words in flight per lane (8 was no faster per CTA and spilled in the
+// exchange kernel, 16 slower still: docs/performance.md).
 constexpr int kDtUnroll = 4;
 
-// Words [u0, u1) of nr runs of unitsPerRun words of T, counted run after
-// run: run r from src + r x sStride to dst + r x dStride. Every lane loads
-// its kDtUnroll words before it stores them.
 template <typename T>
-__device__ inline void dtWarpRuns(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t unitsPerRun,
-                                  uint32_t u0, uint32_t u1, int lane) {
+__device__ inline T *dtUserWord(char *user, int64_t stride, DtRunWord p) {
+    return reinterpret_cast<T *>(user + (int64_t)p.run * stride) + p.word;
+}
+
+// Words [u0, u1) of the piece (unitsPerRun words of T to a run) by the
+// warp: every lane loads its kDtUnroll words, 32 apart, before it stores
+// them.
+// The stores step through the same words again rather than keep their
+// places in registers.
+template <typename T, bool kToUser>
+__device__ inline void dtWarpRuns(char *user, int64_t stride, char *flat, uint32_t unitsPerRun, uint32_t u0,
+                                  uint32_t u1, int lane) {
+    T *f = reinterpret_cast<T *>(flat);
+    const DtRunStep step(32, unitsPerRun);
+    DtRunWord at = step.at(u0 + lane);
     for (uint32_t base = u0 + lane; base < u1; base += 32 * kDtUnroll) {
         T v[kDtUnroll];
-        uint32_t run[kDtUnroll], word[kDtUnroll];
+        DtRunWord load = at;
 #pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j) {
+        for (int j = 0; j < kDtUnroll; ++j, step.next(load)) {
+            // L2 only (as Simple reads its slots): the source may be a FIFO
+            // slot or a block another GPU wrote, whose lines this SM may hold
+            // from an earlier step.
             const uint32_t i = base + 32 * j;
-            run[j] = i / unitsPerRun;
-            word[j] = i - run[j] * unitsPerRun;
-            // L2 only (as Simple reads its slots): src may be a FIFO slot or a
-            // block another GPU wrote, whose lines this SM may hold from an
-            // earlier step.
-            if (i < u1) v[j] = __ldcg(reinterpret_cast<const T *>(src + (int64_t)run[j] * sStride) + word[j]);
+            if (i < u1) v[j] = __ldcg(kToUser ? f + i : dtUserWord<T>(user, stride, load));
         }
 #pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j)
-            if (base + 32 * j < u1) reinterpret_cast<T *>(dst + (int64_t)run[j] * dStride)[word[j]] = v[j];
+        for (int j = 0; j < kDtUnroll; ++j, step.next(at)) {
+            const uint32_t i = base + 32 * j;
+            if (i < u1) *(kToUser ? dtUserWord<T>(user, stride, at) : f + i) = v[j];
+        }
     }
 }
 
-// One lane's copy of bytes [lo, hi) of a piece's runs (a small piece: the
-// warp's other lanes copy other pieces), kDtUnroll words loaded before
-// they are stored.
-template <typename T>
-__device__ inline void dtLaneRuns(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t unitsPerRun,
-                                  uint32_t u0, uint32_t u1) {
-    uint32_t run = u0 / unitsPerRun, word = u0 - run * unitsPerRun;
+// The same by this lane alone (a small piece: the warp's other lanes copy
+// other pieces), words one after the other.
+template <typename T, bool kToUser>
+__device__ inline void dtLaneRuns(char *user, int64_t stride, char *flat, uint32_t unitsPerRun, uint32_t u0,
+                                  uint32_t u1) {
+    T *f = reinterpret_cast<T *>(flat);
+    const DtRunStep step(1, unitsPerRun);
+    DtRunWord at = step.at(u0);
     for (uint32_t base = u0; base < u1; base += kDtUnroll) {
         T v[kDtUnroll];
-        uint32_t r = run, w = word;
+        DtRunWord load = at;
 #pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j) {
-            if (base + j < u1) v[j] = __ldcg(reinterpret_cast<const T *>(src + (int64_t)r * sStride) + w);
-            if (++w == unitsPerRun) w = 0, ++r;
-        }
+        for (int j = 0; j < kDtUnroll; ++j, step.next(load))
+            if (base + j < u1) v[j] = __ldcg(kToUser ? f + base + j : dtUserWord<T>(user, stride, load));
 #pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j) {
-            if (base + j < u1) reinterpret_cast<T *>(dst + (int64_t)run * dStride)[word] = v[j];
-            if (++word == unitsPerRun) word = 0, ++run;
-        }
+        for (int j = 0; j < kDtUnroll; ++j, step.next(at))
+            if (base + j < u1) *(kToUser ? dtUserWord<T>(user, stride, at) : f + base + j) = v[j];
     }
 }
 
-// Bytes [lo, hi) of nr runs of n bytes (counted run after run), src's runs
-// sStride apart, dst's dStride apart: by the warp (every lane calls it), or
-// by this lane alone.
+// Bytes [lo, hi) of the piece's nr runs of n bytes (counted run after
+// run) between user (runs stride apart) and flat (back to back): by the
+// warp (every lane calls it), or by this lane alone.
 template <bool kAlone = false>
-__device__ inline void dtPieceCopy(const char *src, int64_t sStride, char *dst, int64_t dStride, uint32_t n,
-                                   uint32_t nr, uint32_t lo, uint32_t hi, int lane) {
-    const uint32_t w = dtPartWordBytes((uintptr_t)src, (uintptr_t)dst, n, nr, sStride, dStride, lo, hi);
+__device__ inline void dtPieceCopy(char *user, int64_t stride, char *flat, uint32_t n, uint32_t nr, uint32_t lo,
+                                   uint32_t hi, bool toUser, int lane) {
+    const uint32_t w = dtPartWordBytes((uintptr_t)user, (uintptr_t)flat, n, nr, stride, (int64_t)n, lo, hi);
     const auto runs = [&](auto word) {
         using T = decltype(word);
         const uint32_t b = sizeof(T);
-        if (kAlone) dtLaneRuns<T>(src, sStride, dst, dStride, n / b, lo / b, hi / b);
-        else dtWarpRuns<T>(src, sStride, dst, dStride, n / b, lo / b, hi / b, lane);
+        if (kAlone) {
+            if (toUser) dtLaneRuns<T, true>(user, stride, flat, n / b, lo / b, hi / b);
+            else dtLaneRuns<T, false>(user, stride, flat, n / b, lo / b, hi / b);
+        } else {
+            if (toUser) dtWarpRuns<T, true>(user, stride, flat, n / b, lo / b, hi / b, lane);
+            else dtWarpRuns<T, false>(user, stride, flat, n / b, lo / b, hi / b, lane);
+        }
     };
     switch (w) {
     case 16: runs(uint4{}); break;
