@@ -1,8 +1,8 @@
 /*
  * view_loops: how many bytes one CTA packs or unpacks per microsecond with
- * the view's in-place copy (dtViewCopy, dt_view_copy.h: what the exchange
- * kernel runs on a FIFO chunk when LOOM_DT_FUSE is on), against a plain
- * vectorized copy of the same packed bytes, at 1, 8, 16, 32 and 64 CTAs of
+ * the view's in-place copy (dtViewCopySpread, dt_view_copy.h: what the
+ * exchange kernel runs on a FIFO chunk when LOOM_DT_FUSE is on), against a
+ * plain vectorized copy of the same packed bytes, at 1, 8, 16, 32 and 64 CTAs of
  * 512 threads on one GPU. Each CTA takes its own part of the packed bytes
  * in steps of one slot, a barrier between steps, as an exchange channel
  * does; the layouts:
@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(kThreads) viewSteps(const loom::DtView v, char
     ctaPart(bytes, &at, &len);
     for (uint64_t off = 0; off < len; off += slot) {
         const uint64_t step = len - off < slot ? len - off : slot;
-        loom::dtViewCopy(v, user, at + off, step, flat + at + off, unpack, threadIdx.x / 32, blockDim.x / 32,
-                         threadIdx.x & 31);
+        loom::dtViewCopySpread(v, user, at + off, step, flat + at + off, unpack, threadIdx.x / 32, blockDim.x / 32,
+                               threadIdx.x & 31);
         __syncthreads(); // a step's end, as the exchange's publish barrier
     }
 }

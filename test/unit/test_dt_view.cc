@@ -1,7 +1,7 @@
 // Packed views (src/device/datatype/dt_view.h, dt_view_build.h) on the CPU:
 // a call's typed blocks, each of its own plan, at their user offsets and
 // packed offsets (gaps between blocks, blocks without elements), and packed
-// ranges of them copied the way dtViewCopy's warps do (dt_view_copy.h):
+// ranges of them copied the way the view kernels' warps do (dt_view_copy.h):
 // the pieces from dtViewPieceOf(a) to dtViewPieceOf(a + len - 1), each
 // clipped to the range, word by word in the words dtPartWordBytes picks.
 // Packing a range must write each of its packed bytes exactly once with the
@@ -10,11 +10,11 @@
 // byte of the range once from its packed byte and leave every other user
 // byte alone. Ranges: the whole view, random ones, and a block cut into
 // FIFO chunks (their union must be the whole block once), split between 1
-// to 40 warps that walk runs of dtViewWalkLength (or 1 to 21, or 32) pieces
-// (dtViewWalkNext, checked against the searches piece by piece too). Mutations that must fail: no clipping, a
-// range started one piece late, warps that leave their last piece or start
-// where the range does, a block's first piece off by one, and a builder fed
-// blocks out of packed order.
+// to 40 warps that take a piece or 32 (a lane's each) at a time. Mutations
+// that must fail: no clipping, a range started one piece late, warps that
+// leave the last piece of each batch or start where the range does, a
+// block's first piece off by one, and a builder fed blocks out of packed
+// order.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -126,35 +126,31 @@ std::vector<int64_t> reference(const std::vector<Layout> &ls, const Call &c) {
 struct Mutation {
     bool noClip = false;     // copy whole pieces
     int startLate = 0;       // warp 0 starts this many pieces after its first
-    bool stopEarly = false;  // every run of pieces left without its last
+    bool stopEarly = false;  // every batch of pieces left without its last
     bool sameStart = false;  // every warp starts at the range's first piece
 };
 
-// Packed bytes [a, a + len) between user and packed, as dtViewCopy's warps
-// move them: warp after warp (the pieces are independent), each every
-// warps-th run of dtViewWalkLength pieces, walked with dtViewWalkNext
-// (walk 1: dtViewCopySpread's piece after piece; 32: dtViewCopyLanes',
-// whose lanes find the same pieces by search).
+// Packed bytes [a, a + len) between user and packed, as the view kernels'
+// warps move them (dt_view_copy.h): warp after warp (the pieces are
+// independent), each taking every warps-th batch of `per` pieces, each
+// piece found by search (per 1: dtViewCopySpread; 32: dtViewCopyLanes, a
+// lane's each; 0: the one dtPiecesAreSmall picks).
 // Records every byte written; "" or what broke.
 std::string copyRange(const DtView &v, uint64_t a, uint64_t len, bool toUser, const Mutation &m,
                       std::vector<unsigned char> &user, int64_t userLo, std::vector<unsigned char> &packed,
-                      std::vector<int> &writes, uint64_t warps = 7, uint64_t walk = 0) {
+                      std::vector<int> &writes, uint64_t warps = 7, uint64_t per = 0) {
     const uint64_t userBase = 0x100000, packedBase = 0x800000; // 16-aligned, as cudaMalloc's
     const uint64_t end = a + len;
     uint64_t first, last;
     dtViewRangePieces(v, a, len, &first, &last);
-    if (walk == 0) walk = dtViewWalkLength(last - first, warps, dtViewWalkMost(v)); // else a forced run length
+    if (per == 0) per = dtPiecesAreSmall(v.bytes, v.pieces) ? 32 : 1;
     for (uint64_t warp = 0; warp < warps; ++warp) {
-        for (uint64_t run = first + (m.sameStart ? 0 : warp * walk); run < last; run += warps * walk) {
-            uint64_t from = run, to = last - run < walk ? last : run + walk;
-            if (warp == 0 && run == first) from += m.startLate;
+        for (uint64_t batch = first + (m.sameStart ? 0 : warp * per); batch < last; batch += warps * per) {
+            uint64_t from = batch, to = last - batch < per ? last : batch + per;
+            if (warp == 0 && batch == first) from += m.startLate;
             if (m.stopEarly) --to;
-            if (from >= to) continue;
-            DtViewWalk c;
-            dtViewWalkStart(v, from, &c);
-            for (uint64_t w = from; w < to; ++w, dtViewWalkNext(v, &c)) {
-                if (c.block >= v.nblocks) return "the walk left the view at piece " + std::to_string(w);
-                const DtPiece pc = dtViewWalkPiece(c);
+            for (uint64_t w = from; w < to; ++w) {
+                const DtPiece pc = dtViewPieceAt(v, w);
                 uint32_t lo, hi;
                 dtViewClip(pc, a, end, &lo, &hi);
                 if (m.noClip) lo = 0, hi = pc.n * pc.nr;
@@ -181,14 +177,14 @@ std::string copyRange(const DtView &v, uint64_t a, uint64_t len, bool toUser, co
 
 // Packs (or unpacks) [a, a + len) and checks every byte; "" or what broke.
 std::string check(const std::vector<Layout> &ls, const Call &c, const DtView &v, uint64_t a, uint64_t len,
-                  bool unpack, const Mutation &m, uint64_t warps = 7, uint64_t walk = 0) {
+                  bool unpack, const Mutation &m, uint64_t warps = 7, uint64_t per = 0) {
     const std::vector<int64_t> from = reference(ls, c);
     std::vector<unsigned char> user((size_t)(c.userHi - c.userLo)), packed(c.packedBytes);
     for (size_t i = 0; i < user.size(); ++i) user[i] = (unsigned char)(i * 131 + (i >> 8) + 1);
     for (size_t i = 0; i < packed.size(); ++i) packed[i] = (unsigned char)(i * 71 + (i >> 9) + 7);
     const std::vector<unsigned char> user0 = user, packed0 = packed;
     std::vector<int> writes(unpack ? user.size() : packed.size(), 0);
-    const std::string err = copyRange(v, a, len, unpack, m, user, c.userLo, packed, writes, warps, walk);
+    const std::string err = copyRange(v, a, len, unpack, m, user, c.userLo, packed, writes, warps, per);
     if (!err.empty()) return err;
     std::vector<int> want(writes.size(), 0);
     for (uint64_t p = a; p < a + len && p < c.packedBytes; ++p)
@@ -237,42 +233,17 @@ START_TEST(dt_view_ranges_copy_every_byte_once) {
         const Mutation none;
         for (bool unpack : {false, true}) {
             const uint64_t warps = 1 + rng() % 40; // from one warp to more warps than pieces
-            // dtViewCopy's runs, dtViewCopySpread's single pieces, dtViewCopyLanes'
-            // 32 a warp, or forced lengths
-            const uint64_t walk = t % 4 == 0 ? 0 : t % 4 == 1 ? 1 : t % 4 == 2 ? 32 : 2 + rng() % 20;
-            std::string err = check(ls, c, b.view, 0, c.packedBytes, unpack, none, warps, walk);
+            // the kernels' pick, a piece a warp, or 32 a warp
+            const uint64_t per = t % 3 == 0 ? 0 : t % 3 == 1 ? 1 : 32;
+            std::string err = check(ls, c, b.view, 0, c.packedBytes, unpack, none, warps, per);
             ck_assert_msg(err.empty(), "call %d, whole view, %s: %s", t, unpack ? "unpack" : "pack", err.c_str());
             for (int r = 0; r < 4 && c.packedBytes; ++r) {
                 const uint64_t a = rng() % c.packedBytes, len = 1 + rng() % (c.packedBytes - a);
-                err = check(ls, c, b.view, a, len, unpack, none, warps, walk);
+                err = check(ls, c, b.view, a, len, unpack, none, warps, per);
                 ck_assert_msg(err.empty(), "call %d, [%llu, +%llu), %s: %s", t, (unsigned long long)a,
                               (unsigned long long)len, unpack ? "unpack" : "pack", err.c_str());
             }
         }
-    }
-}
-END_TEST
-
-START_TEST(dt_view_walk_meets_every_piece) {
-    // Walked from any piece, dtViewWalkNext must give the pieces the
-    // searches of dtViewWalkStart give, up to the view's end.
-    const std::vector<Layout> ls = layouts();
-    std::mt19937 rng(31);
-    for (int t = 0; t < 100; ++t) {
-        const Call c = randomCall(ls, rng);
-        const Built b = build(ls, c);
-        if (b.view.pieces == 0) continue;
-        DtViewWalk w;
-        const uint64_t from = rng() % b.view.pieces;
-        dtViewWalkStart(b.view, from, &w);
-        for (uint64_t p = from; p < b.view.pieces; ++p, dtViewWalkNext(b.view, &w)) {
-            const DtPiece got = dtViewWalkPiece(w), want = dtViewPieceAt(b.view, p);
-            ck_assert_msg(w.block < b.view.nblocks && got.user == want.user && got.packed == want.packed &&
-                              got.stride == want.stride && got.n == want.n && got.nr == want.nr,
-                          "call %d: piece %llu walked from %llu is not the one searched for", t,
-                          (unsigned long long)p, (unsigned long long)from);
-        }
-        ck_assert_msg(w.block == b.view.nblocks, "call %d: the walk went on past the view's last piece", t);
     }
 }
 END_TEST
@@ -320,12 +291,12 @@ START_TEST(dt_view_mutations_fail) {
         m.startLate = 1;
         ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, false, m).empty();
         m = Mutation{};
-        m.stopEarly = true; // every warp's last piece left
+        m.stopEarly = true; // every batch's last piece left
         ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, false, m, 3).empty();
         m = Mutation{};
         m.sameStart = true; // warps that overlap
         ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, true, m, 3).empty();
-        if (b.view.nblocks > 1) { // a block's pieces numbered one early: seen where walks start, so at each piece
+        if (b.view.nblocks > 1) { // a block's pieces numbered one early
             DtViewBlock *blocks = reinterpret_cast<DtViewBlock *>(const_cast<DtViewBlock *>(b.view.blocks));
             --blocks[1].firstPiece;
             ++tried, caught += !check(ls, c, b.view, 0, c.packedBytes, false, Mutation{}, 7, 1).empty();
@@ -352,7 +323,6 @@ Suite *dt_view_suite(void) {
     TCase *tc = tcase_create("dt_view");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, dt_view_ranges_copy_every_byte_once);
-    tcase_add_test(tc, dt_view_walk_meets_every_piece);
     tcase_add_test(tc, dt_view_chunks_make_the_whole);
     tcase_add_test(tc, dt_view_mutations_fail);
     suite_add_tcase(s, tc);

@@ -60,90 +60,6 @@ LOOM_HD int dtViewBlockOf(const DtView &v, uint64_t x, bool byPacked) {
     return lo;
 }
 
-// A walk over the view's pieces in their order: started at piece w with
-// the searches and divisions of dtPieceAt, then stepped piece after piece
-// with additions only (a copy loop's warp takes a run of pieces: a search
-// per piece cost more than the copy of a short one, docs/performance.md).
-// Where the view ends, block == nblocks.
-struct DtViewWalk {
-    int block, seg;
-    uint64_t element, run, at; // at: bytes into the run (a long run's pieces)
-    DtViewBlock b;
-    DtViewPlan p;
-    loom_dt_seg_t s;
-    uint64_t g;                // whole runs a piece takes (dtRunsPerPiece of s.len)
-};
-
-LOOM_HD void dtViewWalkSeg(DtViewWalk *c) {
-    c->s = c->p.segs[c->seg];
-    c->g = dtRunsPerPiece(c->s.len);
-}
-
-LOOM_HD void dtViewWalkStart(const DtView &v, uint64_t w, DtViewWalk *c) {
-    c->block = dtViewBlockOf(v, w, false);
-    c->b = v.blocks[c->block];
-    c->p = v.plans[c->b.plan];
-    const uint64_t per = c->p.first[c->p.nsegs], in = w - c->b.firstPiece, inElement = in % per;
-    c->element = in / per;
-    int lo = 0, hi = c->p.nsegs - 1; // the last segment with first[k] <= inElement
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (c->p.first[mid] <= inElement) lo = mid;
-        else hi = mid - 1;
-    }
-    c->seg = lo;
-    dtViewWalkSeg(c);
-    const uint64_t piece = inElement - c->p.first[lo];
-    if (c->g > 1) {
-        c->run = piece * c->g;
-        c->at = 0;
-    } else {
-        const uint64_t perRun = dtPiecesOf(c->s.len);
-        c->run = piece / perRun;
-        c->at = piece % perRun * kDtPieceBytes;
-    }
-}
-
-LOOM_HD DtPiece dtViewWalkPiece(const DtViewWalk &c) {
-    DtPiece pc;
-    pc.user = c.b.user + (int64_t)c.element * c.p.extent + c.s.offset + (int64_t)c.run * c.s.stride + (int64_t)c.at;
-    pc.packed = c.b.packed + c.element * c.p.bytes + c.s.packed + c.run * c.s.len + c.at;
-    pc.stride = c.s.stride;
-    if (c.g > 1) {
-        pc.n = (uint32_t)c.s.len;
-        pc.nr = (uint32_t)(c.s.count - c.run < c.g ? c.s.count - c.run : c.g);
-    } else {
-        pc.n = (uint32_t)(c.s.len - c.at < kDtPieceBytes ? c.s.len - c.at : kDtPieceBytes);
-        pc.nr = 1;
-    }
-    return pc;
-}
-
-// The next piece: the next runs or part of a run of the segment, else the
-// next segment with pieces, else the next element, else the next block.
-LOOM_HD void dtViewWalkNext(const DtView &v, DtViewWalk *c) {
-    if (c->g > 1) {
-        c->run += c->g;
-    } else if ((c->at += kDtPieceBytes) >= c->s.len) {
-        c->at = 0;
-        ++c->run;
-    }
-    if (c->run < c->s.count) return;
-    c->run = 0;
-    do { // segments without pieces are skipped; an element has some (dtViewBuild)
-        if (++c->seg == c->p.nsegs) {
-            c->seg = 0;
-            if (++c->element == c->b.count) {
-                c->element = 0;
-                if (++c->block == v.nblocks) return;
-                c->b = v.blocks[c->block];
-                c->p = v.plans[c->b.plan];
-            }
-        }
-    } while (dtSegPieces(c->p.segs[c->seg]) == 0);
-    dtViewWalkSeg(c);
-}
-
 // Piece w of the view, its user and packed offsets from the call's pointers.
 LOOM_HD DtPiece dtViewPieceAt(const DtView &v, uint64_t w) {
     const DtViewBlock &b = v.blocks[dtViewBlockOf(v, w, false)];
@@ -175,28 +91,13 @@ LOOM_HD uint64_t dtViewPieceOf(const DtView &v, uint64_t a) {
     return b.firstPiece + e * p.first[p.nsegs] + p.first[lo] + piece;
 }
 
-// Pieces a warp walks one after the other before it searches again, at
-// most (longer runs made a CTA's copy slower: test/perf/view_loops,
-// docs/performance.md); shorter runs where the range has fewer pieces than
-// that for every warp (dtViewWalkLength). Where pieces are small (under
-// kDtLanePieceBytes on average: a struct's fields, an indexed type's short
-// blocks) a run is 32 pieces, a lane's each (dtViewCopy, dt_view_copy.h).
-constexpr uint64_t kDtWalkPieces = 8;
+// Pieces of `bytes` in all that average under kDtLanePieceBytes are
+// copied a lane's each (a struct's fields, an indexed type's short
+// blocks), where a warp per piece would leave most lanes idle
+// (dtViewCopyLanes, dt_view_copy.h; the plan kernel's lanes form).
 constexpr uint32_t kDtLanePieceBytes = 128;
-static_assert(kDtWalkPieces <= 32, "a run of pieces is one per lane of a warp at most");
 
-// Pieces of `bytes` in all that average under kDtLanePieceBytes: copied
-// a lane's each (the whole-GPU kernels pick their lanes form by it).
 LOOM_HD bool dtPiecesAreSmall(uint64_t bytes, uint64_t pieces) { return bytes < pieces * kDtLanePieceBytes; }
-
-LOOM_HD uint64_t dtViewWalkMost(const DtView &v) { return dtPiecesAreSmall(v.bytes, v.pieces) ? 32 : kDtWalkPieces; }
-
-// The run of pieces each of `warps` warps walks in a range of `pieces`:
-// `most`, fewer where that would leave warps idle.
-LOOM_HD uint64_t dtViewWalkLength(uint64_t pieces, uint64_t warps, uint64_t most) {
-    const uint64_t even = (pieces + warps - 1) / warps;
-    return even < most ? (even ? even : 1) : most;
-}
 
 // The pieces that hold bytes of packed range [a, a + len): [*first, *end)
 // (none: *first == *end).

@@ -2,11 +2,9 @@
  * A packed range of a view (dt_view.h) copied in place by a group of warps:
  * packed bytes [a, a + len) of the call, between the user's layout and a
  * flat buffer that holds those bytes (flat[0] is packed byte a): a FIFO
- * slot, a peer's block, or the call's whole packed buffer. Two forms: a
- * piece per warp at a time, each searched for (dtViewCopySpread, for a
- * whole GPU of warps; dtViewCopyLanes where pieces are small), and runs of
- * pieces walked by each warp, small ones a lane's each (dtViewCopy, for a
- * kernel's few CTAs).
+ * slot, a peer's block, or the call's whole packed buffer. A piece per
+ * warp at a time (dtViewCopySpread), or where pieces are small 32 per warp,
+ * a lane's each (dtViewCopyLanes); each piece is found by its searches.
  */
 #pragma once
 
@@ -45,11 +43,12 @@ __device__ inline void dtLanePiecesCopy(const DtPiece &mine, uint32_t lo, uint32
     }
 }
 
-// The whole-GPU form (dt_copy.cu's view kernel, thousands of warps): warp
-// `warp` of `warps` takes every warps-th piece, each found by its
-// searches. Its few registers keep more warps on an SM: on a whole GPU the
-// walked form below was slower, on a kernel's few CTAs faster
-// (test/perf/view_loops, docs/performance.md).
+// Warp `warp` of `warps` takes every warps-th piece, each found by its
+// searches: the view kernel's form (dt_copy.cu) and the exchange kernel's
+// (a FIFO chunk or a pair's slice). Warps that walked runs of pieces with
+// additions were faster per CTA in test/perf/view_loops but slower in the
+// collectives and over the whole GPU: more registers, more spills
+// (docs/performance.md).
 __device__ inline void dtViewCopySpread(const DtView &v, char *user, uint64_t a, uint64_t len, char *flat,
                                         bool toUser, uint64_t warp, uint64_t warps, int lane) {
     uint64_t first, end;
@@ -62,40 +61,9 @@ __device__ inline void dtViewCopySpread(const DtView &v, char *user, uint64_t a,
     }
 }
 
-// The walked form (a kernel's few CTAs over a FIFO chunk or a pair's
-// slice): every lane of the warp calls it (the loops are the warp's). A
-// warp walks its run of pieces (at most 32, dtViewWalkMost), lane k
-// keeping piece k, and copies them (dtLanePiecesCopy). The walk ends
-// before the copies start, so its registers are free for the copies.
-__device__ inline void dtViewCopy(const DtView &v, char *user, uint64_t a, uint64_t len, char *flat, bool toUser,
-                                  uint64_t warp, uint64_t warps, int lane) {
-    uint64_t first, end;
-    dtViewRangePieces(v, a, len, &first, &end);
-    if (first == end) return;
-    const uint64_t walk = dtViewWalkLength(end - first, warps, dtViewWalkMost(v));
-    for (uint64_t from = first + warp * walk; from < end; from += warps * walk) {
-        const uint64_t to = end - from < walk ? end : from + walk;
-        DtPiece mine = {};
-        uint32_t lo = 0, hi = 0;
-        {
-            DtViewWalk c;
-            dtViewWalkStart(v, from, &c);
-            for (uint64_t w = from; w < to; ++w, dtViewWalkNext(v, &c)) {
-                const DtPiece pc = dtViewWalkPiece(c);
-                if ((int)(w - from) == lane) {
-                    mine = pc;
-                    dtViewClip(pc, a, a + len, &lo, &hi);
-                }
-            }
-        }
-        dtLanePiecesCopy(mine, lo, hi, user, a, flat, toUser, lane);
-    }
-}
-
-// The lanes form of the whole-GPU kernels, for views whose pieces are
-// small (dtViewWalkMost: a struct's fields, an indexed type's short
-// blocks), where a warp per piece leaves most lanes idle: warp `warp` of
-// `warps` takes 32 pieces at a time, each lane finding its own by search.
+// The lanes form, for views whose pieces are small (dtPiecesAreSmall): warp
+// `warp` of `warps` takes 32 pieces at a time, each lane finding its own by
+// search.
 __device__ inline void dtViewCopyLanes(const DtView &v, char *user, uint64_t a, uint64_t len, char *flat,
                                        bool toUser, uint64_t warp, uint64_t warps, int lane) {
     uint64_t first, end;
