@@ -4,9 +4,10 @@
  * a user buffer laid out as the plan says and a packed one, in device
  * (or mapped host) memory.
  *
- * The work is cut into pieces (dt_pieces.h), a warp per piece; each lane
- * keeps kDtUnroll words in flight, the widest words (16, 8, 4, 2 or 1
- * bytes) that every address and length of the piece allows.
+ * The work is cut into pieces (dt_pieces.h), a warp per piece, or where
+ * pieces are small (dtPiecesAreSmall, dt_view.h) a lane per piece; each
+ * lane keeps kDtUnroll words in flight, the widest words (16, 8, 4, 2 or
+ * 1 bytes) that every address and length of the piece allows.
  *
  * A plan of up to kDtInlineSegs segments travels in the kernel's
  * arguments; a longer one in a device table (dtTableBytes), which the
