@@ -14,7 +14,7 @@ namespace {
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 
 // Warps take a piece each, or with kLanes (small pieces:
-// dtPiecesAreSmall) 32 pieces each, a lane's each (dtLanePiecesCopy).
+// dtPiecesAreSmall) 32 pieces each, a lane's each (dtLaneBatches).
 template <bool kLanes>
 __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user, char *packed, bool unpack) {
     const bool inline_ = p.nsegs <= kDtInlineSegs;
@@ -25,15 +25,12 @@ __global__ void dtCopyKernel(const DtPlanDev p, uint64_t count, const char *user
     const uint64_t warp = blockIdx.x * (uint64_t)kWarps + threadIdx.x / 32, warps = (uint64_t)gridDim.x * kWarps;
     char *u = const_cast<char *>(user);
     if constexpr (kLanes) {
-        for (uint64_t from = warp * 32; from < total; from += warps * 32) {
-            DtPiece pc = {};
-            uint32_t all = 0;
-            if (from + lane < total) {
-                pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, from + lane);
-                all = pc.n * pc.nr;
-            }
-            dtLanePiecesCopy(pc, 0, all, u, 0, packed, unpack, lane);
-        }
+        dtLaneBatches(0, total, warp, warps, lane, u, 0, packed, unpack,
+                      [&](uint64_t w, DtPiece *pc, uint32_t *lo, uint32_t *hi) {
+                          *pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, w);
+                          *lo = 0;
+                          *hi = pc->n * pc->nr;
+                      });
     } else {
         for (uint64_t w = warp; w < total; w += warps) {
             const DtPiece pc = dtPieceAt(segs, first, p.nsegs, perElement, p.extent, p.bytes, w);

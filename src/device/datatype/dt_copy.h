@@ -5,7 +5,7 @@
  * (or mapped host) memory.
  *
  * The work is cut into pieces (dt_pieces.h), a warp per piece, or where
- * pieces are small (dtPiecesAreSmall, dt_view.h) a lane per piece; each
+ * pieces are small (dtPiecesAreSmall, dt_pieces.h) a lane per piece; each
  * lane keeps kDtUnroll words in flight, the widest words (16, 8, 4, 2 or
  * 1 bytes) that every address and length of the piece allows.
  *

@@ -23,6 +23,14 @@ namespace loom {
 
 constexpr uint64_t kDtPieceBytes = 4096;
 
+// Pieces of `bytes` in all that average under kDtLanePieceBytes are
+// copied a lane's each (a struct's fields, an indexed type's short
+// blocks), where a warp per piece would leave most lanes idle (the lanes
+// forms of dt_copy.cu's kernels, dtLaneBatches in dt_view_copy.h).
+constexpr uint32_t kDtLanePieceBytes = 128;
+
+LOOM_HD bool dtPiecesAreSmall(uint64_t bytes, uint64_t pieces) { return bytes < pieces * kDtLanePieceBytes; }
+
 // Whole runs of len bytes a piece takes (1: a run is cut into pieces).
 LOOM_HD uint64_t dtRunsPerPiece(uint64_t len) { return len >= kDtPieceBytes / 2 || len == 0 ? 1 : kDtPieceBytes / len; }
 // Pieces of one run of len bytes (runs of at least half a piece).

@@ -91,14 +91,6 @@ LOOM_HD uint64_t dtViewPieceOf(const DtView &v, uint64_t a) {
     return b.firstPiece + e * p.first[p.nsegs] + p.first[lo] + piece;
 }
 
-// Pieces of `bytes` in all that average under kDtLanePieceBytes are
-// copied a lane's each (a struct's fields, an indexed type's short
-// blocks), where a warp per piece would leave most lanes idle
-// (dtViewCopyLanes, dt_view_copy.h; the plan kernel's lanes form).
-constexpr uint32_t kDtLanePieceBytes = 128;
-
-LOOM_HD bool dtPiecesAreSmall(uint64_t bytes, uint64_t pieces) { return bytes < pieces * kDtLanePieceBytes; }
-
 // The pieces that hold bytes of packed range [a, a + len): [*first, *end)
 // (none: *first == *end).
 LOOM_HD void dtViewRangePieces(const DtView &v, uint64_t a, uint64_t len, uint64_t *first, uint64_t *end) {

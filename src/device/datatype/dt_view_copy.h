@@ -61,22 +61,31 @@ __device__ inline void dtViewCopySpread(const DtView &v, char *user, uint64_t a,
     }
 }
 
-// The lanes form, for views whose pieces are small (dtPiecesAreSmall): warp
-// `warp` of `warps` takes 32 pieces at a time, each lane finding its own by
-// search.
+// Pieces [first, end), 32 to a warp at a time (warp `warp` of `warps`),
+// lane k taking the batch's k-th: partOf(w, &pc, &lo, &hi) gives piece w
+// and its part. The lanes form of the view and plan kernels.
+template <typename PartOf>
+__device__ inline void dtLaneBatches(uint64_t first, uint64_t end, uint64_t warp, uint64_t warps, int lane, char *user,
+                                     uint64_t a, char *flat, bool toUser, PartOf partOf) {
+    for (uint64_t from = first + warp * 32; from < end; from += warps * 32) {
+        DtPiece pc = {};
+        uint32_t lo = 0, hi = 0;
+        if (from + lane < end) partOf(from + lane, &pc, &lo, &hi);
+        dtLanePiecesCopy(pc, lo, hi, user, a, flat, toUser, lane);
+    }
+}
+
+// The lanes form, for views whose pieces are small (dtPiecesAreSmall):
+// each lane finds its own piece by search.
 __device__ inline void dtViewCopyLanes(const DtView &v, char *user, uint64_t a, uint64_t len, char *flat,
                                        bool toUser, uint64_t warp, uint64_t warps, int lane) {
     uint64_t first, end;
     dtViewRangePieces(v, a, len, &first, &end);
-    for (uint64_t from = first + warp * 32; from < end; from += warps * 32) {
-        DtPiece mine = {};
-        uint32_t lo = 0, hi = 0;
-        if (from + lane < end) {
-            mine = dtViewPieceAt(v, from + lane);
-            dtViewClip(mine, a, a + len, &lo, &hi);
-        }
-        dtLanePiecesCopy(mine, lo, hi, user, a, flat, toUser, lane);
-    }
+    dtLaneBatches(first, end, warp, warps, lane, user, a, flat, toUser,
+                  [&](uint64_t w, DtPiece *pc, uint32_t *lo, uint32_t *hi) {
+                      *pc = dtViewPieceAt(v, w);
+                      dtViewClip(*pc, a, a + len, lo, hi);
+                  });
 }
 
 } // namespace loom

@@ -26,18 +26,18 @@ __device__ inline T *dtUserWord(char *user, int64_t stride, DtRunWord p) {
     return reinterpret_cast<T *>(user + (int64_t)p.run * stride) + p.word;
 }
 
-// Words [u0, u1) of the piece (unitsPerRun words of T to a run) by the
-// warp: every lane loads its kDtUnroll words, 32 apart, before it stores
-// them.
-// The stores step through the same words again rather than keep their
-// places in registers.
-template <typename T, bool kToUser>
-__device__ inline void dtWarpRuns(char *user, int64_t stride, char *flat, uint32_t unitsPerRun, uint32_t u0,
-                                  uint32_t u1, int lane) {
+// Words [u0, u1) of the piece (unitsPerRun words of T to a run) by kLanes
+// lanes (32: the warp, every lane calling it; 1: this lane alone, lane 0),
+// a lane's words kLanes apart: each lane loads its kDtUnroll words before
+// it stores them. The stores step through the same words again rather
+// than keep their places in registers.
+template <typename T, bool kToUser, uint32_t kLanes>
+__device__ inline void dtRuns(char *user, int64_t stride, char *flat, uint32_t unitsPerRun, uint32_t u0, uint32_t u1,
+                              int lane) {
     T *f = reinterpret_cast<T *>(flat);
-    const DtRunStep step(32, unitsPerRun);
+    const DtRunStep step(kLanes, unitsPerRun);
     DtRunWord at = step.at(u0 + lane);
-    for (uint32_t base = u0 + lane; base < u1; base += 32 * kDtUnroll) {
+    for (uint32_t base = u0 + lane; base < u1; base += kLanes * kDtUnroll) {
         T v[kDtUnroll];
         DtRunWord load = at;
 #pragma unroll
@@ -45,34 +45,14 @@ __device__ inline void dtWarpRuns(char *user, int64_t stride, char *flat, uint32
             // L2 only (as Simple reads its slots): the source may be a FIFO
             // slot or a block another GPU wrote, whose lines this SM may hold
             // from an earlier step.
-            const uint32_t i = base + 32 * j;
+            const uint32_t i = base + kLanes * j;
             if (i < u1) v[j] = __ldcg(kToUser ? f + i : dtUserWord<T>(user, stride, load));
         }
 #pragma unroll
         for (int j = 0; j < kDtUnroll; ++j, step.next(at)) {
-            const uint32_t i = base + 32 * j;
+            const uint32_t i = base + kLanes * j;
             if (i < u1) *(kToUser ? dtUserWord<T>(user, stride, at) : f + i) = v[j];
         }
-    }
-}
-
-// The same by this lane alone (a small piece: the warp's other lanes copy
-// other pieces), words one after the other.
-template <typename T, bool kToUser>
-__device__ inline void dtLaneRuns(char *user, int64_t stride, char *flat, uint32_t unitsPerRun, uint32_t u0,
-                                  uint32_t u1) {
-    T *f = reinterpret_cast<T *>(flat);
-    const DtRunStep step(1, unitsPerRun);
-    DtRunWord at = step.at(u0);
-    for (uint32_t base = u0; base < u1; base += kDtUnroll) {
-        T v[kDtUnroll];
-        DtRunWord load = at;
-#pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j, step.next(load))
-            if (base + j < u1) v[j] = __ldcg(kToUser ? f + base + j : dtUserWord<T>(user, stride, load));
-#pragma unroll
-        for (int j = 0; j < kDtUnroll; ++j, step.next(at))
-            if (base + j < u1) *(kToUser ? dtUserWord<T>(user, stride, at) : f + base + j) = v[j];
     }
 }
 
@@ -83,16 +63,12 @@ template <bool kAlone = false>
 __device__ inline void dtPieceCopy(char *user, int64_t stride, char *flat, uint32_t n, uint32_t nr, uint32_t lo,
                                    uint32_t hi, bool toUser, int lane) {
     const uint32_t w = dtPartWordBytes((uintptr_t)user, (uintptr_t)flat, n, nr, stride, (int64_t)n, lo, hi);
+    constexpr uint32_t kLanes = kAlone ? 1 : 32;
     const auto runs = [&](auto word) {
         using T = decltype(word);
         const uint32_t b = sizeof(T);
-        if (kAlone) {
-            if (toUser) dtLaneRuns<T, true>(user, stride, flat, n / b, lo / b, hi / b);
-            else dtLaneRuns<T, false>(user, stride, flat, n / b, lo / b, hi / b);
-        } else {
-            if (toUser) dtWarpRuns<T, true>(user, stride, flat, n / b, lo / b, hi / b, lane);
-            else dtWarpRuns<T, false>(user, stride, flat, n / b, lo / b, hi / b, lane);
-        }
+        if (toUser) dtRuns<T, true, kLanes>(user, stride, flat, n / b, lo / b, hi / b, kAlone ? 0 : lane);
+        else dtRuns<T, false, kLanes>(user, stride, flat, n / b, lo / b, hi / b, kAlone ? 0 : lane);
     };
     switch (w) {
     case 16: runs(uint4{}); break;

@@ -57,7 +57,7 @@ __device__ ExchangeSched exchangeTables(const ExchangeArgs &a, const ConnSteps *
 // The view's copy by the whole CTA, a piece per warp, called, not inlined:
 // its words get registers of their own instead of spilling the kernel's
 // (inlined, or with the lanes form for small pieces beside it, the kernel
-// spilled and the fused alltoall ran 8-9% slower: docs/performance.md).
+// spilled and the fused alltoall ran slower: docs/performance.md).
 __device__ __noinline__ void viewCopy(const DtView &v, char *user, size_t at, size_t len, char *flat, bool toUser) {
     dtViewCopySpread(v, user, at, len, flat, toUser, threadIdx.x / 32, blockDim.x / 32, threadIdx.x & 31);
 }
