@@ -10,7 +10,10 @@
 // byte of the range once from its packed byte and leave every other user
 // byte alone. Ranges: the whole view, random ones, and a block cut into
 // FIFO chunks (their union must be the whole block once), split between 1
-// to 40 warps that take a piece or 32 (a lane's each) at a time. Mutations
+// to 40 warps that take a piece or 32 (a lane's each) at a time. Blocks of
+// elements that go on into one another are one element of grouped runs
+// (dtFoldElements): checked the same way, and two wrong folds must fail
+// the byte checks. Mutations
 // that must fail: no clipping, a range started one piece late, warps that
 // leave the last piece of each batch or start where the range does, a
 // block's first piece off by one, and a builder fed blocks out of packed
@@ -54,8 +57,14 @@ std::vector<Layout> layouts() {
     for (int k = 0; k < 30; ++k) many.push_back({k * 50, 0, (uint64_t)(2 + (k % 4) * 6), 1, 0}); // indexed
     l.push_back(layout(many, 1500));
     l.push_back(layout({{0, 0, 8, 1, 0}, {8, 0, 0, 3, 0}, {20, 4, 4, 0, 0}, {40, 0, 24, 1, 0}}, 64)); // empty segments
+    l.push_back(layout({{0, 0, 256, 1, 0}}, 512));                                  // a block resized: folds
+    l.push_back(layout({{4, 0, 12, 1, 0}}, 12));                                    // touching: one run
+    l.push_back(layout({{-8, 0, 8, 1, 0}}, -24));                                   // a negative extent
     return l;
 }
+
+// Layouts small enough for blocks of many elements (folded runs over many pieces).
+bool smallLayout(const Layout &l) { return l.extent > -1024 && l.extent < 1024; }
 
 // The user bytes [lo, hi) a block's elements touch.
 void span(const Layout &l, const DtViewInput &b, int64_t *lo, int64_t *hi) {
@@ -84,6 +93,7 @@ Call randomCall(const std::vector<Layout> &ls, std::mt19937 &rng) {
         DtViewInput b;
         b.layout = (int)(rng() % ls.size());
         b.count = rng() % 5 == 0 ? 0 : 1 + rng() % 3;
+        if (b.count && smallLayout(ls[b.layout]) && rng() % 3 == 0) b.count = 20 + rng() % 60;
         b.packed = packed;
         b.user = 0;
         packed += b.count * ls[b.layout].bytes + (rng() % 2 ? 0 : 8 * (rng() % 5));
@@ -208,6 +218,62 @@ struct Built {
     bool ok;
 };
 
+Built build(const std::vector<Layout> &ls, const Call &c);
+
+} // namespace
+
+START_TEST(dt_view_elements_fold) {
+    // Elements that go on into one another at one stride become one element
+    // of grouped runs (dtFoldElements); others keep a piece per element.
+    const std::vector<Layout> ls = layouts();
+    loom_dt_seg_t one;
+    const Layout &resized = ls[8], &touching = ls[9], &back = ls[10];
+    ck_assert(dtFoldElements(resized.segs.data(), 1, resized.extent, 64, &one));
+    ck_assert(one.stride == 512 && one.count == 64 && one.len == 256 && one.offset == 0);
+    ck_assert(dtFoldElements(ls[0].segs.data(), 1, ls[0].extent, 3, &one)); // 40 runs of 512 B, extent 40 x 512
+    ck_assert(one.stride == 512 && one.count == 120);
+    ck_assert(dtFoldElements(touching.segs.data(), 1, touching.extent, 5, &one));
+    ck_assert(one.count == 1 && one.len == 60 && one.offset == 4);
+    ck_assert(dtFoldElements(back.segs.data(), 1, back.extent, 5, &one) && one.stride == -24 && one.count == 5);
+    ck_assert(!dtFoldElements(ls[1].segs.data(), 1, ls[1].extent, 3, &one)); // extent 27008, runs 3 x 9000 apart
+    ck_assert(!dtFoldElements(ls[4].segs.data(), 2, ls[4].extent, 3, &one)); // two segments
+    ck_assert(!dtFoldElements(resized.segs.data(), 1, resized.extent, 1, &one)); // one element: nothing to fold
+    ck_assert(!dtFoldElements(ls[2].segs.data(), 1, ls[2].extent, UINT64_MAX / 100, &one)); // runs overflow
+    // A block of 64 resized elements: 4 pieces of 16 runs, not 64 of one.
+    Call c;
+    c.blocks = {{8, 64, 0, 0}};
+    c.userLo = 0, c.userHi = 64 * 512, c.packedBytes = 64 * 256;
+    Built b = build(ls, c);
+    ck_assert(b.ok);
+    ck_assert_msg(b.view.pieces == 4, "folded block of 64 elements: %llu pieces", (unsigned long long)b.view.pieces);
+    for (bool unpack : {false, true})
+        ck_assert_msg(check(ls, c, b.view, 0, c.packedBytes, unpack, Mutation{}).empty(), "folded block");
+    // Folds that must fail the byte checks: one that ignores the extent (the
+    // runs' stride of an element that does not go on at it), and one that
+    // takes a one-run element's own stride field (0) for its extent.
+    struct Wrong {
+        int layout;
+        loom_dt_seg_t seg;
+    } wrong[] = {{1, {8, 9000, 4100, 9, 0}}, {8, {0, 0, 256, 64, 0}}};
+    for (const Wrong &w : wrong) {
+        Call cw;
+        cw.blocks = {{w.layout, w.layout == 1 ? 3u : 64u, 0, 0}};
+        int64_t lo, hi;
+        span(ls[w.layout], cw.blocks[0], &lo, &hi);
+        cw.userLo = lo, cw.userHi = hi, cw.packedBytes = cw.blocks[0].count * ls[w.layout].bytes;
+        std::vector<Layout> mutated = {Layout{{w.seg}, w.seg.stride * (int64_t)w.seg.count, cw.packedBytes}};
+        Call asOne = cw;
+        asOne.blocks[0].layout = 0, asOne.blocks[0].count = 1;
+        Built bw = build(mutated, asOne);
+        ck_assert(bw.ok);
+        ck_assert_msg(!check(ls, cw, bw.view, 0, cw.packedBytes, false, Mutation{}).empty(),
+                      "a wrong fold of layout %d went unnoticed", w.layout);
+    }
+}
+END_TEST
+
+namespace {
+
 Built build(const std::vector<Layout> &ls, const Call &c) {
     std::vector<DtViewLayout> dl;
     for (const Layout &l : ls) dl.push_back(DtViewLayout{l.segs.data(), (int)l.segs.size(), l.extent, l.bytes});
@@ -325,6 +391,7 @@ Suite *dt_view_suite(void) {
     tcase_add_test(tc, dt_view_ranges_copy_every_byte_once);
     tcase_add_test(tc, dt_view_chunks_make_the_whole);
     tcase_add_test(tc, dt_view_mutations_fail);
+    tcase_add_test(tc, dt_view_elements_fold);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -88,6 +88,13 @@ loomResult_t dtCopy(loomComm *comm, const loomDtLayout_t *l, size_t count, const
     loomResult_t r;
     OnDevice on(comm->cudaDev);
     if (!dtStart(comm, what, count != 0 && l->nsegs != 0 && l->bytes != 0, user, packed, &r)) return r;
+    loom_dt_seg_t one;
+    loomDtLayout_t folded;
+    if (dtFoldElements(l->segs, l->nsegs, l->extent, count, &one)) { // count elements as one
+        folded = loomDtLayout_t{&one, 1, one.stride * (int64_t)one.count, l->bytes * count};
+        l = &folded;
+        count = 1;
+    }
     DtPlanDev plan;
     cudaError_t e = dtTable(comm, dtTableBytes(l->nsegs), [&](const void *dev, std::vector<char> *image) {
         image->resize(dtTableBytes(l->nsegs));

@@ -41,6 +41,29 @@ LOOM_HD uint64_t dtSegPieces(const loom_dt_seg_t &s) {
     return s.len == 0 ? 0 : g > 1 ? (s.count + g - 1) / g : s.count * dtPiecesOf(s.len);
 }
 
+// count elements whose one segment's runs go on from each element into
+// the next at the same stride (a block resized to its stride, a vector
+// whose extent is its runs' stride times their count) as one element of
+// count x runs runs (*one; one run where they touch). Pieces never span
+// two elements, so a type of one 256-byte block took a warp's piece per
+// element where the vector of the same runs takes 4 KiB
+// (docs/performance.md). False: the elements do not fold.
+inline bool dtFoldElements(const loom_dt_seg_t *segs, int nsegs, int64_t extent, uint64_t count, loom_dt_seg_t *one) {
+    if (nsegs != 1 || count < 2) return false;
+    const loom_dt_seg_t &s = segs[0];
+    if (s.len == 0 || s.count == 0 || count > UINT64_MAX / s.count) return false;
+    const __int128 stride = s.count == 1 ? extent : s.stride;
+    if (stride * (__int128)s.count != extent) return false; // the next element's first run is not the next run
+    const uint64_t runs = count * s.count;
+    if (stride * (__int128)runs > INT64_MAX || stride * (__int128)runs < INT64_MIN) return false;
+    *one = s;
+    one->stride = (int64_t)stride;
+    one->count = runs;
+    one->packed = 0;
+    if (stride == (__int128)s.len && runs <= UINT64_MAX / s.len) one->len = s.len * runs, one->count = 1;
+    return true;
+}
+
 // One piece: nr runs of n bytes; the first at `user` bytes from the call's
 // user pointer (element e's start + the run's offset) and at `packed`
 // bytes from its packed pointer; user runs `stride` bytes apart, packed

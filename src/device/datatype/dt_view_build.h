@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstring>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "device/datatype/dt_view.h"
@@ -31,13 +33,50 @@ struct DtViewInput {
     uint64_t packed;
 };
 
+// The blocks whose elements fold (dtFoldElements) as one element of a
+// plan of their own, added after the call's layouts (one per layout and
+// count: an alltoall's blocks share it); segs holds the new plans'
+// segments. False: a layout index out of range.
+inline bool dtViewFold(const DtViewLayout *layouts, int nlayouts, const DtViewInput *in, int nin,
+                       std::vector<DtViewLayout> *all, std::vector<DtViewInput> *blocks,
+                       std::vector<loom_dt_seg_t> *segs) {
+    all->assign(layouts, layouts + nlayouts);
+    blocks->assign(in, in + nin);
+    segs->clear();
+    segs->reserve((size_t)nin); // the new plans point into it: it must not move
+    std::map<std::pair<int, uint64_t>, int> planOf;
+    for (DtViewInput &b : *blocks) {
+        if (b.layout < 0 || b.layout >= nlayouts) return false;
+        const DtViewLayout &l = layouts[b.layout];
+        loom_dt_seg_t one;
+        if (!dtFoldElements(l.segs, l.nsegs, l.extent, b.count, &one)) continue;
+        auto at = planOf.find({b.layout, b.count});
+        if (at == planOf.end()) {
+            segs->push_back(one);
+            all->push_back(DtViewLayout{&segs->back(), 1, one.stride * (int64_t)one.count, l.bytes * b.count});
+            at = planOf.emplace(std::make_pair(b.layout, b.count), (int)all->size() - 1).first;
+        }
+        b.layout = at->second;
+        b.count = 1;
+    }
+    return true;
+}
+
 // Fills *table (the image to upload to devTable) and *v (pointers into
-// devTable). Blocks without bytes are left out. False, and nothing usable,
-// where the blocks are not in packed order without overlap, a layout's
-// segments are not packed back to back (the kernels' searches need both)
-// or a layout index is out of range.
-inline bool dtViewBuild(const DtViewLayout *layouts, int nlayouts, const DtViewInput *in, int nin,
+// devTable). Blocks without bytes are left out; blocks whose elements
+// fold are one element of their own plan (dtViewFold). False, and nothing
+// usable, where the blocks are not in packed order without overlap, a
+// layout's segments are not packed back to back (the kernels' searches
+// need both) or a layout index is out of range.
+inline bool dtViewBuild(const DtViewLayout *callLayouts, int nCallLayouts, const DtViewInput *callBlocks, int nin,
                         const void *devTable, std::vector<char> *table, DtView *v) {
+    std::vector<DtViewLayout> folded;
+    std::vector<DtViewInput> foldedIn;
+    std::vector<loom_dt_seg_t> foldedSegs;
+    if (!dtViewFold(callLayouts, nCallLayouts, callBlocks, nin, &folded, &foldedIn, &foldedSegs)) return false;
+    const DtViewLayout *layouts = folded.data();
+    const int nlayouts = (int)folded.size();
+    const DtViewInput *in = foldedIn.data();
     std::vector<DtViewBlock> blocks;
     uint64_t pieces = 0, end = 0;
     std::vector<uint64_t> perElement(nlayouts);
