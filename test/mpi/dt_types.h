@@ -95,6 +95,15 @@ static inline void dt_each_type(dt_visit_fn visit)
     visit("vector(1000, 64, 128, float)", t, 1);
     MPI_Type_vector(5, 3, 7, MPI_DOUBLE, &t);
     visit("vector(5, 3, 7, double)", t, 1);
+    /* elements that go on into one another (loom packs count of them as one) */
+    MPI_Type_vector(1, 64, 128, MPI_FLOAT, &u);
+    MPI_Type_create_resized(u, 0, 512, &t);
+    visit("resized(256 B block, extent 512)", t, 1);
+    MPI_Type_free(&u);
+    MPI_Type_vector(4, 2, 3, MPI_INT, &u);
+    MPI_Type_create_resized(u, 0, 48, &t);
+    visit("resized(vector(4, 2, 3, int), extent 48)", t, 1);
+    MPI_Type_free(&u);
     MPI_Type_vector(4, 0, 3, MPI_INT, &t);
     visit("vector(4, 0, 3, int): zero-size", t, 0);
     MPI_Type_create_hvector(4, 2, -24, MPI_INT, &t);
