@@ -393,13 +393,13 @@ static void bench(void)
         const double va = timed(alltoall, s, r, &v, 5), ca = timed(alltoall, s, r, &c, 5);
         const double vn = timed(neighbor_alltoall, s, r, &v, 5), cn = timed(neighbor_alltoall, s, r, &c, 5);
         const double as = timed(alltoall_send_typed, s, r, &v, 5), ar = timed(alltoall_recv_typed, s, r, &v, 5);
-        if (0 == me)
+        if (0 == me) {
             printf("%9zu B: bcast %9.1f us (contiguous %8.1f: %3.0f%%)   alltoall %9.1f us (contiguous %8.1f: %3.0f%%)"
                    "   neighbor_alltoall %9.1f us (contiguous %8.1f: %3.0f%%)\n",
                    bytes, vb, cb, 100 * cb / vb, va, ca, 100 * ca / va, vn, cn, 100 * cn / vn);
-        if (0 == me)
             printf("%9zu B: alltoall with only the send side typed %9.1f us, only the receive side %9.1f us\n", bytes,
                    as, ar);
+        }
         cudaFree(s);
         cudaFree(r);
     }

@@ -91,7 +91,7 @@ loomResult_t dtCopy(loomComm *comm, const loomDtLayout_t *l, size_t count, const
     loom_dt_seg_t one;
     loomDtLayout_t folded;
     if (dtFoldElements(l->segs, l->nsegs, l->extent, count, &one)) { // count elements as one
-        folded = loomDtLayout_t{&one, 1, one.stride * (int64_t)one.count, l->bytes * count};
+        folded = loomDtLayout_t{&one, 1, l->extent * (int64_t)count, l->bytes * count};
         l = &folded;
         count = 1;
     }

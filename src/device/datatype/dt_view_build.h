@@ -7,8 +7,6 @@
 #pragma once
 
 #include <cstring>
-#include <map>
-#include <utility>
 #include <vector>
 
 #include "device/datatype/dt_view.h"
@@ -34,9 +32,10 @@ struct DtViewInput {
 };
 
 // The blocks whose elements fold (dtFoldElements) as one element of a
-// plan of their own, added after the call's layouts (one per layout and
-// count: an alltoall's blocks share it); segs holds the new plans'
-// segments. False: a layout index out of range.
+// plan of their own, added after the call's layouts; a block of the same
+// layout and count as the block folded before it shares that one's plan
+// (an alltoall's blocks share one). segs holds the new plans' segments.
+// False: a layout index out of range.
 inline bool dtViewFold(const DtViewLayout *layouts, int nlayouts, const DtViewInput *in, int nin,
                        std::vector<DtViewLayout> *all, std::vector<DtViewInput> *blocks,
                        std::vector<loom_dt_seg_t> *segs) {
@@ -44,19 +43,19 @@ inline bool dtViewFold(const DtViewLayout *layouts, int nlayouts, const DtViewIn
     blocks->assign(in, in + nin);
     segs->clear();
     segs->reserve((size_t)nin); // the new plans point into it: it must not move
-    std::map<std::pair<int, uint64_t>, int> planOf;
-    for (DtViewInput &b : *blocks) {
+    const DtViewInput *last = nullptr; // the block folded last, before its fold
+    for (int i = 0; i < nin; ++i) {
+        DtViewInput &b = (*blocks)[i];
         if (b.layout < 0 || b.layout >= nlayouts) return false;
         const DtViewLayout &l = layouts[b.layout];
         loom_dt_seg_t one;
         if (!dtFoldElements(l.segs, l.nsegs, l.extent, b.count, &one)) continue;
-        auto at = planOf.find({b.layout, b.count});
-        if (at == planOf.end()) {
+        if (!last || last->layout != b.layout || last->count != b.count) {
             segs->push_back(one);
-            all->push_back(DtViewLayout{&segs->back(), 1, one.stride * (int64_t)one.count, l.bytes * b.count});
-            at = planOf.emplace(std::make_pair(b.layout, b.count), (int)all->size() - 1).first;
+            all->push_back(DtViewLayout{&segs->back(), 1, l.extent * (int64_t)b.count, l.bytes * b.count});
         }
-        b.layout = at->second;
+        last = &in[i];
+        b.layout = (int)all->size() - 1;
         b.count = 1;
     }
     return true;
