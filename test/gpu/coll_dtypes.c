@@ -18,12 +18,13 @@
  * others pack on the GPU).
  *
  *   coll_dtypes            the check
- *   coll_dtypes -b         the throughput of MPI_Bcast, MPI_Alltoall and
+ *   coll_dtypes -b [F]     the throughput of MPI_Bcast, MPI_Alltoall and
  *                          MPI_Neighbor_alltoall (the distributed graph) of
  *                          a vector of 256-byte blocks against the same
  *                          bytes contiguous, and MPI_Alltoall with only
  *                          the send or only the receive side typed (the
- *                          pack or the unpack alone in the call); a
+ *                          pack or the unpack alone in the call), blocks
+ *                          of 64 KiB to 64 MiB, each F (4) times the last; a
  *                          benchmark: run it with --mca coll_loom_dt_gpu 0
  *                          for the host path
  */
@@ -377,7 +378,8 @@ static double timed(coll_fn fn, char *s, char *r, const args_t *a, int reps)
     return best;
 }
 
-static void bench(void)
+/* Blocks of 64 KiB to 64 MiB, each size factor times the one before. */
+static void bench(size_t factor)
 {
     if (0 == me) printf("bytes per rank and block, vector of 256 B blocks (stride 512 B) against MPI_BYTE:\n");
     MPI_Datatype vec;
@@ -385,7 +387,7 @@ static void bench(void)
     MPI_Datatype blk;
     MPI_Type_create_resized(vec, 0, 512, &blk);
     MPI_Type_commit(&blk);
-    for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= 4) {
+    for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= factor) {
         const int n = (int)(bytes / 256);
         char *s = dalloc(2 * bytes * np), *r = dalloc(2 * bytes * np);
         args_t v = {blk, MPI_DATATYPE_NULL, n, 0}, c = {MPI_BYTE, MPI_DATATYPE_NULL, (int)bytes, 0};
@@ -412,7 +414,8 @@ int main(int argc, char **argv)
     if (!dt_coll_start(&argc, &argv)) return 77;
     make_neighbourhood();
     if (argc > 1 && 0 == strcmp(argv[1], "-b")) {
-        bench();
+        const int factor = argc > 2 ? atoi(argv[2]) : 4;
+        bench(factor >= 2 ? (size_t)factor : 4);
     } else {
         dt_each_type(each_coll);
         MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
