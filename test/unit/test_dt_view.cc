@@ -17,7 +17,8 @@
 // that must fail: no clipping, a range started one piece late, warps that
 // leave the last piece of each batch or start where the range does, a
 // block's first piece off by one, and a builder fed blocks out of packed
-// order.
+// order. Last, LOOM_DT_FUSE's per-call rule (core/stage/dt_fuse_mode.h) on
+// views of long and of small pieces, at and around its byte bound.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stage/dt_fuse_mode.h"
 #include "device/datatype/dt_view_build.h"
 #include "unit_suites.h"
 
@@ -274,6 +276,43 @@ END_TEST
 
 namespace {
 
+START_TEST(dt_fuse_mode_rule) {
+    // LOOM_DT_FUSE per call (core/stage/dt_fuse_mode.h): a set mode as it
+    // is; -1 in place (2) only for a side with a block of LOOM_DT_FUSE_BYTES
+    // or more whose pieces are not small. Views built from real layouts:
+    // 256 B runs (long pieces) and an indexed type's blocks of 2-20 B (small).
+    const std::vector<Layout> ls = layouts();
+    Call longRuns, shortRuns;
+    longRuns.blocks = {{0, 3, 0, 0}, {0, 1, 3 * 20480, 3 * ls[0].bytes}};
+    longRuns.userLo = 0, longRuns.userHi = 4 * 20480, longRuns.packedBytes = 4 * ls[0].bytes;
+    shortRuns.blocks = {{6, 4, 0, 0}};
+    shortRuns.userLo = 0, shortRuns.userHi = 4 * 1500, shortRuns.packedBytes = 4 * ls[6].bytes;
+    const Built l = build(ls, longRuns), s = build(ls, shortRuns);
+    ck_assert(l.ok && s.ok);
+    ck_assert_msg(!dtPiecesAreSmall(l.view.bytes, l.view.pieces) && dtPiecesAreSmall(s.view.bytes, s.view.pieces),
+                  "pieces: %llu of %llu B, %llu of %llu B", (unsigned long long)l.view.pieces,
+                  (unsigned long long)l.view.bytes, (unsigned long long)s.view.pieces, (unsigned long long)s.view.bytes);
+    const size_t counts[3] = {3 * ls[0].bytes, 0, ls[0].bytes}; // per peer: the largest is 3 elements
+    Params p{};
+    p.dtFuseBytes = 3 * ls[0].bytes;
+    for (int set : {0, 1, 2}) {
+        p.dtFuse = set;
+        ck_assert_int_eq(dtFuseMode(p, l.view, counts, 3), set);
+        ck_assert_int_eq(dtFuseMode(p, s.view, counts, 3), set);
+    }
+    p.dtFuse = -1;
+    ck_assert_int_eq(dtFuseMode(p, l.view, counts, 3), 2);        // at the bound
+    ck_assert_int_eq(dtFuseMode(p, s.view, counts, 3), 0);        // small pieces: packed whatever the size
+    ck_assert_int_eq(dtFuseMode(p, DtView{}, counts, 3), 0);      // a contiguous side
+    ck_assert_int_eq(dtFuseMode(p, l.view, counts + 1, 2), 0);    // the largest block (1 element) under the bound
+    p.dtFuseBytes = 3 * ls[0].bytes + 1;
+    ck_assert_int_eq(dtFuseMode(p, l.view, counts, 3), 0);        // one byte short
+    p.dtFuseBytes = 0;
+    ck_assert_int_eq(dtFuseMode(p, l.view, counts + 1, 1), 2);    // 0: always, even with no bytes to this peer
+    ck_assert_int_eq(dtFuseMode(p, s.view, counts, 3), 0);
+}
+END_TEST
+
 Built build(const std::vector<Layout> &ls, const Call &c) {
     std::vector<DtViewLayout> dl;
     for (const Layout &l : ls) dl.push_back(DtViewLayout{l.segs.data(), (int)l.segs.size(), l.extent, l.bytes});
@@ -392,6 +431,7 @@ Suite *dt_view_suite(void) {
     tcase_add_test(tc, dt_view_chunks_make_the_whole);
     tcase_add_test(tc, dt_view_mutations_fail);
     tcase_add_test(tc, dt_view_elements_fold);
+    tcase_add_test(tc, dt_fuse_mode_rule);
     suite_add_tcase(s, tc);
     return s;
 }

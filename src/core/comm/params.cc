@@ -48,6 +48,7 @@ const Params &params() {
         p.exchangeCopyEngineBytes = paramLong("LOOM_EXCHANGE_COPY_ENGINE_BYTES");
         p.exchangeCopyEngines = (int)paramLong("LOOM_EXCHANGE_COPY_ENGINES");
         p.dtFuse = (int)paramLong("LOOM_DT_FUSE");
+        p.dtFuseBytes = paramLong("LOOM_DT_FUSE_BYTES");
         p.zeroCopyMinBytes = paramLong("LOOM_ZERO_COPY_MIN_BYTES");
         p.zeroCopyMaxBytes = paramLong("LOOM_ZERO_COPY_MAX_BYTES");
         p.zeroCopyOneShotBytes = paramLong("LOOM_ZERO_COPY_ONESHOT_BYTES");

@@ -37,7 +37,8 @@ struct Params {
     int exchangeDirectPush;   // LOOM_EXCHANGE_DIRECT_PUSH: 0 receivers copy direct blocks, 1 senders in gathers, 2 senders
     long gatherDirectBytes;   // LOOM_GATHER_DIRECT_BYTES: gather(v) blocks read in place from this size (0: never)
     int exchangeCopyEngines;  // LOOM_EXCHANGE_COPY_ENGINES: 1 every direct pair of every exchange pushed by its sender's copy engines
-    int dtFuse;               // LOOM_DT_FUSE: 1 exchanges of datatypes read and write the user's layout in place, 2 the copying side only
+    int dtFuse;               // LOOM_DT_FUSE: 1 exchanges of datatypes read and write the user's layout in place, 2 the copying side only, -1 2 for large blocks
+    long dtFuseBytes;         // LOOM_DT_FUSE_BYTES: LOOM_DT_FUSE=-1 fuses the copying side from this block size
     long exchangeCopyEngineBytes; // LOOM_EXCHANGE_COPY_ENGINE_BYTES: gathers of blocks from this size pushed by the root's peers' copy engines (0: never)
     long zeroCopyMinBytes;  // LOOM_ZERO_COPY_MIN_BYTES: allreduce straight from mapped user buffers from this size
     long zeroCopyMaxBytes;  // LOOM_ZERO_COPY_MAX_BYTES: ... up to this size (0: never)

@@ -30,6 +30,7 @@
 #include "device/datatype/dt_copy.h"
 #include "device/datatype/dt_view_build.h"
 #include "core/enqueue/exchange_views.h"
+#include "core/stage/dt_fuse_mode.h"
 #include "core/select/select.h"
 #include "loom_component.h"
 
@@ -236,16 +237,17 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
             return fail(loomInvalidArgument, "%s: the %s view's blocks end at packed byte %llu, past the %zu bytes "
                         "of its counts and displacements", what, k ? "receive" : "send",
                         (unsigned long long)v[k].bytes, span[k]);
-    // Which sides the kernel reads or writes in place (LOOM_DT_FUSE): none
-    // off the exchange kernel; 1 both; 2 the side this rank copies itself
-    // in a direct pair (the receive side pulled, the send side pushed), so
-    // that the other side, packed, stays readable in place by the peer.
+    // Which sides the kernel reads or writes in place (dt_fuse_mode.h): none
+    // off the exchange kernel.
     const char *why = nullptr;
     const bool kernel = n > 1 && !exchangeOneShot(comm, agreedBlock, &why);
-    const int mode = params().dtFuse;
     const bool push = exchangePushes(exchangeKnobs(), fanIn != 0, agreedBlock);
+    const int mode = dtFuseMode(params(), v[push ? 0 : 1], push ? sendcounts : recvcounts, n);
     const bool fuse[2] = {kernel && v[0].nblocks && (mode == 1 || (mode == 2 && push)),
                           kernel && v[1].nblocks && (mode == 1 || (mode == 2 && !push))};
+    LOOM_TRACE(kColl, "rank %d: datatype exchange, LOOM_DT_FUSE %d (set %d): send side %s, receive side %s",
+               comm->rank, mode, params().dtFuse, !sendView ? "contiguous" : fuse[0] ? "in place" : "packed",
+               !recvView ? "contiguous" : fuse[1] ? "in place" : "packed");
     const void *in = sendbuff;
     void *out = recvbuff, *packedIn = nullptr, *packedOut = nullptr;
     loomResult_t r = loomSuccess;
