@@ -6,10 +6,19 @@
  *   simple      move(slot -> slot): a step that forwards what it received
  *   simple2     move(slot -> slot and output): forwards and writes the output
  *   simple_red  move(slot + input -> slot): a reduce step (float sum)
+ *   ll_in, ll_out, ll_fwd        the LL protocol's move (ProtoLL::move):
+ *               input -> lines (a first step), lines -> output (a last
+ *               step), lines -> lines (a forward); 8 payload bytes per
+ *               16-byte line
+ *   ll128_in, ll128_out, ll128_fwd  the same with LL128 (ProtoLL128::move):
+ *               120 payload bytes per 128-byte line
  *   tuned       a plain vectorized copy, 8 x 16 B loads in flight per thread
  *   memcpy      cudaMemcpyAsync of the whole buffer (CTAs: the copy engine's)
  * Each CTA moves its own contiguous part in steps of one slot, a barrier
- * between steps, as a ring channel does. Every run's output is checked
+ * between steps, as a ring channel does (LL and LL128: slots of lines, the
+ * lines already carrying the tag a receiver waits for, so no step waits).
+ * GB/s and bytes per CTA count payload bytes; the lines' own bytes are
+ * 2x (LL) and 1.07x (LL128) of them. Every run's output is checked
  * element by element against the expected values; a wrong element fails
  * the program. Prints per mode and CTA count: time, GB/s, bytes per CTA per
  * microsecond, and the share of `tuned` at the same CTA count.
@@ -23,6 +32,8 @@
 #include <cstring>
 #include <vector>
 
+#include "device/prims_ll.h"
+#include "device/prims_ll128.h"
 #include "device/prims_simple.h"
 
 static const char kPerfTool[] = "move_loops";
@@ -30,8 +41,20 @@ static const char kPerfTool[] = "move_loops";
 
 namespace {
 
-enum Mode { kSimple, kSimple2, kSimpleRed, kTuned, kMemcpy, kModes };
-const char *const kModeNames[kModes] = {"simple", "simple2", "simple_red", "tuned", "memcpy"};
+enum Mode { kSimple, kSimple2, kSimpleRed, kTuned, kMemcpy, kLLIn, kLLOut, kLLFwd, kLL128In, kLL128Out, kLL128Fwd, kModes };
+const char *const kModeNames[kModes] = {"simple", "simple2", "simple_red", "tuned", "memcpy", "ll_in",
+                                        "ll_out", "ll_fwd", "ll128_in", "ll128_out", "ll128_fwd"};
+constexpr uint32_t kTag = 7; // the tag every line is written with and waited for
+
+// A protocol's lines: payload floats per line, line bytes.
+template <typename Proto> struct Lines;
+template <> struct Lines<loom::ProtoLL> {
+    static constexpr size_t kFloats = 2, kBytes = 16;
+};
+template <> struct Lines<loom::ProtoLL128> {
+    static constexpr size_t kFloats = 2 * loom::kLL128LineUnits, kBytes = 8 * loom::kLL128LineWords;
+};
+template <typename Proto> size_t linesOf(size_t n) { return (n + Lines<Proto>::kFloats - 1) / Lines<Proto>::kFloats; }
 
 // CTA b's part of n floats, in whole 16-byte vectors.
 __device__ void ctaPart(size_t n, size_t *at, size_t *len) {
@@ -54,6 +77,33 @@ __global__ void moveKernel(const float *src, const float *in, float *dst, float 
         else
             loom::ProtoSimple::move<float, loom::OpSum>(nullptr, src + i, in + i, dst + i, nullptr, step, true, 0, 0, 0);
         __syncthreads(); // a step's end, as the ring's publish barrier
+    }
+}
+
+// LL or LL128 steps over n floats: Dir 0 input -> lines, 1 lines -> output,
+// 2 lines -> lines. Each CTA its own lines, a slot's worth (slotBytes of
+// lines) a step; a step's payload starts at a whole line.
+template <typename Proto, int Dir>
+__global__ void linesKernel(const float *src, char *linesIn, char *linesOut, float *dst, size_t n, size_t slotBytes) {
+    using L = Lines<Proto>;
+    const size_t lines = (n + L::kFloats - 1) / L::kFloats, stepLines = slotBytes / L::kBytes;
+    const size_t per = (lines + gridDim.x - 1) / gridDim.x;
+    const size_t at = per * blockIdx.x, end = at + per < lines ? at + per : lines;
+    // A line without its tag (a wrong step) gives up after about 2^35 cycles
+    // and leaves its output unwritten: the check then fails, nothing hangs.
+    const loom::WaitLimit limit{1ull << 35, 0, 0, 0, nullptr};
+    const unsigned long long start = clock64();
+    for (size_t l = at; l < end; l += stepLines) {
+        const size_t stepEnd = l + stepLines < end ? l + stepLines : end;
+        const size_t e0 = l * L::kFloats, e1 = stepEnd * L::kFloats < n ? stepEnd * L::kFloats : n;
+        char *in = linesIn + l * L::kBytes, *out = linesOut + l * L::kBytes;
+        if (Dir == 0)
+            Proto::template move<float, loom::OpSum>(&limit, nullptr, src + e0, out, nullptr, e1 - e0, false, 0, kTag, start);
+        else if (Dir == 1)
+            Proto::template move<float, loom::OpSum>(&limit, in, nullptr, nullptr, dst + e0, e1 - e0, false, kTag, 0, start);
+        else
+            Proto::template move<float, loom::OpSum>(&limit, in, nullptr, out, nullptr, e1 - e0, false, kTag, kTag, start);
+        __syncthreads();
     }
 }
 
@@ -97,17 +147,24 @@ int main(int argc, char **argv) {
     const int threads = argc > 3 ? atoi(argv[3]) : 512;
     const int repeats = argc > 4 ? atoi(argv[4]) : 20;
     const size_t bytes = totalMiB << 20, n = bytes / sizeof(float), slotElems = (slotKiB << 10) / sizeof(float);
+    const size_t slot = slotKiB << 10; // the LL modes' slot: bytes of lines
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("move_loops: %s, %zu MiB, slot %zu KiB, %d threads per CTA, best of %d\n", prop.name, totalMiB, slotKiB,
            threads, repeats);
     float *src, *in, *dst, *out;
+    char *linesA, *linesB; // LL and LL128 slots: LL's lines are twice the payload
     unsigned long long *wrong;
     CK(cudaMalloc(&src, bytes));
     CK(cudaMalloc(&in, bytes));
     CK(cudaMalloc(&dst, bytes));
     CK(cudaMalloc(&out, bytes));
     CK(cudaMalloc(&wrong, sizeof(*wrong)));
+    const size_t linesBytes = linesOf<loom::ProtoLL>(n) * Lines<loom::ProtoLL>::kBytes;
+    CK(cudaMalloc(&linesA, linesBytes));
+    CK(cudaMalloc(&linesB, linesBytes));
+    CK(cudaMemset(linesA, 0, linesBytes));
+    CK(cudaMemset(linesB, 0, linesBytes));
     fill<<<1024, 256>>>(src, n, 1.0f);
     fill<<<1024, 256>>>(in, n, 2.0f);
     cudaEvent_t t0, t1;
@@ -117,12 +174,19 @@ int main(int argc, char **argv) {
     double tunedUs[5] = {};
     long failures = 0;
     printf("%-11s %5s %10s %9s %16s %9s\n", "mode", "CTAs", "us", "GB/s", "B/CTA/us", "of tuned");
-    for (int m : {kTuned, kSimple, kSimple2, kSimpleRed, kMemcpy}) {
+    // Each LL mode reads the lines the mode before it wrote (in, then out and
+    // fwd from in's lines); a mode that writes lines is checked by reading
+    // them back with 64 CTAs of the out step.
+    for (int m : {kTuned, kSimple, kSimple2, kSimpleRed, kMemcpy, kLLIn, kLLOut, kLLFwd, kLL128In, kLL128Out,
+                  kLL128Fwd}) {
         for (int ci = 0; ci < 5; ++ci) {
             const int ctas = ctaCounts[ci];
             if (m == kMemcpy && ci > 0) break;
             CK(cudaMemset(dst, 0, bytes));
             CK(cudaMemset(out, 0, bytes));
+            // Lines a mode writes start blank at every CTA count: none left from a run before.
+            if (m == kLLIn || m == kLL128In) CK(cudaMemset(linesA, 0, linesBytes));
+            if (m == kLLFwd || m == kLL128Fwd) CK(cudaMemset(linesB, 0, linesBytes));
             float best = 1e30f;
             for (int r = 0; r < repeats; ++r) {
                 CK(cudaEventRecord(t0));
@@ -133,6 +197,18 @@ int main(int argc, char **argv) {
                 case kTuned:
                     tunedCopy<<<ctas, threads>>>((const uint4 *)src, (uint4 *)dst, bytes / 16, (slotKiB << 10) / 16);
                     break;
+                case kLLIn: linesKernel<loom::ProtoLL, 0><<<ctas, threads>>>(src, nullptr, linesA, dst, n, slot); break;
+                case kLLOut: linesKernel<loom::ProtoLL, 1><<<ctas, threads>>>(src, linesA, nullptr, dst, n, slot); break;
+                case kLLFwd: linesKernel<loom::ProtoLL, 2><<<ctas, threads>>>(src, linesA, linesB, dst, n, slot); break;
+                case kLL128In:
+                    linesKernel<loom::ProtoLL128, 0><<<ctas, threads>>>(src, nullptr, linesA, dst, n, slot);
+                    break;
+                case kLL128Out:
+                    linesKernel<loom::ProtoLL128, 1><<<ctas, threads>>>(src, linesA, nullptr, dst, n, slot);
+                    break;
+                case kLL128Fwd:
+                    linesKernel<loom::ProtoLL128, 2><<<ctas, threads>>>(src, linesA, linesB, dst, n, slot);
+                    break;
                 default: CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); break;
                 }
                 CK(cudaGetLastError());
@@ -142,6 +218,12 @@ int main(int argc, char **argv) {
                 CK(cudaEventElapsedTime(&ms, t0, t1));
                 if (ms < best) best = ms;
             }
+            // The lines a mode wrote, read back into dst.
+            if (m == kLLIn || m == kLLFwd)
+                linesKernel<loom::ProtoLL, 1><<<64, threads>>>(src, m == kLLIn ? linesA : linesB, nullptr, dst, n, slot);
+            if (m == kLL128In || m == kLL128Fwd)
+                linesKernel<loom::ProtoLL128, 1><<<64, threads>>>(src, m == kLL128In ? linesA : linesB, nullptr, dst, n,
+                                                                   slot);
             // src i%1021; a reduce step's slot gets src + in = 3 x (i%1021).
             unsigned long long bad = 0;
             CK(cudaMemset(wrong, 0, sizeof(*wrong)));
