@@ -189,7 +189,8 @@ const loomParamDef kParams[] = {
      "struct's fields, the pack kernels copy a lane each, faster), else 0 (docs/performance.md)", 0},
     {"dt_fuse_bytes", "LOOM_DT_FUSE_BYTES", LOOM_PARAM_INT, 8 * MiB, 0, 1L << 40, "8 MiB",
      "LOOM_DT_FUSE=-1: the side of a datatype exchange this rank copies itself is read or written in place (no "
-     "pack or unpack pass) where its largest block has at least this many packed bytes (0: always)", 0},
+     "pack or unpack pass) where its largest block has at least this many packed bytes (0: whatever the size) and "
+     "its pieces are not small", 0},
     {"net_nchannels", "LOOM_NET_NCHANNELS", LOOM_PARAM_INT, 0, 0, loom::kMaxNetChannels, "from NIC bandwidth",
      "Ring channels of a communicator that spans hosts (0: from the NIC's bandwidth, 4 without one)", 0},
     {"net", "LOOM_NET", LOOM_PARAM_STRING, 0, 0, 0, "auto",

@@ -246,7 +246,7 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
     const bool fuse[2] = {kernel && v[0].nblocks && (mode == 1 || (mode == 2 && push)),
                           kernel && v[1].nblocks && (mode == 1 || (mode == 2 && !push))};
     LOOM_TRACE(kColl, "rank %d: datatype exchange, LOOM_DT_FUSE %d (set %d): send side %s, receive side %s",
-               comm->rank, mode, params().dtFuse, !sendView ? "contiguous" : fuse[0] ? "in place" : "packed",
+               comm->rank, kernel ? mode : 0, params().dtFuse, !sendView ? "contiguous" : fuse[0] ? "in place" : "packed",
                !recvView ? "contiguous" : fuse[1] ? "in place" : "packed");
     const void *in = sendbuff;
     void *out = recvbuff, *packedIn = nullptr, *packedOut = nullptr;
