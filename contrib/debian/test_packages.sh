@@ -29,7 +29,7 @@ fail=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 demo=$(OMPI_MCA_coll_loom_verbose=1 timeout 300 mpirun -np 2 --oversubscribe loom-demo 2>&1)
 echo "$demo" | grep -E 'loom-demo|MPI_COMM_WORLD.*(selected|allreduce)' | sort -u
-if ! echo "$demo" | grep -q "MPI_COMM_WORLD.*: selected"; then
+if ! grep -q "MPI_COMM_WORLD.*: selected" <<<"$demo"; then
     # Debian 13's Open MPI 5.0.7 was seen not to load a component from its
     # own pkglibdir unless mca_base_component_path names it (it does load it then).
     pkglibdir=$(ompi_info --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir: *//p')
@@ -37,7 +37,7 @@ if ! echo "$demo" | grep -q "MPI_COMM_WORLD.*: selected"; then
     v[5-9]*)
         demo=$(timeout 300 mpirun -np 2 --oversubscribe --mca mca_base_component_path "$pkglibdir" \
                --mca coll_loom_verbose 1 loom-demo 2>&1)
-        if echo "$demo" | grep -q "MPI_COMM_WORLD.*: selected"; then
+        if grep -q "MPI_COMM_WORLD.*: selected" <<<"$demo"; then
             echo "NOTE: Open MPI 5: a plain mpirun did not load the packaged component from $pkglibdir;" \
                  "with --mca mca_base_component_path $pkglibdir it is selected"
         else

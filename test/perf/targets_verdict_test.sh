@@ -2,6 +2,8 @@
 # contrib/bench/targets_verdict.sh over stored CSVs (4x H200, 2026-11-28 and
 # 11-29: known verdicts) and over made-up ones (every target met, then
 # points just under their lines): the verdict must say what the numbers say.
+# (Output is matched through here-strings, not `echo | grep -q`: with
+# pipefail, grep -q's early exit can kill the echo and fail a match.)
 set -uo pipefail
 S=${LOOM_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 V="$S/contrib/bench/targets_verdict.sh" R="$S/contrib/bench/results"
@@ -12,7 +14,7 @@ expect() { # OUTPUT WHAT REGEX...: each regex must match a line
     local out=$1 what=$2
     shift 2
     for want in "$@"; do
-        echo "$out" | grep -Eq -- "$want" || { echo "$out"; fail "$what: no line matching: $want"; }
+        grep -Eq -- "$want" <<<"$out" || { echo "$out"; fail "$what: no line matching: $want"; }
     done
 }
 cp "$R/2026-11-28_h200x4_allreduce_float_fence_np4.csv" "$d/bench_np4_allreduce_float.csv"
@@ -49,7 +51,7 @@ all() {
 }
 all
 out=$(bash "$V" "$d") || { echo "$out"; fail "every target met: exit non-zero"; }
-echo "$out" | grep -Eq "MISSED|NOT RUN|NO SIZES|CHECK FAILED" && fail "every target met, yet: $(echo "$out" | grep -Ev "MET$")"
+grep -Eq "MISSED|NOT RUN|NO SIZES|CHECK FAILED" <<<"$out" && fail "every target met, yet: $(grep -Ev "MET$" <<<"$out")"
 # Just under each line: 1.29x in the middle and 1.09x at 64 MiB (4-rank
 # allreduce), 0.99x for the others at 4 ranks, 1.04x at 2 ranks (met at 4).
 made bench_np4_allreduce_char.csv 8388608=1.29 16777216=1.0
