@@ -23,7 +23,10 @@
  *                          a vector of 256-byte blocks against the same
  *                          bytes contiguous, and MPI_Alltoall with only
  *                          the send or only the receive side typed (the
- *                          pack or the unpack alone in the call), blocks
+ *                          pack or the unpack alone in the call), and
+ *                          MPI_Alltoallw of the vector and of a subarray
+ *                          face (a type per block) and the face's MPI_Bcast
+ *                          against the same bytes as MPI_BYTE, blocks
  *                          of 64 KiB to 64 MiB, each F (4) times the last; a
  *                          benchmark: run it with --mca coll_loom_dt_gpu 0
  *                          for the host path
@@ -378,6 +381,22 @@ static double timed(coll_fn fn, char *s, char *r, const args_t *a, int reps)
     return best;
 }
 
+/* `bytes` of complex floats as an FFT pencil's face: the first half of the
+ * last dimension of an [x][y][512] array (runs of 2 KiB, 4 KiB apart), as
+ * MPI_Type_create_subarray builds it; extent 2 x bytes. */
+static MPI_Datatype subarray_face(size_t bytes)
+{
+    int xy = (int)(bytes / 2048), y = 256, t; /* y: gcd(xy, 256), so that x y = xy */
+    for (int a = xy; a;) t = y % a, y = a, a = t;
+    const int sizes[3] = {xy / y, y, 512}, sub[3] = {xy / y, y, 256}, starts[3] = {0, 0, 0};
+    MPI_Datatype cf, face;
+    MPI_Type_contiguous(2, MPI_FLOAT, &cf);
+    MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, cf, &face);
+    MPI_Type_commit(&face);
+    MPI_Type_free(&cf);
+    return face;
+}
+
 /* Blocks of 64 KiB to 64 MiB, each size factor times the one before. */
 static void bench(size_t factor)
 {
@@ -395,12 +414,23 @@ static void bench(size_t factor)
         const double va = timed(alltoall, s, r, &v, 5), ca = timed(alltoall, s, r, &c, 5);
         const double vn = timed(neighbor_alltoall, s, r, &v, 5), cn = timed(neighbor_alltoall, s, r, &c, 5);
         const double as = timed(alltoall_send_typed, s, r, &v, 5), ar = timed(alltoall_recv_typed, s, r, &v, 5);
+        /* Issue 46's item 4 shapes: MPI_Alltoallw with a type per block (the
+         * vector, a subarray face) against the same bytes as MPI_BYTE, and the
+         * face's broadcast against the contiguous one. */
+        MPI_Datatype face = subarray_face(bytes);
+        args_t f = {face, MPI_DATATYPE_NULL, 1, 0};
+        const double wv = timed(alltoallw_same, s, r, &v, 5), wf = timed(alltoallw_same, s, r, &f, 5);
+        const double wc = timed(alltoallw_same, s, r, &c, 5), bf = timed(bcast, s, r, &f, 5);
+        MPI_Type_free(&face);
         if (0 == me) {
             printf("%9zu B: bcast %9.1f us (contiguous %8.1f: %3.0f%%)   alltoall %9.1f us (contiguous %8.1f: %3.0f%%)"
                    "   neighbor_alltoall %9.1f us (contiguous %8.1f: %3.0f%%)\n",
                    bytes, vb, cb, 100 * cb / vb, va, ca, 100 * ca / va, vn, cn, 100 * cn / vn);
             printf("%9zu B: alltoall with only the send side typed %9.1f us, only the receive side %9.1f us\n", bytes,
                    as, ar);
+            printf("%9zu B: alltoallw of the vector %9.1f us, of a subarray face %9.1f us (contiguous %8.1f: %3.0f%%, "
+                   "%3.0f%%)   bcast of the face %9.1f us (contiguous %8.1f: %3.0f%%)\n",
+                   bytes, wv, wf, wc, 100 * wc / wv, 100 * wc / wf, bf, cb, 100 * cb / bf);
         }
         cudaFree(s);
         cudaFree(r);
