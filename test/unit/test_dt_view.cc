@@ -293,23 +293,53 @@ START_TEST(dt_fuse_mode_rule) {
                   "pieces: %llu of %llu B, %llu of %llu B", (unsigned long long)l.view.pieces,
                   (unsigned long long)l.view.bytes, (unsigned long long)s.view.pieces, (unsigned long long)s.view.bytes);
     const size_t counts[3] = {3 * ls[0].bytes, 0, ls[0].bytes}; // per peer: the largest is 3 elements
+    const size_t few[3] = {ls[0].bytes, ls[0].bytes, 0};         // the largest is 1 element
     Params p{};
+    // The receive side (view and counts) decides when the rank pulls, the
+    // send side when it pushes; the other side here is one the rule would
+    // never fuse (small pieces, few bytes), so a mixed-up side shows.
+    auto pulled = [&](const DtView &v, const size_t *c, int n) {
+        const DtView views[2] = {s.view, v};
+        const size_t *const cs[2] = {few, c};
+        return dtFuseMode(p, false, views, cs, n);
+    };
+    auto pushed = [&](const DtView &v, const size_t *c, int n) {
+        const DtView views[2] = {v, s.view};
+        const size_t *const cs[2] = {c, few};
+        return dtFuseMode(p, true, views, cs, n);
+    };
     p.dtFuseBytes = 3 * ls[0].bytes;
     for (int set : {0, 1, 2}) {
         p.dtFuse = set;
-        ck_assert_int_eq(dtFuseMode(p, l.view, counts, 3), set);
-        ck_assert_int_eq(dtFuseMode(p, s.view, counts, 3), set);
+        ck_assert_int_eq(pulled(l.view, counts, 3), set);
+        ck_assert_int_eq(pushed(s.view, counts, 3), set);
     }
     p.dtFuse = -1;
-    ck_assert_int_eq(dtFuseMode(p, l.view, counts, 3), 2);        // at the bound
-    ck_assert_int_eq(dtFuseMode(p, s.view, counts, 3), 0);        // small pieces: packed whatever the size
-    ck_assert_int_eq(dtFuseMode(p, DtView{}, counts, 3), 0);      // a contiguous side
-    ck_assert_int_eq(dtFuseMode(p, l.view, counts + 1, 2), 0);    // the largest block (1 element) under the bound
+    ck_assert_int_eq(pulled(l.view, counts, 3), 2);        // at the bound
+    ck_assert_int_eq(pushed(l.view, counts, 3), 2);
+    ck_assert_int_eq(pulled(s.view, counts, 3), 0);        // small pieces: packed whatever the size
+    ck_assert_int_eq(pushed(s.view, counts, 3), 0);
+    ck_assert_int_eq(pulled(DtView{}, counts, 3), 0);      // a contiguous side
+    ck_assert_int_eq(pulled(l.view, counts + 1, 2), 0);    // the largest block (1 element) under the bound
+    ck_assert_int_eq(pushed(l.view, few, 3), 0);
+    {   // the same views and counts, pulled and pushed: only the side copied counts
+        const DtView views[2] = {s.view, l.view};
+        const size_t *const cs[2] = {counts, counts};
+        ck_assert_int_eq(dtFuseMode(p, false, views, cs, 3), 2);
+        ck_assert_int_eq(dtFuseMode(p, true, views, cs, 3), 0);
+        const DtView swapped[2] = {l.view, s.view};
+        ck_assert_int_eq(dtFuseMode(p, false, swapped, cs, 3), 0);
+        ck_assert_int_eq(dtFuseMode(p, true, swapped, cs, 3), 2);
+        const DtView both[2] = {l.view, l.view};
+        const size_t *const bytesApart[2] = {few, counts};
+        ck_assert_int_eq(dtFuseMode(p, false, both, bytesApart, 3), 2);
+        ck_assert_int_eq(dtFuseMode(p, true, both, bytesApart, 3), 0);
+    }
     p.dtFuseBytes = 3 * ls[0].bytes + 1;
-    ck_assert_int_eq(dtFuseMode(p, l.view, counts, 3), 0);        // one byte short
+    ck_assert_int_eq(pulled(l.view, counts, 3), 0);        // one byte short
     p.dtFuseBytes = 0;
-    ck_assert_int_eq(dtFuseMode(p, l.view, counts + 1, 1), 2);    // 0: always, even with no bytes to this peer
-    ck_assert_int_eq(dtFuseMode(p, s.view, counts, 3), 0);
+    ck_assert_int_eq(pulled(l.view, counts + 1, 1), 2);    // 0: whatever the size, even no bytes to this peer
+    ck_assert_int_eq(pulled(s.view, counts, 3), 0);
 }
 END_TEST
 

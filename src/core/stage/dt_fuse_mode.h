@@ -22,13 +22,16 @@
 
 namespace loom {
 
-// copied: the view of the side this rank copies itself (no blocks where
-// that side is contiguous); copiedCounts: its packed bytes per peer.
-inline int dtFuseMode(const Params &p, const DtView &copied, const size_t *copiedCounts, int n) {
+// views[0], counts[0]: the send side's view (no blocks where the side is
+// contiguous) and packed bytes per peer; [1] the receive side's. push: the
+// call's direct pairs are copied by their senders, so this rank copies its
+// send side itself; else its receive side.
+inline int dtFuseMode(const Params &p, bool push, const DtView views[2], const size_t *const counts[2], int n) {
     if (p.dtFuse >= 0) return p.dtFuse;
+    const DtView &copied = views[push ? 0 : 1];
     if (!copied.nblocks || dtPiecesAreSmall(copied.bytes, copied.pieces)) return 0;
     size_t largest = 0;
-    for (int q = 0; q < n; ++q) largest = std::max(largest, copiedCounts[q]);
+    for (int q = 0; q < n; ++q) largest = std::max(largest, counts[push ? 0 : 1][q]);
     return largest >= (size_t)p.dtFuseBytes ? 2 : 0;
 }
 

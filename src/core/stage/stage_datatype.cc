@@ -242,7 +242,8 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
     const char *why = nullptr;
     const bool kernel = n > 1 && !exchangeOneShot(comm, agreedBlock, &why);
     const bool push = exchangePushes(exchangeKnobs(), fanIn != 0, agreedBlock);
-    const int mode = dtFuseMode(params(), v[push ? 0 : 1], push ? sendcounts : recvcounts, n);
+    const size_t *const counts[2] = {sendcounts, recvcounts};
+    const int mode = dtFuseMode(params(), push, v, counts, n);
     const bool fuse[2] = {kernel && v[0].nblocks && (mode == 1 || (mode == 2 && push)),
                           kernel && v[1].nblocks && (mode == 1 || (mode == 2 && !push))};
     LOOM_TRACE(kColl, "rank %d: datatype exchange, LOOM_DT_FUSE %d (set %d): send side %s, receive side %s",
