@@ -28,10 +28,11 @@ namespace loom {
 // send side itself; else its receive side.
 inline int dtFuseMode(const Params &p, bool push, const DtView views[2], const size_t *const counts[2], int n) {
     if (p.dtFuse >= 0) return p.dtFuse;
-    const DtView &copied = views[push ? 0 : 1];
+    const int side = push ? 0 : 1;
+    const DtView &copied = views[side];
     if (!copied.nblocks || dtPiecesAreSmall(copied.bytes, copied.pieces)) return 0;
     size_t largest = 0;
-    for (int q = 0; q < n; ++q) largest = std::max(largest, counts[push ? 0 : 1][q]);
+    for (int q = 0; q < n; ++q) largest = std::max(largest, counts[side][q]);
     return largest >= (size_t)p.dtFuseBytes ? 2 : 0;
 }
 

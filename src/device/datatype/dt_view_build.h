@@ -35,21 +35,26 @@ struct DtViewInput {
 // plan of their own, added after the call's layouts; a block of the same
 // layout and count as the block folded before it shares that one's plan
 // (an alltoall's blocks share one). segs holds the new plans' segments.
-// False: a layout index out of range.
+// Where no block folds, all, blocks and segs stay empty: the call's own
+// layouts and blocks stand. False: a layout index out of range.
 inline bool dtViewFold(const DtViewLayout *layouts, int nlayouts, const DtViewInput *in, int nin,
                        std::vector<DtViewLayout> *all, std::vector<DtViewInput> *blocks,
                        std::vector<loom_dt_seg_t> *segs) {
-    all->assign(layouts, layouts + nlayouts);
-    blocks->assign(in, in + nin);
+    all->clear();
+    blocks->clear();
     segs->clear();
-    segs->reserve((size_t)nin); // the new plans point into it: it must not move
     const DtViewInput *last = nullptr; // the block folded last, before its fold
+    loom_dt_seg_t one;
     for (int i = 0; i < nin; ++i) {
+        if (in[i].layout < 0 || in[i].layout >= nlayouts) return false;
+        const DtViewLayout &l = layouts[in[i].layout];
+        if (!dtFoldElements(l.segs, l.nsegs, l.extent, in[i].count, &one)) continue;
+        if (blocks->empty()) { // the first fold: copies to change
+            all->assign(layouts, layouts + nlayouts);
+            blocks->assign(in, in + nin);
+            segs->reserve((size_t)(nin - i)); // the new plans point into it: it must not move
+        }
         DtViewInput &b = (*blocks)[i];
-        if (b.layout < 0 || b.layout >= nlayouts) return false;
-        const DtViewLayout &l = layouts[b.layout];
-        loom_dt_seg_t one;
-        if (!dtFoldElements(l.segs, l.nsegs, l.extent, b.count, &one)) continue;
         if (!last || last->layout != b.layout || last->count != b.count) {
             segs->push_back(one);
             all->push_back(DtViewLayout{&segs->back(), 1, l.extent * (int64_t)b.count, l.bytes * b.count});
@@ -73,9 +78,10 @@ inline bool dtViewBuild(const DtViewLayout *callLayouts, int nCallLayouts, const
     std::vector<DtViewInput> foldedIn;
     std::vector<loom_dt_seg_t> foldedSegs;
     if (!dtViewFold(callLayouts, nCallLayouts, callBlocks, nin, &folded, &foldedIn, &foldedSegs)) return false;
-    const DtViewLayout *layouts = folded.data();
-    const int nlayouts = (int)folded.size();
-    const DtViewInput *in = foldedIn.data();
+    const bool anyFold = !foldedIn.empty();
+    const DtViewLayout *layouts = anyFold ? folded.data() : callLayouts;
+    const int nlayouts = anyFold ? (int)folded.size() : nCallLayouts;
+    const DtViewInput *in = anyFold ? foldedIn.data() : callBlocks;
     std::vector<DtViewBlock> blocks;
     uint64_t pieces = 0, end = 0;
     std::vector<uint64_t> perElement(nlayouts);
