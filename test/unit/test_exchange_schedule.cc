@@ -12,6 +12,9 @@
 // (copy-engine copies): a second kernel, after every lane of the first,
 // publishes them; deferring where the call is no fan-in must deadlock,
 // unless the receivers wait in the second kernel too (copy-engine mode).
+// LL pairs (blocks of 1..llBytes): their chunks on the pair's LL connection
+// (ports of their own here), walked alike by both ends from the pair's
+// count; mutated LL walks must fail.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -78,6 +81,17 @@ Tables makeTables(Kind kind, int n, int root, bool ragged, unsigned seed) {
 ExchangeSched schedOf(const Tables &t, int r, int lanes, size_t chunk, int channels, int selfLanes) {
     return ExchangeSched{r,  t.n,   lanes, t.send[r].data(), t.sendDispl[r].data(), t.recv[r].data(),
                          t.recvDispl[r].data(), chunk, channels, selfLanes};
+}
+
+// LL pairs in the simulator: blocks of 1..llBytes elements, llChunk a slot.
+struct LLShape {
+    size_t bytes = 0, chunk = 1;
+};
+
+// The simulator's port of connection k (LL connections after the token ports).
+int simPort(const ExchangeSched &s, int k) {
+    const int nC = s.nranks * s.channels;
+    return k < nC ? k : 3 * nC + 64 + (k - nC); // past the second kernel's ports (3 nC + lane)
 }
 
 using OpFn = std::function<EdgeOp(const ExchangeSched &, int lane, const ExchangeCursor &)>;
@@ -150,7 +164,12 @@ std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, 
             if (!s.deferCopies) token(-1, dTo, round); // -> written (deferred: the second kernel's)
         }
         if (dr && recvCopies) token(dFrom, -1, round), token(-1, cFrom, round); // published -> read -> credit
-        for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) ops.push_back(opFn(s, lane, c));
+        for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
+            EdgeOp o = opFn(s, lane, c);
+            if (o.send >= 0) o.send = simPort(s, o.send);
+            if (o.recv >= 0) o.recv = simPort(s, o.recv);
+            ops.push_back(o);
+        }
         if (h != kAwaitBeforeSignal) waits();
     }
     if (exchangeSecondKernel(s))
@@ -197,7 +216,8 @@ std::vector<EdgeOp> afterCopiesOps(const ExchangeSched &s, int lanes, Handshake 
 // lets them).
 std::string simulate(const Tables &t, int groups, int channels, size_t chunk, int depth, const OpFn &opFn = plainOp,
                      const Tables *walked = nullptr, const DirectPairs *direct = nullptr, bool receiverUnaware = false,
-                     int selfLanes = 1, bool push = false, Handshake h = kHandshakeAsBuilt, bool fanIn = false) {
+                     int selfLanes = 1, bool push = false, Handshake h = kHandshakeAsBuilt, bool fanIn = false,
+                     LLShape ll = {}) {
     const int n = t.n, lanes = groups * channels;
     const Tables &w = walked ? *walked : t;
     std::vector<ExchangeSched> sched;
@@ -205,6 +225,8 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
     for (int r = 0; r < n; ++r) {
         sched.push_back(schedOf(w, r, lanes, chunk, channels, selfLanes));
         sched[r].directPush = push;
+        sched[r].llBytes = ll.bytes;
+        sched[r].llChunk = ll.chunk;
         if (!direct) continue;
         for (int q = 0; q < n; ++q) {
             dSend[r][q] = (*direct)[r][q];
@@ -236,6 +258,8 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
             for (int c = 0; q != r && c < channels; ++c)
                 for (int base : {0, n * channels, 2 * n * channels}) // data, D tokens, C tokens
                     k.sendTo[base + q * channels + c] = {q, base + r * channels + c};
+        for (int q = 0; ll.bytes && q < n; ++q) // LL connections
+            if (q != r) k.sendTo[simPort(sched[r], exchangeLLConn(sched[r], q))] = {q, simPort(sched[r], exchangeLLConn(sched[r], r))};
         auto ops = std::make_shared<std::vector<std::vector<EdgeOp>>>();
         for (int lane = 0; lane < k.lanes; ++lane) ops->push_back(laneOps(sched[r], lane, opFn, h));
         if (exchangeSecondKernel(sched[r])) { // the second kernel: one more lane, fed by every lane's E port
@@ -247,18 +271,21 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
         k.count = [ops](int lane) { return (*ops)[lane].size(); };
         k.op = [ops](int lane, size_t i) { return (*ops)[lane][i]; };
     }
-    Run run = execute(ranks, depth, chunk, sum);
+    Run run = execute(ranks, depth, std::max(chunk, ll.chunk), sum);
     if (!run.error.empty()) return run.error;
     std::vector<std::vector<unsigned long long>> sends(n), recvs(n);
+    const int conns = exchangeConns(sched[0]);
     for (int r = 0; r < n; ++r) {
-        sends[r].resize((size_t)n * channels);
-        recvs[r].resize((size_t)n * channels);
+        sends[r].resize((size_t)conns);
+        recvs[r].resize((size_t)conns);
         exchangeStepCounts(sched[r], sends[r].data(), recvs[r].data());
-        for (int k = 0; k < n * channels; ++k) {
-            auto a = run.sent[r].find(k), b = run.recvd[r].find(k);
-            const int q = k / channels;
+        for (int k = 0; k < conns; ++k) {
+            auto a = run.sent[r].find(simPort(sched[r], k)), b = run.recvd[r].find(simPort(sched[r], k));
+            const bool llConn = k >= n * channels;
+            const int q = llConn ? k - n * channels : k / channels;
             // A direct half: one step per channel, outside the walk.
-            const unsigned long long ds = exchangeSendDirect(sched[r], q), dr = exchangeRecvDirect(sched[r], q);
+            const unsigned long long ds = !llConn && exchangeSendDirect(sched[r], q);
+            const unsigned long long dr = !llConn && exchangeRecvDirect(sched[r], q);
             if (sends[r][k] != ds + (a == run.sent[r].end() ? 0 : a->second) ||
                 recvs[r][k] != dr + (b == run.recvd[r].end() ? 0 : b->second))
                 return "rank " + std::to_string(r) + ": the host's step count differs from the walk";
@@ -266,10 +293,14 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
     }
     // Both ends of every connection count the same steps.
     for (int r = 0; r < n; ++r)
-        for (int q = 0; q < n; ++q)
+        for (int q = 0; q < n; ++q) {
             for (int c = 0; q != r && c < channels; ++c)
                 if (sends[r][q * channels + c] != recvs[q][r * channels + c])
                     return "ranks " + std::to_string(r) + " -> " + std::to_string(q) + ": step counts differ";
+            if (q != r && ll.bytes &&
+                sends[r][exchangeLLConn(sched[r], q)] != recvs[q][exchangeLLConn(sched[q], r)])
+                return "ranks " + std::to_string(r) + " -> " + std::to_string(q) + ": LL step counts differ";
+        }
     // The direct copies: each channel's slice, from the sender's input into
     // the receiver's output, made by whichever end thinks it copies.
     for (int r = 0; direct && r < n; ++r)
@@ -296,6 +327,14 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
 
 const char *const kKindNames[] = {"alltoall", "gather", "scatter"};
 
+// The direct pairs less the LL ones (enqueue_exchange.cc: LL blocks are never direct).
+DirectPairs withoutLL(const Tables &t, DirectPairs d, const LLShape &ll) {
+    for (int r = 0; r < t.n; ++r)
+        for (int q = 0; q < t.n; ++q)
+            if (t.send[r][q] && t.send[r][q] <= ll.bytes) d[r][q] = 0;
+    return d;
+}
+
 void runMatrix(Kind kind, bool ragged) {
     for (int n = 1; n <= simRanks(64); n += n < 9 ? 1 : 11)
         for (int groups : {1, 2, 5})
@@ -315,6 +354,14 @@ void runMatrix(Kind kind, bool ragged) {
                             if (err.empty() && seed % 2)
                                 err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr, &d, false,
                                                1 + (int)(seed / 2), true, kEnginesAll, kind == kGather);
+                            // LL pairs (blocks of 1..30, 7 a slot: several LL steps), beside direct
+                            // pairs of the larger blocks (LL pairs never are: the host's rule).
+                            const LLShape ll{30, 7};
+                            const DirectPairs dl = withoutLL(t, d, ll);
+                            if (err.empty())
+                                err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr,
+                                               seed % 2 ? &dl : nullptr, false, 1 + (int)(seed / 2), push,
+                                               kHandshakeAsBuilt, kind == kGather, ll);
                             if (!err.empty())
                                 ck_abort_msg("%s%s: nranks %d groups %d channels %d chunk %zu depth %d root %d "
                                              "seed %u%s: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
@@ -335,6 +382,38 @@ bool someCaseFails(const OpFn &fn, bool ragged, bool walkOwnCounts = false, int 
                 return true;
         }
     return false;
+}
+
+// Some ragged alltoall with LL pairs fails under fn.
+bool someLLCaseFails(const OpFn &fn) {
+    for (int n = 2; n <= 7; ++n)
+        for (unsigned seed = 0; seed < 4; ++seed) {
+            Tables t = makeTables(kAllToAll, n, 0, true, seed + 57 * (unsigned)n);
+            if (!simulate(t, 2, 3, 12, 2, fn, nullptr, nullptr, false, 1, false, kHandshakeAsBuilt, false,
+                          LLShape{30, 7}).empty())
+                return true;
+        }
+    return false;
+}
+
+// An LL receiver that waits on its channel's Simple connection instead.
+EdgeOp llRecvOnChannel(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, lane, c);
+    if (o.recv >= s.nranks * s.channels) o.recv = exchangeConn(s, exchangeFrom(s, c.round), exchangeChannel(s, lane));
+    return o;
+}
+// A receiver whose LL bound is half the sender's (each end must judge a pair alike).
+EdgeOp llReceiverHalfBound(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    if (!c.recv) return exchangeOp(s, lane, c);
+    ExchangeSched h = s;
+    h.llBytes = s.llBytes / 2;
+    return exchangeOp(h, lane, c);
+}
+// An LL sender that writes each chunk at the block's start.
+EdgeOp llChunksAtStart(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
+    EdgeOp o = exchangeOp(s, lane, c);
+    if (o.send >= s.nranks * s.channels) o.srcAt = s.sendDispl[exchangeTo(s, c.round)];
+    return o;
 }
 
 EdgeOp wrongPeer(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
@@ -423,6 +502,11 @@ START_TEST(mutations_fail) {
     ck_assert_msg(someCaseFails(wrongChannel, false, false, 3), "a send on another channel of the pair was not caught");
     ck_assert_msg(someCaseFails(chunkOffByOne, false, false, 3), "an off-by-one chunk on 3 channels was not caught");
     ck_assert_msg(someCaseFails(selfLanesOverlap, false, false, 1, 3), "self lanes striding wrong were not caught");
+    ck_assert_msg(!someLLCaseFails(plainOp), "LL pairs as built fail");
+    ck_assert_msg(someLLCaseFails(llRecvOnChannel), "an LL receiver on a Simple connection was not caught");
+    ck_assert_msg(someLLCaseFails(llReceiverHalfBound), "ends judging LL pairs apart were not caught");
+    ck_assert_msg(someLLCaseFails(llChunksAtStart), "LL chunks written at the block's start were not caught");
+    ck_assert_msg(someLLCaseFails(chunkOffByOne), "an LL chunk off by one was not caught");
     // A sender that reads as direct a pair its receiver expects in its FIFO.
     bool caught = false;
     for (int n = 2; n <= 5 && !caught; ++n) {

@@ -162,28 +162,34 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     // Tables: send counts, send displacements, receive counts, receive
     // displacements, the direct tables when some pair is direct, then each
     // connection's steps before this call.
-    const size_t N = (size_t)n, C = (size_t)p.channels;
+    const size_t N = (size_t)n, conns = p.conns.size(); // the channels' connections, then any LL ones
     std::vector<size_t> &tables = p.callTables;
-    tables.resize(6 * N + 2 * N * C); // the direct tables' room; trimmed below when no pair is direct
+    tables.resize(6 * N + 2 * conns); // the direct tables' room; trimmed below when no pair is direct
     bool direct = false;
     loomResult_t late = loomSuccess; // a peer's buffer this rank could not map: the call fails after its launch
     const ExchangeKnobs knobs = exchangeKnobs();
     const bool push = exchangePushes(knobs, fanIn != 0, agreedBlock);
     // No in-place pairs while the caller must not block (loomCommSetHostWait):
     // their buffer descriptions are a per-call host exchange.
-    const size_t least = comm->order.hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
+    size_t least = comm->order.hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
+    if (least && least <= p.llBytes) least = p.llBytes + 1; // LL pairs are never direct (both ends know)
+    // LL blocks move plain bytes: a side in its datatype layout has none (stage_datatype.cc packs it).
+    if ((inViewed && exchangeHasLLBlocks(p.llBytes, sendcounts, n, me)) ||
+        (outViewed && exchangeHasLLBlocks(p.llBytes, recvcounts, n, me)))
+        return fail(loomInternalError, "rank %d: an exchange side in its datatype layout has blocks of at most "
+                    "LOOM_EXCHANGE_LL_BYTES=%zu bytes (LL pairs)", me, p.llBytes);
     loomResult_t r = planDirectPairs(comm, least, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      push ? outViewed : inViewed, tables.data() + 4 * N, tables.data() + 5 * N,
                                      &direct, &late);
     if (r != loomSuccess) return r;
     const size_t stepsAt = (direct ? 6 : 4) * N;
-    tables.resize(stepsAt + 2 * N * C);
+    tables.resize(stepsAt + 2 * conns);
     std::copy(sendcounts, sendcounts + n, tables.begin());
     std::copy(sdispls, sdispls + n, tables.begin() + N);
     std::copy(recvcounts, recvcounts + n, tables.begin() + 2 * N);
     std::copy(rdispls, rdispls + n, tables.begin() + 3 * N);
     static_assert(sizeof(ConnSteps) == 2 * sizeof(size_t), "steps as two words");
-    memcpy(tables.data() + stepsAt, p.steps.data(), N * C * sizeof(ConnSteps));
+    memcpy(tables.data() + stepsAt, p.steps.data(), conns * sizeof(ConnSteps));
 
     ExchangeSched s;
     s.rank = me;
@@ -197,6 +203,8 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     s.chunkElems = p.slotBytes;
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     s.directPush = direct && push;
+    s.llBytes = p.llBytes;
+    s.llChunk = p.llBytes ? p.llSlotBytes / 2 : 1; // LL lines carry half their bytes
     if (direct) { // the host's view; the kernel's are set below
         s.directSend = tables.data() + 4 * N;
         s.directSrc = tables.data() + 5 * N;
@@ -247,6 +255,8 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     a.nthreads = exchangeThreads(largest, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
+    a.llNslots = p.nslots;
+    a.llSlotBytes = p.llSlotBytes;
     kernelWaits(comm, a);
     cudaError_t e = launchExchange(a, stream);
     if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "launch", e);
@@ -272,12 +282,18 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     // Commit: the host's copy of the schedule says what each peer's
     // connection moved (and the proxy is promised it on net links).
     std::vector<unsigned long long> &sends = p.callSends, &recvs = p.callRecvs;
-    sends.resize(N * C);
-    recvs.resize(N * C);
+    sends.resize(conns);
+    recvs.resize(conns);
     exchangeStepCounts(s, sends.data(), recvs.data());
     for (int q = 0; q < n; ++q) commitPeerSteps(p, q, sends.data(), recvs.data());
-    LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels + %d for its own block%s",
-               comm->rank, inSpan, outSpan, s.lanes, s.channels, s.selfLanes, direct ? ", direct pairs" : "");
+    int llSends = 0, llRecvs = 0;
+    for (int q = 0; q < n; ++q) {
+        llSends += q != me && exchangeLL(s, sendcounts[q]);
+        llRecvs += q != me && exchangeLL(s, recvcounts[q]);
+    }
+    LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels + %d for its own block%s; "
+               "LL blocks: %d sent, %d received", comm->rank, inSpan, outSpan, s.lanes, s.channels, s.selfLanes,
+               direct ? ", direct pairs" : "", llSends, llRecvs);
     // A pair whose peer buffer this rank could not map: the kernel runs
     // the handshake (its peers are not left waiting); the error is returned
     // once it is done, so no buffer of the call is still in use.
