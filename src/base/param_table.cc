@@ -184,14 +184,15 @@ const loomParamDef kParams[] = {
      "(run as exchanges), inside a host over p2p: every block of at least LOOM_EXCHANGE_DIRECT_BYTES goes straight "
      "into its receiver's output by the sender's copy engines (no SMs move it; blocking calls: their buffers are "
      "described per call); set it alike on every rank", 1},
-    {"dt_fuse", "LOOM_DT_FUSE", LOOM_PARAM_INT, 0, -1, 2, "0",
+    {"dt_fuse", "LOOM_DT_FUSE", LOOM_PARAM_INT, -1, -1, 2, "-1",
      "an exchange (alltoall(v, w), gather(v), scatter(v), neighbourhood) of non-contiguous datatypes on the "
      "exchange kernel: 0 packs and unpacks them by their own kernels around the call; 1 reads and writes the "
      "user's layout in place on both sides, chunk by chunk (no packed copy, but the peers cannot read or write "
      "such a side in place: those pairs through the FIFO); 2 only on the side this rank copies itself in a direct "
      "pair (the receive side; the send side where senders push), the other packed; -1: 2 where that "
      "side's largest block has at least LOOM_DT_FUSE_BYTES and its pieces average 128 B or more (shorter ones, a "
-     "struct's fields, the pack kernels copy a lane each, faster), else 0 (docs/performance.md)", 0},
+     "struct's fields, the pack kernels copy a lane each, faster), else 0 (the default: fused won from 16 MiB "
+     "blocks, docs/performance.md)", 0},
     {"dt_fuse_bytes", "LOOM_DT_FUSE_BYTES", LOOM_PARAM_INT, 8 * MiB, 0, 1L << 40, "8 MiB",
      "LOOM_DT_FUSE=-1: the side of a datatype exchange this rank copies itself is read or written in place (no "
      "pack or unpack pass) where its largest block has at least this many packed bytes (0: whatever the size) and "
