@@ -97,7 +97,7 @@ loomResult_t connectAll(loomComm *comm) {
     p.channels = C;
     exchangeFifoShape(n, C, comm->edges.slotBytes, comm->ring.nslots, &p.nslots, &p.slotBytes);
     p.fifoBytes = sizeof(FifoFlags) + (size_t)p.nslots * p.slotBytes;
-    p.llBytes = exchangeLLOn(comm) ? (size_t)params().exchangeLLBytes : 0;
+    p.llBytes = exchangeLLBound(comm);
     p.llSlotBytes = (llBytes(p.llBytes) + 255) / 256 * 256;
     p.llFifoBytes = p.llBytes ? sizeof(FifoFlags) + (size_t)p.nslots * p.llSlotBytes : 0;
     const size_t conns = (size_t)n * C + (p.llBytes ? (size_t)n : 0);
@@ -192,8 +192,8 @@ loomResult_t connectAll(loomComm *comm) {
 
 } // namespace
 
-bool exchangeLLOn(const loomComm *comm) {
-    return params().exchangeLLBytes > 0 && comm->ll.allPeersMapped && !comm->spansHosts;
+size_t exchangeLLBound(const loomComm *comm) {
+    return comm->ll.allPeersMapped && !comm->spansHosts ? (size_t)params().exchangeLLBytes : 0;
 }
 
 loomResult_t connectPeers(loomComm *comm) {

@@ -93,11 +93,11 @@ struct PeerConns {
     bool enginesSaid = false;
 };
 
-// Whether the exchanges have LL pairs (exchange_schedule.h): inside one
-// host where every pair maps the other's memory, LOOM_EXCHANGE_LL_BYTES > 0.
-// From agreed facts only (every pair is p2p then, on every rank): both ends
-// of a pair walk the same LL steps.
-bool exchangeLLOn(const loomComm *comm);
+// The exchanges' LL bound (exchange_schedule.h): LOOM_EXCHANGE_LL_BYTES
+// inside one host where every pair maps the other's memory, else 0. From
+// agreed facts only (every pair is p2p then, on every rank): both ends of a
+// pair walk the same LL steps.
+size_t exchangeLLBound(const loomComm *comm);
 
 // Whether a side's blocks (counts, n of them) include an LL pair's (not the
 // rank's own block, which is copied locally).

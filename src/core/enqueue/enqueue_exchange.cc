@@ -255,7 +255,6 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     a.nthreads = exchangeThreads(largest, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
-    a.llNslots = p.nslots;
     a.llSlotBytes = p.llSlotBytes;
     kernelWaits(comm, a);
     cudaError_t e = launchExchange(a, stream);
@@ -286,8 +285,8 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     recvs.resize(conns);
     exchangeStepCounts(s, sends.data(), recvs.data());
     for (int q = 0; q < n; ++q) commitPeerSteps(p, q, sends.data(), recvs.data());
-    int llSends = 0, llRecvs = 0;
-    for (int q = 0; q < n; ++q) {
+    int llSends = 0, llRecvs = 0; // for the trace alone
+    for (int q = 0; s.llBytes && logEnabled(LogLevel::Trace, kColl) && q < n; ++q) {
         llSends += q != me && exchangeLL(s, sendcounts[q]);
         llRecvs += q != me && exchangeLL(s, recvcounts[q]);
     }

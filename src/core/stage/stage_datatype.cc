@@ -246,7 +246,7 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
     const size_t *const counts[2] = {sendcounts, recvcounts};
     const int mode = dtFuseMode(params(), push, v, counts, n);
     // A side with LL pairs' blocks is packed: LL lines carry plain bytes (exchange_schedule.h).
-    const size_t ll = exchangeLLOn(comm) ? (size_t)params().exchangeLLBytes : 0;
+    const size_t ll = exchangeLLBound(comm);
     const bool fuse[2] = {kernel && v[0].nblocks && (mode == 1 || (mode == 2 && push)) &&
                               !exchangeHasLLBlocks(ll, sendcounts, n, comm->rank),
                           kernel && v[1].nblocks && (mode == 1 || (mode == 2 && !push)) &&

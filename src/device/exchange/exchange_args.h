@@ -31,8 +31,7 @@ struct ExchangeArgs {
     int nthreads;
     int nslots;                       // slots per FIFO
     size_t slotBytes;
-    int llNslots;                     // LL pairs (s.llBytes): slots per LL FIFO, and bytes of lines per slot
-    size_t llSlotBytes;
+    size_t llSlotBytes;               // LL pairs (s.llBytes): bytes of lines per LL FIFO slot (nslots of them)
     WaitLimit wait;                   // how its waits may end (device/wait.h)
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     int direct;                       // some pair is direct: the inlined tables include directSend, directSrc

@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
             ConnSteps llSteps{0, 0};
             if (llSend) llPair.send = a.conns[llTo].send, llSteps.send = stepsOf[llTo].send;
             if (llRecv) llPair.recv = a.conns[llFrom].recv, llSteps.recv = stepsOf[llFrom].recv;
-            PL ll(&llPair, &llSteps, a.llNslots, a.llSlotBytes, a.wait, a.abortFlag);
+            PL ll(&llPair, &llSteps, a.nslots, a.llSlotBytes, a.wait, a.abortFlag);
             const int llFirst = s.nranks * s.channels; // connections from here on are LL ones
             for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
                 EdgeOp o = exchangeOp(s, lane, c);
