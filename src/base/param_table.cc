@@ -161,11 +161,12 @@ const loomParamDef kParams[] = {
      "in place, read by its receiver straight from the sender's buffer or written by its sender into the "
      "receiver's (LOOM_EXCHANGE_DIRECT_PUSH): one copy instead of two through the FIFO, where the buffer can be "
      "shared with CUDA IPC (0: never); set it alike on every rank", 1},
-    {"exchange_ll_bytes", "LOOM_EXCHANGE_LL_BYTES", LOOM_PARAM_INT, 0, 0, 1 * MiB, "0",
-     "alltoall(v, w), gather(v), scatter(v) inside a host where every pair of GPUs maps the other's memory: a "
-     "block of 1 byte up to this size moves as LL lines through an LL FIFO of its pair (its receiver polls the "
-     "data itself: no fence, tail or step poll per step; both ends know the block's size, so no agreement per "
-     "call), never in place; 0: through the pair's Simple FIFOs; set it alike on every rank", 1},
+    {"exchange_oneshot_bytes", "LOOM_EXCHANGE_ONESHOT_BYTES", LOOM_PARAM_INT, 0, 0, 16 * MiB, "0",
+     "alltoallv, alltoallw, gatherv, scatterv and the neighbourhood collectives inside a host where every pair "
+     "of GPUs maps the other's memory: a pair whose block has at most this many bytes (an empty one too) moves as "
+     "LL lines through the one-shot slots (at most LOOM_LL_MAX_BYTES), and a rank all of whose pairs do runs the "
+     "call one-shot, on the resident kernel where it may; both ends know a block's size, so no agreement per "
+     "call; 0: every pair on the exchange kernel's FIFOs", 1},
     {"exchange_direct_push", "LOOM_EXCHANGE_DIRECT_PUSH", LOOM_PARAM_INT, 0, 0, 2, "0",
      "Who copies a block read in place (LOOM_EXCHANGE_DIRECT_BYTES): 0: its receiver, from the sender's buffer; "
      "1: in gather(v), the root's peers write their blocks into its buffer (the root's GPU no longer does every "

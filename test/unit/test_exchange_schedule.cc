@@ -12,9 +12,11 @@
 // (copy-engine copies): a second kernel, after every lane of the first,
 // publishes them; deferring where the call is no fan-in must deadlock,
 // unless the receivers wait in the second kernel too (copy-engine mode).
-// LL pairs (blocks of 1..llBytes): their chunks on the pair's LL connection
-// (ports of their own here), walked alike by both ends from the pair's
-// count; mutated LL walks must fail.
+// One-shot pairs (blocks of 0..oneShotBytes): the walk skips them on both
+// ends and no step counts them; their bytes move by the one-shot schedule
+// (oneshot_schedule.h: the sender's piece, the receiver's incoming size and
+// displacement) if and only if both ends judge the pair one-shot; ends that
+// judge pairs apart must fail.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -24,6 +26,7 @@
 
 #include "core/connect/peer_conns.h"
 #include "device/exchange/exchange_schedule.h"
+#include "device/oneshot/oneshot_args.h"
 #include "sched_sim.h"
 #include "sim_ranks.h"
 #include "unit_suites.h"
@@ -83,16 +86,12 @@ ExchangeSched schedOf(const Tables &t, int r, int lanes, size_t chunk, int chann
                          t.recvDispl[r].data(), chunk, channels, selfLanes};
 }
 
-// LL pairs in the simulator: blocks of 1..llBytes elements, llChunk a slot.
-struct LLShape {
-    size_t bytes = 0, chunk = 1;
+// One-shot pairs in the simulator: blocks of 0..bytes elements; apart: odd
+// ranks judge by half the bound (a mutation).
+struct OneShotShape {
+    size_t bytes = 0;
+    bool apart = false;
 };
-
-// The simulator's port of connection k (LL connections after the token ports).
-int simPort(const ExchangeSched &s, int k) {
-    const int nC = s.nranks * s.channels;
-    return k < nC ? k : 3 * nC + 64 + (k - nC); // past the second kernel's ports (3 nC + lane)
-}
 
 using OpFn = std::function<EdgeOp(const ExchangeSched &, int lane, const ExchangeCursor &)>;
 EdgeOp plainOp(const ExchangeSched &s, int lane, const ExchangeCursor &c) { return exchangeOp(s, lane, c); }
@@ -165,10 +164,7 @@ std::vector<EdgeOp> laneOps(const ExchangeSched &s, int lane, const OpFn &opFn, 
         }
         if (dr && recvCopies) token(dFrom, -1, round), token(-1, cFrom, round); // published -> read -> credit
         for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
-            EdgeOp o = opFn(s, lane, c);
-            if (o.send >= 0) o.send = simPort(s, o.send);
-            if (o.recv >= 0) o.recv = simPort(s, o.recv);
-            ops.push_back(o);
+            ops.push_back(opFn(s, lane, c));
         }
         if (h != kAwaitBeforeSignal) waits();
     }
@@ -217,16 +213,23 @@ std::vector<EdgeOp> afterCopiesOps(const ExchangeSched &s, int lanes, Handshake 
 std::string simulate(const Tables &t, int groups, int channels, size_t chunk, int depth, const OpFn &opFn = plainOp,
                      const Tables *walked = nullptr, const DirectPairs *direct = nullptr, bool receiverUnaware = false,
                      int selfLanes = 1, bool push = false, Handshake h = kHandshakeAsBuilt, bool fanIn = false,
-                     LLShape ll = {}) {
+                     OneShotShape pairs = {}) {
     const int n = t.n, lanes = groups * channels;
     const Tables &w = walked ? *walked : t;
+    // One-shot pairs: each rank's bound; the walk gets their counts as 0 (the host's tables).
+    auto boundOf = [&](int r) { return pairs.apart && r % 2 ? pairs.bytes / 2 : pairs.bytes; };
+    Tables walk = w;
+    for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q)
+            if (q != r) {
+                walk.send[r][q] = exchangeWalkBytes(boundOf(r), w.send[r][q]);
+                walk.recv[r][q] = exchangeWalkBytes(boundOf(r), w.recv[r][q]);
+            }
     std::vector<ExchangeSched> sched;
     std::vector<std::vector<size_t>> dSend(n, std::vector<size_t>(n, 0)), dSrc(n, std::vector<size_t>(n, 0));
     for (int r = 0; r < n; ++r) {
-        sched.push_back(schedOf(w, r, lanes, chunk, channels, selfLanes));
+        sched.push_back(schedOf(walk, r, lanes, chunk, channels, selfLanes));
         sched[r].directPush = push;
-        sched[r].llBytes = ll.bytes;
-        sched[r].llChunk = ll.chunk;
         if (!direct) continue;
         for (int q = 0; q < n; ++q) {
             dSend[r][q] = (*direct)[r][q];
@@ -258,8 +261,6 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
             for (int c = 0; q != r && c < channels; ++c)
                 for (int base : {0, n * channels, 2 * n * channels}) // data, D tokens, C tokens
                     k.sendTo[base + q * channels + c] = {q, base + r * channels + c};
-        for (int q = 0; ll.bytes && q < n; ++q) // LL connections
-            if (q != r) k.sendTo[simPort(sched[r], exchangeLLConn(sched[r], q))] = {q, simPort(sched[r], exchangeLLConn(sched[r], r))};
         auto ops = std::make_shared<std::vector<std::vector<EdgeOp>>>();
         for (int lane = 0; lane < k.lanes; ++lane) ops->push_back(laneOps(sched[r], lane, opFn, h));
         if (exchangeSecondKernel(sched[r])) { // the second kernel: one more lane, fed by every lane's E port
@@ -271,21 +272,19 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
         k.count = [ops](int lane) { return (*ops)[lane].size(); };
         k.op = [ops](int lane, size_t i) { return (*ops)[lane][i]; };
     }
-    Run run = execute(ranks, depth, std::max(chunk, ll.chunk), sum);
+    Run run = execute(ranks, depth, chunk, sum);
     if (!run.error.empty()) return run.error;
     std::vector<std::vector<unsigned long long>> sends(n), recvs(n);
-    const int conns = exchangeConns(sched[0]);
+    const int conns = n * channels;
     for (int r = 0; r < n; ++r) {
         sends[r].resize((size_t)conns);
         recvs[r].resize((size_t)conns);
         exchangeStepCounts(sched[r], sends[r].data(), recvs[r].data());
         for (int k = 0; k < conns; ++k) {
-            auto a = run.sent[r].find(simPort(sched[r], k)), b = run.recvd[r].find(simPort(sched[r], k));
-            const bool llConn = k >= n * channels;
-            const int q = llConn ? k - n * channels : k / channels;
+            auto a = run.sent[r].find(k), b = run.recvd[r].find(k);
+            const int q = k / channels;
             // A direct half: one step per channel, outside the walk.
-            const unsigned long long ds = !llConn && exchangeSendDirect(sched[r], q);
-            const unsigned long long dr = !llConn && exchangeRecvDirect(sched[r], q);
+            const unsigned long long ds = exchangeSendDirect(sched[r], q), dr = exchangeRecvDirect(sched[r], q);
             if (sends[r][k] != ds + (a == run.sent[r].end() ? 0 : a->second) ||
                 recvs[r][k] != dr + (b == run.recvd[r].end() ? 0 : b->second))
                 return "rank " + std::to_string(r) + ": the host's step count differs from the walk";
@@ -293,13 +292,28 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
     }
     // Both ends of every connection count the same steps.
     for (int r = 0; r < n; ++r)
-        for (int q = 0; q < n; ++q) {
+        for (int q = 0; q < n; ++q)
             for (int c = 0; q != r && c < channels; ++c)
                 if (sends[r][q * channels + c] != recvs[q][r * channels + c])
                     return "ranks " + std::to_string(r) + " -> " + std::to_string(q) + ": step counts differ";
-            if (q != r && ll.bytes &&
-                sends[r][exchangeLLConn(sched[r], q)] != recvs[q][exchangeLLConn(sched[q], r)])
-                return "ranks " + std::to_string(r) + " -> " + std::to_string(q) + ": LL step counts differ";
+    // The one-shot pairs: lines the sender writes and its receiver waits
+    // for, by the one-shot schedule's tables of each end.
+    auto blocksOf = [&](int r) {
+        return OneShotBlocks{t.send[r].data(), t.sendDispl[r].data(), 0, w.recv[r].data(), t.recvDispl[r].data()};
+    };
+    for (int r = 0; pairs.bytes && r < n; ++r)
+        for (int q = 0; q < n; ++q) {
+            if (q == r) continue;
+            const bool writes = exchangeOneShotPair(boundOf(r), t.send[r][q]);
+            const bool waits = exchangeOneShotPair(boundOf(q), w.recv[q][r]);
+            const std::string pair = "ranks " + std::to_string(r) + " -> " + std::to_string(q);
+            if (writes != waits) return pair + ": one end takes the pair for one-shot, the other does not";
+            if (!writes) continue;
+            const OneShotPiece piece = oneShotPiece(loomCollAllToAll, r, q, 0, blocksOf(r));
+            if (piece.bytes != oneShotIncoming(loomCollAllToAll, r, q, 0, blocksOf(q)))
+                return pair + ": one-shot lines of another size than awaited";
+            const size_t at = oneShotOutDispl(loomCollAllToAll, blocksOf(q), r);
+            for (size_t i = 0; i < piece.bytes; ++i) ranks[q].out[at + i] = input(r, piece.offset + i);
         }
     // The direct copies: each channel's slice, from the sender's input into
     // the receiver's output, made by whichever end thinks it copies.
@@ -327,11 +341,11 @@ std::string simulate(const Tables &t, int groups, int channels, size_t chunk, in
 
 const char *const kKindNames[] = {"alltoall", "gather", "scatter"};
 
-// The direct pairs less the LL ones (enqueue_exchange.cc: LL blocks are never direct).
-DirectPairs withoutLL(const Tables &t, DirectPairs d, const LLShape &ll) {
+// The direct pairs less the one-shot ones (enqueue_exchange.cc: one-shot pairs are never direct).
+DirectPairs withoutOneShot(const Tables &t, DirectPairs d, const OneShotShape &pairs) {
     for (int r = 0; r < t.n; ++r)
         for (int q = 0; q < t.n; ++q)
-            if (t.send[r][q] && t.send[r][q] <= ll.bytes) d[r][q] = 0;
+            if (t.send[r][q] <= pairs.bytes) d[r][q] = 0;
     return d;
 }
 
@@ -354,14 +368,14 @@ void runMatrix(Kind kind, bool ragged) {
                             if (err.empty() && seed % 2)
                                 err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr, &d, false,
                                                1 + (int)(seed / 2), true, kEnginesAll, kind == kGather);
-                            // LL pairs (blocks of 1..30, 7 a slot: several LL steps), beside direct
-                            // pairs of the larger blocks (LL pairs never are: the host's rule).
-                            const LLShape ll{30, 7};
-                            const DirectPairs dl = withoutLL(t, d, ll);
-                            if (err.empty())
+                            // One-shot pairs (blocks of 0..30), beside direct pairs of the
+                            // larger blocks (one-shot pairs never are: the host's rule).
+                            const OneShotShape pairs{30};
+                            const DirectPairs dp = withoutOneShot(t, d, pairs);
+                            if (err.empty() && n <= kMaxOneShotRanks)
                                 err = simulate(t, groups, channels, chunk, depth, plainOp, nullptr,
-                                               seed % 2 ? &dl : nullptr, false, 1 + (int)(seed / 2), push,
-                                               kHandshakeAsBuilt, kind == kGather, ll);
+                                               seed % 2 ? &dp : nullptr, false, 1 + (int)(seed / 2), push,
+                                               kHandshakeAsBuilt, kind == kGather, pairs);
                             if (!err.empty())
                                 ck_abort_msg("%s%s: nranks %d groups %d channels %d chunk %zu depth %d root %d "
                                              "seed %u%s: %s", kKindNames[kind], ragged ? "v" : "", n, groups,
@@ -384,36 +398,20 @@ bool someCaseFails(const OpFn &fn, bool ragged, bool walkOwnCounts = false, int 
     return false;
 }
 
-// Some ragged alltoall with LL pairs fails under fn.
-bool someLLCaseFails(const OpFn &fn) {
+// Some ragged alltoall (or gatherv) with one-shot pairs fails; walkOwnCounts:
+// receivers take their own send counts.
+bool someOneShotCaseFails(const OneShotShape &pairs, bool walkOwnCounts = false) {
     for (int n = 2; n <= 7; ++n)
-        for (unsigned seed = 0; seed < 4; ++seed) {
-            Tables t = makeTables(kAllToAll, n, 0, true, seed + 57 * (unsigned)n);
-            if (!simulate(t, 2, 3, 12, 2, fn, nullptr, nullptr, false, 1, false, kHandshakeAsBuilt, false,
-                          LLShape{30, 7}).empty())
-                return true;
-        }
+        for (unsigned seed = 0; seed < 4; ++seed)
+            for (Kind kind : {kAllToAll, kGather}) {
+                Tables t = makeTables(kind, n, 1, true, seed + 57 * (unsigned)n);
+                Tables w = t;
+                if (walkOwnCounts) w.recv = w.send;
+                if (!simulate(t, 2, 3, 12, 2, plainOp, walkOwnCounts ? &w : nullptr, nullptr, false, 1, false,
+                              kHandshakeAsBuilt, kind == kGather, pairs).empty())
+                    return true;
+            }
     return false;
-}
-
-// An LL receiver that waits on its channel's Simple connection instead.
-EdgeOp llRecvOnChannel(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
-    EdgeOp o = exchangeOp(s, lane, c);
-    if (o.recv >= s.nranks * s.channels) o.recv = exchangeConn(s, exchangeFrom(s, c.round), exchangeChannel(s, lane));
-    return o;
-}
-// A receiver whose LL bound is half the sender's (each end must judge a pair alike).
-EdgeOp llReceiverHalfBound(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
-    if (!c.recv) return exchangeOp(s, lane, c);
-    ExchangeSched h = s;
-    h.llBytes = s.llBytes / 2;
-    return exchangeOp(h, lane, c);
-}
-// An LL sender that writes each chunk at the block's start.
-EdgeOp llChunksAtStart(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
-    EdgeOp o = exchangeOp(s, lane, c);
-    if (o.send >= s.nranks * s.channels) o.srcAt = s.sendDispl[exchangeTo(s, c.round)];
-    return o;
 }
 
 EdgeOp wrongPeer(const ExchangeSched &s, int lane, const ExchangeCursor &c) {
@@ -502,11 +500,10 @@ START_TEST(mutations_fail) {
     ck_assert_msg(someCaseFails(wrongChannel, false, false, 3), "a send on another channel of the pair was not caught");
     ck_assert_msg(someCaseFails(chunkOffByOne, false, false, 3), "an off-by-one chunk on 3 channels was not caught");
     ck_assert_msg(someCaseFails(selfLanesOverlap, false, false, 1, 3), "self lanes striding wrong were not caught");
-    ck_assert_msg(!someLLCaseFails(plainOp), "LL pairs as built fail");
-    ck_assert_msg(someLLCaseFails(llRecvOnChannel), "an LL receiver on a Simple connection was not caught");
-    ck_assert_msg(someLLCaseFails(llReceiverHalfBound), "ends judging LL pairs apart were not caught");
-    ck_assert_msg(someLLCaseFails(llChunksAtStart), "LL chunks written at the block's start were not caught");
-    ck_assert_msg(someLLCaseFails(chunkOffByOne), "an LL chunk off by one was not caught");
+    ck_assert_msg(!someOneShotCaseFails(OneShotShape{30}), "one-shot pairs as built fail");
+    ck_assert_msg(someOneShotCaseFails(OneShotShape{30, true}), "ends judging one-shot pairs apart were not caught");
+    ck_assert_msg(someOneShotCaseFails(OneShotShape{30}, true),
+                  "a receiver awaiting one-shot lines by its own send counts was not caught");
     // A sender that reads as direct a pair its receiver expects in its FIFO.
     bool caught = false;
     for (int n = 2; n <= 5 && !caught; ++n) {

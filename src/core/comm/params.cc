@@ -43,7 +43,7 @@ const Params &params() {
         p.netChannels = (int)paramLong("LOOM_NET_NCHANNELS");
         p.exchangeChannels = (int)paramLong("LOOM_EXCHANGE_CHANNELS");
         p.exchangeDirectBytes = paramLong("LOOM_EXCHANGE_DIRECT_BYTES");
-        p.exchangeLLBytes = paramLong("LOOM_EXCHANGE_LL_BYTES");
+        p.exchangeOneShotBytes = paramLong("LOOM_EXCHANGE_ONESHOT_BYTES");
         p.exchangeDirectPush = (int)paramLong("LOOM_EXCHANGE_DIRECT_PUSH");
         p.gatherDirectBytes = paramLong("LOOM_GATHER_DIRECT_BYTES");
         p.exchangeCopyEngineBytes = paramLong("LOOM_EXCHANGE_COPY_ENGINE_BYTES");

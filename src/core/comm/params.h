@@ -34,7 +34,7 @@ struct Params {
     long edgeSlotBytes;     // LOOM_EDGE_SLOT_BYTES: bytes per FIFO slot (one chunk) of tree and recursive-doubling edges
     int exchangeChannels;   // LOOM_EXCHANGE_CHANNELS: most channels per pair of the all-peer exchanges
     long exchangeDirectBytes; // LOOM_EXCHANGE_DIRECT_BYTES: exchange blocks read in place from this size (0: never)
-    long exchangeLLBytes;   // LOOM_EXCHANGE_LL_BYTES: exchange blocks of 1..this many bytes as LL lines (0: none)
+    long exchangeOneShotBytes; // LOOM_EXCHANGE_ONESHOT_BYTES: v-form pairs of blocks up to this size one-shot (0: none)
     int exchangeDirectPush;   // LOOM_EXCHANGE_DIRECT_PUSH: 0 receivers copy direct blocks, 1 senders in gathers, 2 senders
     long gatherDirectBytes;   // LOOM_GATHER_DIRECT_BYTES: gather(v) blocks read in place from this size (0: never)
     int exchangeCopyEngines;  // LOOM_EXCHANGE_COPY_ENGINES: 1 every direct pair of every exchange pushed by its sender's copy engines

@@ -97,15 +97,11 @@ loomResult_t connectAll(loomComm *comm) {
     p.channels = C;
     exchangeFifoShape(n, C, comm->edges.slotBytes, comm->ring.nslots, &p.nslots, &p.slotBytes);
     p.fifoBytes = sizeof(FifoFlags) + (size_t)p.nslots * p.slotBytes;
-    p.llBytes = exchangeLLBound(comm);
-    p.llSlotBytes = (llBytes(p.llBytes) + 255) / 256 * 256;
-    p.llFifoBytes = p.llBytes ? sizeof(FifoFlags) + (size_t)p.nslots * p.llSlotBytes : 0;
-    const size_t conns = (size_t)n * C + (p.llBytes ? (size_t)n : 0);
     p.peerRegion.assign(n, nullptr);
     p.shmSend.assign(n, ShmSegment{});
     p.net = std::vector<NetLinks>(n);
-    p.conns.assign(conns, ConnPair{});
-    p.steps.assign(conns, ConnSteps{0, 0});
+    p.conns.assign((size_t)n * C, ConnPair{});
+    p.steps.assign((size_t)n * C, ConnSteps{0, 0});
     bool anyP2p = false, anyShm = false;
     for (int q = 0; q < n; ++q) {
         const PairKind k = kindOf(p, me, q);
@@ -115,9 +111,9 @@ loomResult_t connectAll(loomComm *comm) {
 
     // Receive FIFOs: a GPU region for the p2p peers, a segment for the shm ones.
     Published mine{};
-    const size_t bytes = (size_t)n * C * p.fifoBytes, llAt = bytes; // the LL FIFOs after the channels'
+    const size_t bytes = (size_t)n * C * p.fifoBytes;
     loomResult_t r = loomSuccess;
-    if (anyP2p) r = p2pAllocRegion(bytes + (size_t)n * p.llFifoBytes, &p.region, &mine.p2p);
+    if (anyP2p) r = p2pAllocRegion(bytes, &p.region, &mine.p2p);
     if (r == loomSuccess && anyShm) r = shmCreate(bytes, "peers", &p.shmRecv, &mine.shm);
     r = agreeAll(bs, me, n, r, "all-peer receive FIFOs");
     if (r != loomSuccess) return r;
@@ -167,10 +163,7 @@ loomResult_t connectAll(loomComm *comm) {
             default: break;
             }
         }
-    for (int q = 0; p.llBytes && q < n; ++q) // LL FIFO q in my region, mine in q's (every pair is p2p)
-        if (q != me)
-            p.conns[(size_t)n * C + q] = hostPair(static_cast<char *>(p.region.base) + llAt + (size_t)q * p.llFifoBytes,
-                                                  p.peerRegion[q] + llAt + (size_t)me * p.llFifoBytes);
+    const size_t conns = (size_t)n * C;
     cudaError_t e = cudaMalloc((void **)&p.connsDev, sizeof(ConnPair) * conns);
     if (e == cudaSuccess) e = setupWrite(p.connsDev, p.conns.data(), sizeof(ConnPair) * conns);
     if (e == cudaSuccess) e = cudaMalloc(&p.tablesDev, 6 * sizeof(size_t) * (size_t)n + sizeof(ConnSteps) * conns);
@@ -182,19 +175,15 @@ loomResult_t connectAll(loomComm *comm) {
     if (r != loomSuccess) return r;
     p.ready = true;
     LOOM_INFO(kInit, "rank %d: all-peer connections: %d p2p, %d shm, %zu net; %d channels x %d x %zu KiB slots per "
-              "peer; %.1f MiB of receive FIFOs; LL pairs up to %zu B", me, (int)std::count_if(p.peerRegion.begin(), p.peerRegion.end(),
+              "peer; %.1f MiB of receive FIFOs", me, (int)std::count_if(p.peerRegion.begin(), p.peerRegion.end(),
                                                          [](char *b) { return b != nullptr; }),
               (int)std::count_if(p.shmSend.begin(), p.shmSend.end(), [](const ShmSegment &s) { return s.host; }),
               setups.size(), C, p.nslots, p.slotBytes >> 10,
-              ((anyP2p ? bytes + (size_t)n * p.llFifoBytes : 0) + (anyShm ? bytes : 0)) / 1048576.0, p.llBytes);
+              ((anyP2p ? bytes : 0) + (anyShm ? bytes : 0)) / 1048576.0);
     return loomSuccess;
 }
 
 } // namespace
-
-size_t exchangeLLBound(const loomComm *comm) {
-    return comm->ll.allPeersMapped && !comm->spansHosts ? (size_t)params().exchangeLLBytes : 0;
-}
 
 loomResult_t connectPeers(loomComm *comm) {
     loomResult_t r = connectAll(comm);
@@ -217,11 +206,6 @@ void commitPeerSteps(PeerConns &p, int q, const unsigned long long *sends, const
         any |= sends[k] || recvs[k];
     }
     if (any && p.net[q].send) netPost(&p.net[q], C, so, ro);
-    if (p.llBytes) { // the pair's LL connection (p2p: no proxy)
-        const size_t k = p.hostOf.size() * C + q;
-        p.steps[k].send += sends[k];
-        p.steps[k].recv += recvs[k];
-    }
 }
 
 void releasePeers(loomComm *comm, std::chrono::steady_clock::time_point netDeadline) {

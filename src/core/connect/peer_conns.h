@@ -56,17 +56,12 @@ struct PeerConns {
     int channels = 1;          // connections per pair
     int nslots = 0;            // per FIFO
     size_t slotBytes = 0, fifoBytes = 0;
-    // LL pairs (exchange_schedule.h; LOOM_EXCHANGE_LL_BYTES, inside a host
-    // where every pair maps the other's memory): one LL FIFO per peer,
-    // connection n x channels + q, after the channels' FIFOs in the region.
-    size_t llBytes = 0;        // blocks of 1..llBytes bytes go as LL lines (0: no LL FIFOs)
-    size_t llSlotBytes = 0, llFifoBytes = 0;
     P2pRegion region;          // receive FIFOs from p2p peers: FIFO q x channels + c at that many fifoBytes
     std::vector<char *> peerRegion; // p2p peers' regions, mapped here
     ShmSegment shmRecv;        // receive FIFOs from shm peers, the same layout
     std::vector<ShmSegment> shmSend; // shm peers' segments
     std::vector<NetLinks> net; // per peer across hosts (its channels)
-    std::vector<ConnPair> conns;     // per connection (q x channels + c, then the LL ones): the kernel's view
+    std::vector<ConnPair> conns;     // per connection (q x channels + c): the kernel's view
     std::vector<ConnSteps> steps;    // per connection: slots sent and received on it so far
     ConnPair *connsDev = nullptr;
     // Calls whose tables do not fit the kernel parameters: counts and
@@ -92,20 +87,6 @@ struct PeerConns {
     std::vector<EngineBlock> engineBlocks;
     bool enginesSaid = false;
 };
-
-// The exchanges' LL bound (exchange_schedule.h): LOOM_EXCHANGE_LL_BYTES
-// inside one host where every pair maps the other's memory, else 0. From
-// agreed facts only (every pair is p2p then, on every rank): both ends of a
-// pair walk the same LL steps.
-size_t exchangeLLBound(const loomComm *comm);
-
-// Whether a side's blocks (counts, n of them) include an LL pair's (not the
-// rank's own block, which is copied locally).
-inline bool exchangeHasLLBlocks(size_t llBytes, const size_t *counts, int n, int me) {
-    for (int q = 0; llBytes && q < n; ++q)
-        if (q != me && counts[q] && counts[q] <= llBytes) return true;
-    return false;
-}
 
 // Channels per pair at n ranks, at most `cap` (LOOM_EXCHANGE_CHANNELS,
 // agreed at the communicator's creation: the same on every rank).
@@ -165,9 +146,9 @@ inline int exchangeSelfLanes(size_t bytes, size_t other, size_t chunk, int chann
 loomResult_t connectPeers(loomComm *comm);
 
 // After a call's launch: adds what the call moves on rank q's connections
-// (sends, recvs: the call's slots per connection, conns.size() entries:
-// n x channels, then the LL connections) to their step counters and, on a
-// net link that moves any, promises it to the proxy.
+// (sends, recvs: the call's slots per connection, n x channels entries) to
+// their step counters and, on a net link that moves any, promises it to the
+// proxy.
 void commitPeerSteps(PeerConns &p, int q, const unsigned long long *sends, const unsigned long long *recvs);
 
 // Frees what connectPeers made (net links closed by the deadline).

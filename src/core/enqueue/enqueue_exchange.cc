@@ -4,7 +4,10 @@
  * (core/connect/peer_conns.h), upload the call's tables, launch the exchange kernel
  * (device/exchange/exchange_schedule.h), commit each peer's step counters. Small
  * calls whose block bound every rank knows (alltoall, gather, scatter) go
- * one-shot instead (select.cc: exchangeOneShot), without connecting pairs.
+ * one-shot instead (select.cc: exchangeOneShot), without connecting pairs;
+ * so do the v-forms' calls in which every pair of this rank is a one-shot
+ * pair (exchangeOneShotPairBound), and the exchange kernel moves the
+ * one-shot pairs of the others.
  */
 #include <algorithm>
 #include <cstddef>
@@ -20,6 +23,7 @@
 #include "core/connect/peer_conns.h"
 #include "core/stream/pinned_uploads.h"
 #include "core/select/select.h"
+#include "core/select/tuning.h"
 #include "device/collectives.h"
 #include "device/exchange/exchange_schedule.h"
 #include "device/oneshot/oneshot_schedule.h"
@@ -67,6 +71,39 @@ bool deferToEngines(loomComm *comm, const ExchangeKnobs &k, const ExchangeSched 
                   "root's output by this GPU's copy engines; said once per communicator", s.rank, k.copyEngineBytes);
     }
     return any;
+}
+
+// Whether every pair of this rank (both directions) is a one-shot pair.
+bool allPairsOneShot(size_t bound, const size_t *sendcounts, const size_t *recvcounts, int n, int me) {
+    for (int q = 0; bound && q < n; ++q)
+        if (q != me && (sendcounts[q] > bound || recvcounts[q] > bound)) return false;
+    return bound != 0;
+}
+
+// The call's one-shot flag and slots (core/algo/oneshot/oneshot.cc) for the
+// exchange kernel's one-shot pairs: a ragged alltoall of the pairs of at
+// most `bound` bytes, not the own block.
+void oneShotPairsArgs(loomComm *comm, size_t bound, const void *in, void *out, const size_t *sendcounts,
+                      const size_t *sdispls, const size_t *recvcounts, const size_t *rdispls, OneShotArgs *a) {
+    const int n = comm->nranks, me = comm->rank;
+    memset(static_cast<void *>(a), 0, sizeof(*a));
+    a->coll = loomCollAllToAll;
+    a->in = in;
+    a->out = out;
+    a->ragged = true;
+    a->nranks = n;
+    a->rank = me;
+    a->pairBound = bound;
+    size_t most = 0; // the largest one-shot block, for the CTA count
+    for (int q = 0; q < n; ++q) {
+        a->counts[q] = sendcounts[q], a->displs[q] = sdispls[q];
+        a->rcounts[q] = recvcounts[q], a->rdispls[q] = rdispls[q];
+        if (q != me && sendcounts[q] <= bound) most = std::max(most, sendcounts[q]);
+        if (q != me && recvcounts[q] <= bound) most = std::max(most, recvcounts[q]);
+    }
+    a->nblocks = oneShotChannels((most + 7) / 8 * (size_t)n);
+    a->flag = oneShotNextFlag(comm);
+    oneShotSlots(comm, a->flag, a->slot, a->mine);
 }
 
 // n == 1: the rank's own block.
@@ -131,9 +168,21 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     // The same choice on every rank (agreedBlock and the communicator's
     // settings are alike everywhere).
     const char *why = nullptr;
-    const bool oneShot = exchangeOneShot(comm, agreedBlock, &why);
+    bool oneShot = exchangeOneShot(comm, agreedBlock, &why);
+    // The v-forms' one-shot pairs (exchange_schedule.h): where every pair of
+    // this rank is one, the call runs one-shot here, whatever its peers run.
+    const size_t pairBound = agreedBlock ? 0 : exchangeOneShotPairBound(comm);
+    const bool pairsOneShot = !inViewed && !outViewed && allPairsOneShot(pairBound, sendcounts, recvcounts, n, me);
+    if (pairsOneShot) why = "every pair of this rank within LOOM_EXCHANGE_ONESHOT_BYTES";
     LOOM_TRACE(kColl, "rank %d: exchange, blocks up to %zu B (agreed: %zu B): %s (%s)", me, largest, agreedBlock,
-               oneShot ? "one-shot" : "exchange kernel", why);
+               oneShot || pairsOneShot ? "one-shot" : "exchange kernel", why);
+    // Every rank connects its pairs at its first v-form call, whichever
+    // kernel runs it here (the connection is collective).
+    if (!agreedBlock && !comm->peers->ready) {
+        loomResult_t r = connectPeers(comm);
+        if (r != loomSuccess) return r;
+    }
+    oneShot = oneShot || pairsOneShot;
     PeerConns &p = *comm->peers;
     // Sources are always the input (exchange_schedule.h): an input the
     // receives could overwrite is copied first. Not for one-shot in MPI's in
@@ -153,16 +202,16 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     if (oneShot)
         return oneShotCollective(comm, loomCollAllToAll, in, out, 0, loomUint8, loomSum, 0, stream, sendcounts,
                                  sdispls, recvcounts, rdispls);
-    if (!p.ready) { // collective: every rank's first exchange
+    if (!p.ready) { // collective: every rank's first exchange kernel
         loomResult_t r = connectPeers(comm);
         if (r != loomSuccess) return r;
     }
     enterCollective(comm, "alltoallv");
-    if (!inSpan && !outSpan) return loomSuccess; // nothing moves on any of this rank's pairs
+    if (!inSpan && !outSpan && !pairBound) return loomSuccess; // nothing moves on any of this rank's pairs
     // Tables: send counts, send displacements, receive counts, receive
     // displacements, the direct tables when some pair is direct, then each
     // connection's steps before this call.
-    const size_t N = (size_t)n, conns = p.conns.size(); // the channels' connections, then any LL ones
+    const size_t N = (size_t)n, conns = p.conns.size();
     std::vector<size_t> &tables = p.callTables;
     tables.resize(6 * N + 2 * conns); // the direct tables' room; trimmed below when no pair is direct
     bool direct = false;
@@ -172,21 +221,24 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     // No in-place pairs while the caller must not block (loomCommSetHostWait):
     // their buffer descriptions are a per-call host exchange.
     size_t least = comm->order.hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
-    if (least && least <= p.llBytes) least = p.llBytes + 1; // LL pairs are never direct (both ends know)
-    // LL blocks move plain bytes: a side in its datatype layout has none (stage_datatype.cc packs it).
-    if ((inViewed && exchangeHasLLBlocks(p.llBytes, sendcounts, n, me)) ||
-        (outViewed && exchangeHasLLBlocks(p.llBytes, recvcounts, n, me)))
+    if (least && least <= pairBound) least = pairBound + 1; // one-shot pairs are never direct (both ends know)
+    // One-shot pairs move plain bytes: a side in its datatype layout has none (stage_datatype.cc packs it).
+    if ((inViewed && exchangeHasOneShotBlocks(pairBound, sendcounts, n, me)) ||
+        (outViewed && exchangeHasOneShotBlocks(pairBound, recvcounts, n, me)))
         return fail(loomInternalError, "rank %d: an exchange side in its datatype layout has blocks of at most "
-                    "LOOM_EXCHANGE_LL_BYTES=%zu bytes (LL pairs)", me, p.llBytes);
+                    "LOOM_EXCHANGE_ONESHOT_BYTES=%zu bytes (one-shot pairs)", me, pairBound);
     loomResult_t r = planDirectPairs(comm, least, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      push ? outViewed : inViewed, tables.data() + 4 * N, tables.data() + 5 * N,
                                      &direct, &late);
     if (r != loomSuccess) return r;
     const size_t stepsAt = (direct ? 6 : 4) * N;
     tables.resize(stepsAt + 2 * conns);
-    std::copy(sendcounts, sendcounts + n, tables.begin());
+    // The walk's counts: a one-shot pair's as empty (its CTAs have the call's own, a.pairs).
+    for (int q = 0; q < n; ++q) {
+        tables[q] = q == me ? sendcounts[q] : exchangeWalkBytes(pairBound, sendcounts[q]);
+        tables[2 * N + q] = q == me ? recvcounts[q] : exchangeWalkBytes(pairBound, recvcounts[q]);
+    }
     std::copy(sdispls, sdispls + n, tables.begin() + N);
-    std::copy(recvcounts, recvcounts + n, tables.begin() + 2 * N);
     std::copy(rdispls, rdispls + n, tables.begin() + 3 * N);
     static_assert(sizeof(ConnSteps) == 2 * sizeof(size_t), "steps as two words");
     memcpy(tables.data() + stepsAt, p.steps.data(), conns * sizeof(ConnSteps));
@@ -194,17 +246,15 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     ExchangeSched s;
     s.rank = me;
     s.nranks = n;
-    s.sendCount = sendcounts;
+    s.sendCount = tables.data();
     s.sendDispl = sdispls;
-    s.recvCount = recvcounts;
+    s.recvCount = tables.data() + 2 * N;
     s.recvDispl = rdispls;
     s.channels = p.channels;
     s.lanes = std::max(1, std::min(n - 1, kMaxExchangeLanes / p.channels)) * p.channels;
     s.chunkElems = p.slotBytes;
     s.selfLanes = exchangeSelfLanes(sendcounts[me], std::max(sent, received), p.slotBytes, p.channels);
     s.directPush = direct && push;
-    s.llBytes = p.llBytes;
-    s.llChunk = p.llBytes ? p.llSlotBytes / 2 : 1; // LL lines carry half their bytes
     if (direct) { // the host's view; the kernel's are set below
         s.directSend = tables.data() + 4 * N;
         s.directSrc = tables.data() + 5 * N;
@@ -255,8 +305,12 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     a.nthreads = exchangeThreads(largest, params().ringThreads);
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
-    a.llSlotBytes = p.llSlotBytes;
     kernelWaits(comm, a);
+    if (pairBound) { // every v-form call takes a one-shot flag, on every rank
+        oneShotPairsArgs(comm, pairBound, in, out, sendcounts, sdispls, recvcounts, rdispls, &a.pairs);
+        a.pairs.wait = a.wait;
+        a.pairs.abortFlag = a.abortFlag;
+    }
     cudaError_t e = launchExchange(a, stream);
     if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "launch", e);
     if (exchangeSecondKernel(s)) { // the pushed direct blocks on the copy engines, their publications, waits
@@ -285,14 +339,14 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     recvs.resize(conns);
     exchangeStepCounts(s, sends.data(), recvs.data());
     for (int q = 0; q < n; ++q) commitPeerSteps(p, q, sends.data(), recvs.data());
-    int llSends = 0, llRecvs = 0; // for the trace alone
-    for (int q = 0; s.llBytes && logEnabled(LogLevel::Trace, kColl) && q < n; ++q) {
-        llSends += q != me && exchangeLL(s, sendcounts[q]);
-        llRecvs += q != me && exchangeLL(s, recvcounts[q]);
+    int pairSends = 0, pairRecvs = 0; // for the trace alone
+    for (int q = 0; pairBound && logEnabled(LogLevel::Trace, kColl) && q < n; ++q) {
+        pairSends += q != me && sendcounts[q] && exchangeOneShotPair(pairBound, sendcounts[q]);
+        pairRecvs += q != me && recvcounts[q] && exchangeOneShotPair(pairBound, recvcounts[q]);
     }
     LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels + %d for its own block%s; "
-               "LL blocks: %d sent, %d received", comm->rank, inSpan, outSpan, s.lanes, s.channels, s.selfLanes,
-               direct ? ", direct pairs" : "", llSends, llRecvs);
+               "one-shot pairs' blocks: %d sent, %d received on %d CTAs", comm->rank, inSpan, outSpan, s.lanes,
+               s.channels, s.selfLanes, direct ? ", direct pairs" : "", pairSends, pairRecvs, a.pairs.nblocks);
     // A pair whose peer buffer this rank could not map: the kernel runs
     // the handshake (its peers are not left waiting); the error is returned
     // once it is done, so no buffer of the call is still in use.

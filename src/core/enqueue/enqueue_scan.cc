@@ -77,8 +77,8 @@ loomResult_t scanCall(const char *what, bool exclusive, const void *sendbuff, vo
 
     // Commit: what each connection of the chain moved.
     std::vector<unsigned long long> &sends = p.callSends, &recvs = p.callRecvs;
-    sends.assign(p.conns.size(), 0); // the channels' connections (and LL ones: none used here)
-    recvs.assign(p.conns.size(), 0);
+    sends.resize((size_t)n * C);
+    recvs.resize((size_t)n * C);
     scanStepCounts(a.s, sends.data(), recvs.data());
     for (int q : {me - 1, me + 1})
         if (q >= 0 && q < n) commitPeerSteps(p, q, sends.data(), recvs.data());

@@ -4,6 +4,8 @@
  */
 #include "core/select/select.h"
 
+#include <algorithm>
+
 #include "core/comm/params.h"
 #include "core/algo/registry.h"
 #include "core/select/tuning.h"
@@ -25,6 +27,11 @@ bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
         return true;
     }
     return false;
+}
+
+size_t exchangeOneShotPairBound(const loomComm *comm) {
+    if (!comm->ll.allPeersMapped || !(comm->algoMask & (1u << kAlgoOneShot))) return 0;
+    return std::min((size_t)params().exchangeOneShotBytes, comm->ll.maxBytes);
 }
 
 // Gathers: through the root's FIFOs (its peers' SMs write, the root copies

@@ -60,6 +60,22 @@ Choice selectAlgorithm(const loomComm *comm, const CallShape &s, unsigned allowe
 // exchange kernel). Otherwise the exchange kernel. *why: the reason.
 bool exchangeOneShot(const loomComm *comm, size_t block, const char **why);
 
+// The v-forms' one-shot pairs (device/exchange/exchange_schedule.h): a pair
+// whose block has at most this many bytes (an empty one too) moves as LL
+// lines through the one-shot slots. LOOM_EXCHANGE_ONESHOT_BYTES, at most a
+// one-shot slot's payload (LOOM_LL_MAX_BYTES), where every peer is mapped
+// and one-shot is in LOOM_ALGO; else 0 (none). From agreed facts only:
+// both ends of a pair judge it alike.
+size_t exchangeOneShotPairBound(const loomComm *comm);
+
+// Whether a side's blocks (counts, n of them) include a one-shot pair's
+// payload (not the rank's own block, which is copied locally).
+inline bool exchangeHasOneShotBlocks(size_t bound, const size_t *counts, int n, int me) {
+    for (int q = 0; bound && q < n; ++q)
+        if (q != me && counts[q] && counts[q] <= bound) return true;
+    return false;
+}
+
 // How the exchange kernel moves a call's blocks inside a host over p2p: the
 // settings every rank agreed at the communicator's creation.
 struct ExchangeKnobs {

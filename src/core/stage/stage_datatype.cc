@@ -25,7 +25,6 @@
 #include "base/debug.h"
 #include "core/comm/comm.h"
 #include "core/comm/on_device.h"
-#include "core/connect/peer_conns.h"
 #include "core/stream/pinned_uploads.h"
 #include "core/stream/resident.h"
 #include "device/datatype/dt_copy.h"
@@ -245,12 +244,12 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
     const bool push = exchangePushes(exchangeKnobs(), fanIn != 0, agreedBlock);
     const size_t *const counts[2] = {sendcounts, recvcounts};
     const int mode = dtFuseMode(params(), push, v, counts, n);
-    // A side with LL pairs' blocks is packed: LL lines carry plain bytes (exchange_schedule.h).
-    const size_t ll = exchangeLLBound(comm);
+    // A side with one-shot pairs' blocks is packed: LL lines carry plain bytes (exchange_schedule.h).
+    const size_t pairs = agreedBlock ? 0 : exchangeOneShotPairBound(comm);
     const bool fuse[2] = {kernel && v[0].nblocks && (mode == 1 || (mode == 2 && push)) &&
-                              !exchangeHasLLBlocks(ll, sendcounts, n, comm->rank),
+                              !exchangeHasOneShotBlocks(pairs, sendcounts, n, comm->rank),
                           kernel && v[1].nblocks && (mode == 1 || (mode == 2 && !push)) &&
-                              !exchangeHasLLBlocks(ll, recvcounts, n, comm->rank)};
+                              !exchangeHasOneShotBlocks(pairs, recvcounts, n, comm->rank)};
     LOOM_TRACE(kColl, "rank %d: datatype exchange, LOOM_DT_FUSE %d (set %d): send side %s, receive side %s",
                comm->rank, kernel ? mode : 0, params().dtFuse, !sendView ? "contiguous" : fuse[0] ? "in place" : "packed",
                !recvView ? "contiguous" : fuse[1] ? "in place" : "packed");

@@ -15,6 +15,7 @@
 #include "device/conn.h"
 #include "device/datatype/dt_view.h"
 #include "device/exchange/exchange_schedule.h"
+#include "device/oneshot/oneshot_args.h"
 
 namespace loom {
 
@@ -31,7 +32,6 @@ struct ExchangeArgs {
     int nthreads;
     int nslots;                       // slots per FIFO
     size_t slotBytes;
-    size_t llSlotBytes;               // LL pairs (s.llBytes): bytes of lines per LL FIFO slot (nslots of them)
     WaitLimit wait;                   // how its waits may end (device/wait.h)
     volatile int *abortFlag;          // host-mapped: set by the kernel on timeout
     int direct;                       // some pair is direct: the inlined tables include directSend, directSrc
@@ -45,6 +45,10 @@ struct ExchangeArgs {
     // bytes when both sides have views (its chunks go through it).
     DtView inView, outView;
     char *selfScratch;
+    // One-shot pairs (s.oneShotBytes): the call as a ragged one-shot
+    // alltoall whose pairBound is s.oneShotBytes, run by pairs.nblocks CTAs
+    // after the self lanes (0: none).
+    OneShotArgs pairs;
     // Small calls: send counts, send displacements, receive counts, receive
     // displacements (n each), with direct pairs directSend and directSrc (n
     // each), then the steps (2 words per connection).

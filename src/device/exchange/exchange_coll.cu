@@ -9,9 +9,10 @@
  * bytes, on the Simple protocol. A direct half (the receiver reads the
  * sender's input in place, or the sender writes into the receiver's output:
  * direct_pair.h) is one step of its channel; the end that does not copy
- * signals first in the round and awaits the other end last. An LL pair's
- * block (a small one) moves as LL lines over the pair's LL connection, by
- * Prims on the LL protocol with counters of its own. Copies left to
+ * signals first in the round and awaits the other end last. One-shot
+ * pairs (small blocks, empty ones too) move as the one-shot alltoall's LL
+ * lines through the one-shot slots, by CTAs of their own after the lanes
+ * (oneshot_body.h with the call's pair bound). Copies left to
  * the copy engines (a gather's direct pairs, or every pushed pair in
  * copy-engine mode) take a second kernel, exchangeAfterCopiesKernel.
  */
@@ -21,8 +22,8 @@
 #include "device/datatype/dt_view_copy.h"
 #include "device/exchange/direct_pair.h"
 #include "device/kernel_load.h"
+#include "device/oneshot/oneshot_body.h"
 #include "device/prims.h"
-#include "device/prims_ll.h"
 #include "device/prims_simple.h"
 
 namespace loom {
@@ -110,21 +111,20 @@ __device__ bool fifoOp(const ExchangeArgs &a, const ExchangeSched &s, P &prims, 
     return true;
 }
 
-// One LL op of the walk (a chunk of an LL pair's block sent or received):
-// plain bytes of the call's buffers, never through a view (the host packs a
-// side with LL blocks: stage_datatype.cc).
-template <typename P> __device__ bool llOp(const ExchangeArgs &a, P &prims, EdgeOp o) {
-    o.send = o.send >= 0 ? 0 : -1;
-    o.recv = o.recv >= 0 ? 0 : -1;
-    return prims.run(o, (const uint8_t *)a.in, (uint8_t *)a.out, nullptr);
+// The one-shot pairs' CTAs: plain bytes of the call's buffers, never
+// through a view (the host packs a side with such blocks:
+// stage_datatype.cc). Not inlined: the lanes' registers stay theirs. A line
+// that did not come has set the abort words (its peer named).
+__device__ __noinline__ void exchangeOneShotPairs(const OneShotArgs &a, int cta) {
+    oneShotBody<uint8_t, OpSum>(a, cta, a.nblocks);
 }
 
 // __grid_constant__: the inlined tables are read in place (their address is
 // taken), not copied per thread.
 __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_constant__ ExchangeArgs a) {
+    if (blockIdx.x >= exchangeAllLanes(a.s)) return exchangeOneShotPairs(a.pairs, blockIdx.x - exchangeAllLanes(a.s));
     if (!callStarted(a.wait)) return;
     using P = Prims<ProtoSimple, uint8_t, OpSum, 1>;
-    using PL = Prims<ProtoLL, uint8_t, OpSum, 1>;
     const ConnSteps *stepsOf;
     const ExchangeSched s = exchangeTables(a, &stepsOf);
     const int lane = blockIdx.x, ch = exchangeChannel(s, lane);
@@ -172,20 +172,9 @@ __global__ void __launch_bounds__(kMaxRingThreads) exchangeKernel(const __grid_c
         }
         if (fifoOps) {
             P prims(&pair, &steps, a.nslots, a.slotBytes, a.wait, a.abortFlag);
-            // The round's LL halves (their own connections and counters).
-            const bool llSend = round > 0 && !directSend && exchangeLL(s, s.sendCount[toPeer]);
-            const bool llRecv = round > 0 && !directRecv && exchangeLL(s, s.recvCount[fromPeer]);
-            const int llTo = exchangeLLConn(s, toPeer), llFrom = exchangeLLConn(s, fromPeer);
-            ConnPair llPair{};
-            ConnSteps llSteps{0, 0};
-            if (llSend) llPair.send = a.conns[llTo].send, llSteps.send = stepsOf[llTo].send;
-            if (llRecv) llPair.recv = a.conns[llFrom].recv, llSteps.recv = stepsOf[llFrom].recv;
-            PL ll(&llPair, &llSteps, a.nslots, a.llSlotBytes, a.wait, a.abortFlag);
-            const int llFirst = s.nranks * s.channels; // connections from here on are LL ones
             for (; !exchangeDone(s, c) && c.round == round; c = exchangeNext(s, lane, c)) {
                 EdgeOp o = exchangeOp(s, lane, c);
-                const bool isLL = o.send >= llFirst || o.recv >= llFirst;
-                if (!(isLL ? llOp(a, ll, o) : fifoOp(a, s, prims, o))) return exchangeAbort(a, s, round);
+                if (!fifoOp(a, s, prims, o)) return exchangeAbort(a, s, round);
             }
         }
         if (directSend && !sendCopies && !directAwaitHead(pair.send, steps.send, a.wait))
@@ -240,7 +229,7 @@ __global__ void exchangeAfterCopiesKernel(const __grid_constant__ ExchangeArgs a
 } // namespace
 
 cudaError_t launchExchange(const ExchangeArgs &a, cudaStream_t stream) {
-    exchangeKernel<<<exchangeAllLanes(a.s), a.nthreads, 0, stream>>>(a);
+    exchangeKernel<<<exchangeAllLanes(a.s) + a.pairs.nblocks, a.nthreads, 0, stream>>>(a);
     return cudaGetLastError();
 }
 

@@ -84,17 +84,21 @@
  * LOOM_TIMEOUT), the copies may land in that receiver's output before its
  * call, and after a time-out every output of the call is suspect.
  *
- * LL pairs (llBytes, LOOM_EXCHANGE_LL_BYTES; inside a host where every
- * pair maps the other's memory): a block of 1..llBytes bytes travels as LL
- * lines (8 bytes of data and the step's tag twice in 16) through the pair's
- * LL FIFO, a connection of its own after the channels' (exchangeLLConn),
- * on channel 0, in chunks of llChunk: the receiver polls the lines
- * themselves, with no fence, tail or step poll in between (a small block's
- * latency). Both ends know the pair's bytes (MPI makes the sender's and the
- * receiver's counts agree), so both walk the same LL steps with no
- * agreement per call; the LL FIFO holds only LL lines, so a stale line of
- * an earlier step never carries the tag a reader waits for (Simple data in
- * the same slots could). LL pairs are never direct.
+ * One-shot pairs of the v-forms (oneShotBytes, LOOM_EXCHANGE_ONESHOT_BYTES;
+ * inside a host where every pair maps the other's memory): a pair whose
+ * block has at most oneShotBytes bytes, an empty one too, moves as the
+ * one-shot alltoall moves it (device/oneshot/oneshot_schedule.h): LL lines
+ * into the receiver's one-shot slot for the sender, tagged with the call's
+ * one-shot flag, a token line where the block is empty. The walk skips such
+ * pairs: the host gives it their counts as 0 (exchangeWalkBytes), so
+ * neither end has a FIFO op or a step for them; CTAs of their own after the
+ * self lanes write and await their lines (exchange_coll.cu). Both ends know the pair's bytes
+ * (MPI makes the sender's and the receiver's counts agree), so they judge it
+ * alike with no agreement per call, and a rank all of whose pairs are
+ * one-shot runs the call on the one-shot kernel (or the resident kernel)
+ * instead, its peers none the wiser. Every v-form call advances the
+ * communicator's one-shot flag on every rank, whichever kernel runs it.
+ * One-shot pairs are never direct.
  *
  * The kernel walks a lane with exchangeFirst / exchangeNext (a cursor: no
  * search per op); exchangeStepCounts is the host's count per connection.
@@ -107,6 +111,7 @@
 #include "base/limits.h"
 #include "device/edges/edge_op.h"
 #include "device/host_device.h"
+#include "device/oneshot/oneshot_schedule.h"
 
 namespace loom {
 
@@ -134,13 +139,14 @@ struct ExchangeSched {
     bool directPush = false;
     bool deferCopies = false;  // pushed direct sends: written and published after the kernel (copy engines)
     bool deferWaits = false;   // pushed direct receives: awaited in the second kernel (copy-engine mode)
-    size_t llBytes = 0;        // blocks of 1..llBytes bytes go as LL lines (0: none)
-    size_t llChunk = 1;        // payload of one LL slot (llBytes > 0)
 };
 
-// Whether a block of `count` bytes goes as LL lines.
-LOOM_HD bool exchangeLL(const ExchangeSched &s, size_t count) { return count && count <= s.llBytes; }
-
+// Whether a pair whose block has `count` bytes goes one-shot under the
+// call's bound (0: no one-shot pairs), and what of it the walk moves: all
+// of it, or nothing (the host gives the walk a one-shot pair as empty: no
+// field of the schedule for it, which the kernel's registers would pay).
+LOOM_HD bool exchangeOneShotPair(size_t bound, size_t count) { return bound && oneShotCarries(bound, count); }
+LOOM_HD size_t exchangeWalkBytes(size_t bound, size_t count) { return exchangeOneShotPair(bound, count) ? 0 : count; }
 LOOM_HD bool exchangeSendDirect(const ExchangeSched &s, int q) { return s.directSend && s.directSend[q]; }
 LOOM_HD bool exchangeRecvDirect(const ExchangeSched &s, int q) { return s.directSrc && s.directSrc[q]; }
 
@@ -205,10 +211,6 @@ LOOM_HD int exchangeChannel(const ExchangeSched &s, int lane) { return lane % s.
 LOOM_HD int exchangeGroup(const ExchangeSched &s, int lane) { return lane / s.channels; }
 LOOM_HD int exchangeGroups(const ExchangeSched &s) { return s.lanes / s.channels; }
 LOOM_HD int exchangeConn(const ExchangeSched &s, int peer, int channel) { return peer * s.channels + channel; }
-// The pair's LL connection, after every channel's (nranks x channels + peer).
-LOOM_HD int exchangeLLConn(const ExchangeSched &s, int peer) { return s.nranks * s.channels + peer; }
-// Connections of a call's tables: the channels', and with LL pairs one more per peer.
-LOOM_HD int exchangeConns(const ExchangeSched &s) { return s.nranks * s.channels + (s.llBytes ? s.nranks : 0); }
 
 // Chunks of a block of `count` elements that channel c carries.
 LOOM_HD size_t exchangeChannelChunks(const ExchangeSched &s, size_t count, int c) {
@@ -225,18 +227,13 @@ LOOM_HD size_t exchangeSelfChunks(const ExchangeSched &s, int lane) {
     return all > j ? (all - j + (size_t)s.selfLanes - 1) / (size_t)s.selfLanes : 0;
 }
 
-// Chunks of a block of `count` bytes that channel c carries, LL or not.
-LOOM_HD size_t exchangeHalfChunks(const ExchangeSched &s, size_t count, int c) {
-    if (!exchangeLL(s, count)) return exchangeChannelChunks(s, count, c);
-    return c == 0 ? exchangeChunks(count, s.llChunk) : 0;
-}
 
 // FIFO chunks channel c sends to / receives from q this call (none on direct halves).
 LOOM_HD size_t exchangeSendChunks(const ExchangeSched &s, int q, int c) {
-    return exchangeSendDirect(s, q) ? 0 : exchangeHalfChunks(s, s.sendCount[q], c);
+    return exchangeSendDirect(s, q) ? 0 : exchangeChannelChunks(s, s.sendCount[q], c);
 }
 LOOM_HD size_t exchangeRecvChunks(const ExchangeSched &s, int q, int c) {
-    return exchangeRecvDirect(s, q) ? 0 : exchangeHalfChunks(s, s.recvCount[q], c);
+    return exchangeRecvDirect(s, q) ? 0 : exchangeChannelChunks(s, s.recvCount[q], c);
 }
 
 // Whether the cursor names an op on the lane: the half has a chunk there.
@@ -310,39 +307,31 @@ LOOM_HD EdgeOp exchangeOp(const ExchangeSched &s, int lane, const ExchangeCursor
         return edgeOp(-1, -1, kBufIn, s.sendDispl[s.rank] + at, kBufOut, s.recvDispl[s.rank] + at,
                       left < s.chunkElems ? left : s.chunkElems, false, key);
     }
-    const int peer = c.recv ? exchangeFrom(s, c.round) : exchangeTo(s, c.round);
-    const size_t count = c.recv ? s.recvCount[peer] : s.sendCount[peer];
-    const bool ll = exchangeLL(s, count); // all of an LL block on channel 0's LL connection
-    const size_t chunk = ll ? s.llChunk : s.chunkElems;
-    const size_t at = ll ? c.chunk * chunk : ((size_t)ch + c.chunk * (size_t)s.channels) * chunk;
-    const int conn = ll ? exchangeLLConn(s, peer) : exchangeConn(s, peer, ch);
+    const size_t at = ((size_t)ch + c.chunk * (size_t)s.channels) * s.chunkElems;
     const unsigned long long key = edgeKey((unsigned)c.round, at);
-    const size_t left = count - at, len = left < chunk ? left : chunk;
-    if (c.recv) return edgeOp(conn, -1, kBufNone, 0, kBufOut, s.recvDispl[peer] + at, len, false, key);
-    return edgeOp(-1, conn, kBufIn, s.sendDispl[peer] + at, kBufNone, 0, len, false, key);
+    if (c.recv) {
+        const int from = exchangeFrom(s, c.round);
+        const size_t left = s.recvCount[from] - at;
+        return edgeOp(exchangeConn(s, from, ch), -1, kBufNone, 0, kBufOut, s.recvDispl[from] + at,
+                      left < s.chunkElems ? left : s.chunkElems, false, key);
+    }
+    const int to = exchangeTo(s, c.round);
+    const size_t left = s.sendCount[to] - at;
+    return edgeOp(-1, exchangeConn(s, to, ch), kBufIn, s.sendDispl[to] + at, kBufNone, 0,
+                  left < s.chunkElems ? left : s.chunkElems, false, key);
 }
 
-// Steps a call sends on and receives from each connection
-// (exchangeConns(s) entries; the host's step counters and the proxy follow
-// them): a FIFO half one per chunk, a direct half one per channel, an LL
-// half its chunks on its LL connection.
+// Steps a call sends on and receives from each connection (nranks x
+// channels entries; the host's step counters and the proxy follow them): a
+// FIFO half one per chunk, a direct half one per channel, a one-shot pair
+// (walked as empty) none.
 inline void exchangeStepCounts(const ExchangeSched &s, unsigned long long *sends, unsigned long long *recvs) {
-    for (int q = 0; q < s.nranks; ++q) {
-        const bool llSend = exchangeLL(s, s.sendCount[q]), llRecv = exchangeLL(s, s.recvCount[q]);
+    for (int q = 0; q < s.nranks; ++q)
         for (int c = 0; c < s.channels; ++c) {
             const int k = exchangeConn(s, q, c);
-            sends[k] = q == s.rank || llSend ? 0
-                       : exchangeSendDirect(s, q) ? 1
-                                                  : exchangeChannelChunks(s, s.sendCount[q], c);
-            recvs[k] = q == s.rank || llRecv ? 0
-                       : exchangeRecvDirect(s, q) ? 1
-                                                  : exchangeChannelChunks(s, s.recvCount[q], c);
+            sends[k] = q == s.rank ? 0 : exchangeSendDirect(s, q) ? 1 : exchangeChannelChunks(s, s.sendCount[q], c);
+            recvs[k] = q == s.rank ? 0 : exchangeRecvDirect(s, q) ? 1 : exchangeChannelChunks(s, s.recvCount[q], c);
         }
-        if (!s.llBytes) continue;
-        const int k = exchangeLLConn(s, q);
-        sends[k] = q != s.rank && llSend ? exchangeChunks(s.sendCount[q], s.llChunk) : 0;
-        recvs[k] = q != s.rank && llRecv ? exchangeChunks(s.recvCount[q], s.llChunk) : 0;
-    }
 }
 
 } // namespace loom

@@ -49,6 +49,10 @@ struct OneShotArgs {
     // kernel's mailbox carries them only then: device/resident/resident_args.h).
     size_t counts[kMaxOneShotRanks], displs[kMaxOneShotRanks];
     size_t rcounts[kMaxOneShotRanks], rdispls[kMaxOneShotRanks]; // alltoall: this rank's receive tables
+    // Ragged alltoall beside the exchange kernel (exchange_coll.cu): only
+    // pairs of at most this many bytes (oneShotCarries), and not the own
+    // block (its self lanes copy it); 0: every pair, and the own block.
+    size_t pairBound;
 };
 
 } // namespace loom

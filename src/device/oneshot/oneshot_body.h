@@ -35,18 +35,22 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
     const bool a2a = a.coll == loomCollAllToAll;
     const OneShotBlocks blocks = {a.ragged ? a.counts : nullptr, a.ragged ? a.displs : nullptr, a.bytes,
                                   a2a && a.ragged ? a.rcounts : nullptr, a2a && a.ragged ? a.rdispls : nullptr};
+    // Beside the exchange kernel: its pairs of small blocks alone (read only
+    // in ragged calls: the resident kernel's mailbox carries it only then).
+    const size_t bound = a2a && a.ragged ? a.pairBound : 0;
     // 1. Publish: every peer's piece (at least its token line).
     size_t lines = 1;
     for (int q = 0; q < n; ++q)
         if (q != me) {
-            const size_t l = oneShotLines(oneShotPiece(a.coll, me, q, a.root, blocks));
+            const OneShotPiece p = oneShotPiece(a.coll, me, q, a.root, blocks);
+            const size_t l = oneShotCarries(bound, p.bytes) ? oneShotLines(p) : 0;
             lines = l > lines ? l : lines;
         }
     for (size_t u = first; u < lines; u += stride) {
         for (int q = 0; q < n; ++q) {
             if (q == me) continue;
             const OneShotPiece p = oneShotPiece(a.coll, me, q, a.root, blocks);
-            if (u >= oneShotLines(p)) continue;
+            if (u >= oneShotLines(p) || !oneShotCarries(bound, p.bytes)) continue;
             const uint64_t v = p.bytes ? loadUnit(in + p.offset, u * 8, p.bytes) : 0;
             llStore(a.slot[q] + u, v, a.flag);
         }
@@ -91,13 +95,15 @@ __device__ __forceinline__ bool oneShotBody(const OneShotArgs &a, int cta, int n
         // others' from their lines. In place the own block stays where it
         // is, and (alltoall: one buffer, the same tables on both sides) the
         // thread that writes unit u of block q read unit u of piece q above.
+        // Beside the exchange kernel (bound): its own block and its pairs of
+        // larger blocks are the exchange kernel's.
         const OneShotPiece mine = oneShotPiece(a.coll, me, me, a.root, blocks);
         const char *own = in + mine.offset;
         for (int q = 0; q < n; ++q) {
             const size_t bytes = q == me ? mine.bytes : oneShotIncoming(a.coll, q, me, a.root, blocks);
             const size_t units = (bytes + 7) / 8;
             char *to = out + oneShotOutDispl(a.coll, blocks, q);
-            if (q == me && own == to) continue;
+            if (q == me ? own == to || bound : !oneShotCarries(bound, bytes)) continue;
             for (size_t u = first; u < units; u += stride) {
                 uint64_t v;
                 if (q == me) {

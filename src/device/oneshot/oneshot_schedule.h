@@ -17,7 +17,9 @@
  *                   rank has its own tables (alltoall(v), and gather(v) /
  *                   scatter(v) as alltoalls whose other pairs pass tokens):
  *                   the sender's say what it sends, the receiver's what
- *                   arrives and where (MPI makes the two agree).
+ *                   arrives and where (MPI makes the two agree). Beside
+ *                   the exchange kernel only the pairs of small blocks
+ *                   (oneShotCarries) move so.
  *
  * Invariant (why two slot parities are enough, checked by the simulator):
  * every call is a full exchange. Each ordered pair passes at least one line,
@@ -25,7 +27,11 @@
  * rank waits for every line meant for it before its kernel ends. So when A
  * writes B's slot of parity p in call c, A has seen a line of B's from call
  * c-1, B's call c-1 has started, and B's call c-2 (the last user of parity
- * p) has ended: A never overwrites lines B has not read.
+ * p) has ended: A never overwrites lines B has not read. A v-form exchange
+ * keeps it although only its pairs of small blocks pass lines: every
+ * other pair moves a block (FIFO chunks, or an in-place handshake) that its
+ * receiver waits for before its call ends, which tells as much (the
+ * simulator's v-form sequences; an empty pair is always a one-shot pair).
  */
 #ifndef LOOM_ONESHOT_SCHEDULE_H
 #define LOOM_ONESHOT_SCHEDULE_H
@@ -94,6 +100,13 @@ LOOM_HD size_t oneShotOutDispl(int coll, const OneShotBlocks &b, int from) {
 
 // LL lines of one piece: its 8-byte units, or the token line.
 LOOM_HD size_t oneShotLines(const OneShotPiece &p) { return p.bytes ? (p.bytes + 7) / 8 : 1; }
+
+// An alltoall's pairs that move one-shot: every pair (bound 0), or, beside
+// the exchange kernel (exchange_schedule.h: one-shot pairs of the v-forms),
+// those whose block has at most `bound` bytes, empty ones too (their token
+// lines); the others move through the exchange kernel's FIFOs or in place.
+// Both ends judge a pair by its bytes, which MPI makes the same on both.
+LOOM_HD bool oneShotCarries(size_t bound, size_t bytes) { return !bound || bytes <= bound; }
 
 // Whether rank `me` reduces the n contributions (in rank order, its own from
 // its input at oneShotPiece(coll, me, me, ...).offset) into its output, and

@@ -20,6 +20,23 @@
 
 namespace loom {
 
+uint32_t oneShotNextFlag(loomComm *comm) {
+    uint32_t call = ++comm->ll.calls;
+    if (call == 0) call = ++comm->ll.calls; // flag 0 would match zeroed slots
+    return call;
+}
+
+void oneShotSlots(const loomComm *comm, uint32_t flag, LLLine **slot, const LLLine **mine) {
+    const size_t parity = (size_t)(flag & 1) * comm->nranks;
+    const char *base = static_cast<const char *>(comm->region.base) + comm->ll.offset;
+    for (int q = 0; q < comm->nranks; ++q) {
+        mine[q] = reinterpret_cast<const LLLine *>(base + (parity + q) * comm->ll.slotBytes);
+        slot[q] = q == comm->rank ? nullptr
+                                  : reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->ll.offset +
+                                                               (parity + comm->rank) * comm->ll.slotBytes);
+    }
+}
+
 loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *out, size_t bytes, loomDataType_t dtype,
                                loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts,
                                const size_t *displs, const size_t *rcounts, const size_t *rdispls) {
@@ -38,18 +55,9 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
     size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes, rcounts, rdispls}) + 7) / 8;
     if (coll == loomCollAllGather || coll == loomCollAllToAll) units *= (size_t)comm->nranks; // n output blocks
     a.nblocks = oneShotChannels(units); // core/select/tuning.h
-    uint32_t call = ++comm->ll.calls;
-    if (call == 0) call = ++comm->ll.calls; // flag 0 would match zeroed slots
-    a.flag = call;
+    a.flag = oneShotNextFlag(comm);
     enterCollective(comm, loomCollName(coll));
-    size_t parity = (size_t)(call & 1) * comm->nranks;
-    for (int q = 0; q < comm->nranks; ++q) {
-        char *mine = static_cast<char *>(comm->region.base) + comm->ll.offset;
-        a.mine[q] = reinterpret_cast<const LLLine *>(mine + (parity + q) * comm->ll.slotBytes);
-        if (q != comm->rank)
-            a.slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->ll.offset +
-                                                   (parity + comm->rank) * comm->ll.slotBytes);
-    }
+    oneShotSlots(comm, a.flag, a.slot, a.mine);
     kernelWaits(comm, a);
     const bool moves = coll == loomCollAllGather || coll == loomCollBroadcast || coll == loomCollAllToAll;
     const bool eligible = residentEligible(comm, units, stream);
