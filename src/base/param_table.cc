@@ -164,9 +164,9 @@ const loomParamDef kParams[] = {
     {"exchange_oneshot_bytes", "LOOM_EXCHANGE_ONESHOT_BYTES", LOOM_PARAM_INT, 0, 0, 16 * MiB, "0",
      "alltoallv, alltoallw, gatherv, scatterv and the neighbourhood collectives inside a host where every pair "
      "of GPUs maps the other's memory: a pair whose block has at most this many bytes (an empty one too) moves as "
-     "LL lines through the one-shot slots (at most LOOM_LL_MAX_BYTES), and a rank all of whose pairs do runs the "
-     "call one-shot, on the resident kernel where it may; both ends know a block's size, so no agreement per "
-     "call; 0: every pair on the exchange kernel's FIFOs", 1},
+     "LL lines through the one-shot slots (at most LOOM_LL_MAX_BYTES), and a rank all of whose blocks (its own "
+     "too) are that small runs the call one-shot, on the resident kernel where it may; both ends know a block's "
+     "size, so no agreement per call; 0 (and copy-engine mode): every pair on the exchange kernel", 1},
     {"exchange_direct_push", "LOOM_EXCHANGE_DIRECT_PUSH", LOOM_PARAM_INT, 0, 0, 2, "0",
      "Who copies a block read in place (LOOM_EXCHANGE_DIRECT_BYTES): 0: its receiver, from the sender's buffer; "
      "1: in gather(v), the root's peers write their blocks into its buffer (the root's GPU no longer does every "

@@ -6,10 +6,12 @@
  * small pairs as the same LL lines), and calls of every shape follow one
  * another, with one-shot allreduces between them, so that the slots' two
  * parities are reused under every mix. Per iteration on device buffers:
- *   alltoallv (MPI_CHAR), three shapes: ranks 0 and 1 trade large blocks
+ *   alltoallv (MPI_CHAR), four shapes: ranks 0 and 1 trade large blocks
  *     and every other pair is small (both kernels in one call); every pair
  *     small (all on one-shot); every pair large or empty (the exchange
- *     kernel, token lines on the empty pairs);
+ *     kernel, token lines on the empty pairs); large blocks to higher
+ *     ranks, small ones to lower (small pairs on the exchange kernel at
+ *     any rank count, 2 too);
  *   gatherv and scatterv (MPI_INT) at a moving root, odd ranks' blocks
  *     large, even ranks' small;
  *   an 8-int allreduce (one-shot: it takes a flag of the same counter).
@@ -23,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ITERS = 12, SMALL_MAX = 4099, LARGE = 300001, SENTINEL = 0x5a };
+enum { ITERS = 12, SHAPES = 4, SMALL_MAX = 4099, LARGE = 300001, SENTINEL = 0x5a };
 
 static int rank, nranks;
 
@@ -41,6 +43,7 @@ static size_t small_bytes(int k, int s, int r)
 static size_t a2a_bytes(int shape, int k, int s, int r)
 {
     if (s == r) return 1000 + (size_t)s;
+    if (shape == 3) return s < r ? LARGE + (size_t)r : 1 + (size_t)(k * 3 + s * 5 + r * 2) % 333; /* one way each */
     if (shape == 0) return (s < 2 && r < 2) ? LARGE + (size_t)k : small_bytes(k, s, r) + 1; /* mixed */
     if (shape == 1) return small_bytes(k, s, r);                                           /* all small */
     return (s + r + k) % 3 ? LARGE - (size_t)s : 0;                                        /* large or empty */
@@ -155,7 +158,7 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     long bad = 0, calls = 0;
     for (int k = 0; k < ITERS; ++k) {
-        for (int shape = 0; shape < 3; ++shape, ++calls) bad += alltoallv((shape + k) % 3, k, comm);
+        for (int shape = 0; shape < SHAPES; ++shape, ++calls) bad += alltoallv((shape + k) % SHAPES, k, comm);
         bad += rooted(1, k, comm) + rooted(0, k, comm);
         bad += allreduce(k, comm);
         calls += 3;

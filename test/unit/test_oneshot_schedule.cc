@@ -281,7 +281,11 @@ std::string runVFormSequence(int n, unsigned seed, int calls, size_t bound, VFor
         const bool vform = rng() % 3 != 0;
         coll[c] = vform ? -1 : (int)(rng() % kOneShotColls);
         root[c] = (int)(rng() % n);
-        if (vform) sc[c] = countMatrix(n, (int)(rng() % 3), rng);
+        if (!vform) continue;
+        const int shape = (int)(rng() % 3);
+        sc[c] = countMatrix(n, shape, rng);
+        for (int f = 0; shape && f < n; ++f) // gathers and scatters: odd pairs' blocks past the bounds
+            for (int t = 0; t < n; ++t) sc[c][f][t] *= (f + t) % 2 ? 10 : 1;
     }
     auto exchangeKernel = [&](int c, int r) { // some pair of r's is past the bound
         for (int q = 0; coll[c] < 0 && q < n; ++q)

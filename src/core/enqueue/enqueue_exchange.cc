@@ -74,11 +74,18 @@ bool deferToEngines(loomComm *comm, const ExchangeKnobs &k, const ExchangeSched 
 }
 
 // Whether every pair of this rank (both directions) is a one-shot pair.
-bool allPairsOneShot(size_t bound, const size_t *sendcounts, const size_t *recvcounts, int n, int me) {
+// Its own block too: the one-shot kernel would copy a large one 8 bytes a
+// thread on at most kMaxOneShotBlocks CTAs (a choice of this rank's alone).
+bool allPairsOneShot(size_t bound, const size_t *sendcounts, const size_t *recvcounts, int n) {
     for (int q = 0; bound && q < n; ++q)
-        if (q != me && (sendcounts[q] > bound || recvcounts[q] > bound)) return false;
+        if (sendcounts[q] > bound || recvcounts[q] > bound) return false;
     return bound != 0;
 }
+
+// CTAs the exchange kernel gives its one-shot pairs at most, beside its
+// lanes (whose pairs are the call's large ones): its CTAs all spin at once,
+// so they are kept few (not yet timed).
+constexpr int kExchangePairCtas = 8;
 
 // The call's one-shot flag and slots (core/algo/oneshot/oneshot.cc) for the
 // exchange kernel's one-shot pairs: a ragged alltoall of the pairs of at
@@ -101,7 +108,7 @@ void oneShotPairsArgs(loomComm *comm, size_t bound, const void *in, void *out, c
         if (q != me && sendcounts[q] <= bound) most = std::max(most, sendcounts[q]);
         if (q != me && recvcounts[q] <= bound) most = std::max(most, recvcounts[q]);
     }
-    a->nblocks = oneShotChannels((most + 7) / 8 * (size_t)n);
+    a->nblocks = std::min(oneShotChannels((most + 7) / 8 * (size_t)n), kExchangePairCtas);
     a->flag = oneShotNextFlag(comm);
     oneShotSlots(comm, a->flag, a->slot, a->mine);
 }
@@ -170,10 +177,11 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     const char *why = nullptr;
     bool oneShot = exchangeOneShot(comm, agreedBlock, &why);
     // The v-forms' one-shot pairs (exchange_schedule.h): where every pair of
-    // this rank is one, the call runs one-shot here, whatever its peers run.
+    // this rank is one (and its own block small), the call runs one-shot
+    // here, whatever its peers run.
     const size_t pairBound = agreedBlock ? 0 : exchangeOneShotPairBound(comm);
-    const bool pairsOneShot = !inViewed && !outViewed && allPairsOneShot(pairBound, sendcounts, recvcounts, n, me);
-    if (pairsOneShot) why = "every pair of this rank within LOOM_EXCHANGE_ONESHOT_BYTES";
+    const bool pairsOneShot = !inViewed && !outViewed && allPairsOneShot(pairBound, sendcounts, recvcounts, n);
+    if (pairsOneShot) why = "every block of this rank within LOOM_EXCHANGE_ONESHOT_BYTES";
     LOOM_TRACE(kColl, "rank %d: exchange, blocks up to %zu B (agreed: %zu B): %s (%s)", me, largest, agreedBlock,
                oneShot || pairsOneShot ? "one-shot" : "exchange kernel", why);
     // Every rank connects its pairs at its first v-form call, whichever
@@ -183,6 +191,13 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
         if (r != loomSuccess) return r;
     }
     oneShot = oneShot || pairsOneShot;
+    // From here on the peers have taken this call's one-shot flag (or will,
+    // whatever they hit): a call that fails before this rank takes its own
+    // leaves its one-shot sequence out of step, so the communicator fails.
+    auto outOfStep = [&](loomResult_t r) {
+        if (pairBound) comm->ras.failed = true;
+        return r;
+    };
     PeerConns &p = *comm->peers;
     // Sources are always the input (exchange_schedule.h): an input the
     // receives could overwrite is copied first. Not for one-shot in MPI's in
@@ -193,10 +208,10 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     if (!inViewed && !outViewed && overlaps(in, inSpan, out, outSpan) &&
         !(oneShot && sameLayout(in, sendcounts, sdispls, out, recvcounts, rdispls, n))) {
         loomResult_t r = growDeviceBuffer(comm, &p.inputCopy, &p.inputCopyBytes, inSpan, "in-place alltoallv input");
-        if (r != loomSuccess) return r;
+        if (r != loomSuccess) return outOfStep(r);
         streamBusy(comm);
         cudaError_t e = cudaMemcpyAsync(p.inputCopy, in, inSpan, cudaMemcpyDeviceToDevice, stream);
-        if (e != cudaSuccess) return cudaFailed(comm, "alltoallv", "copy of an in-place input", e);
+        if (e != cudaSuccess) return outOfStep(cudaFailed(comm, "alltoallv", "copy of an in-place input", e));
         in = static_cast<const char *>(p.inputCopy);
     }
     if (oneShot)
@@ -225,12 +240,12 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     // One-shot pairs move plain bytes: a side in its datatype layout has none (stage_datatype.cc packs it).
     if ((inViewed && exchangeHasOneShotBlocks(pairBound, sendcounts, n, me)) ||
         (outViewed && exchangeHasOneShotBlocks(pairBound, recvcounts, n, me)))
-        return fail(loomInternalError, "rank %d: an exchange side in its datatype layout has blocks of at most "
-                    "LOOM_EXCHANGE_ONESHOT_BYTES=%zu bytes (one-shot pairs)", me, pairBound);
+        return outOfStep(fail(loomInternalError, "rank %d: an exchange side in its datatype layout has blocks of at "
+                              "most LOOM_EXCHANGE_ONESHOT_BYTES=%zu bytes (one-shot pairs)", me, pairBound));
     loomResult_t r = planDirectPairs(comm, least, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
                                      push ? outViewed : inViewed, tables.data() + 4 * N, tables.data() + 5 * N,
                                      &direct, &late);
-    if (r != loomSuccess) return r;
+    if (r != loomSuccess) return outOfStep(r);
     const size_t stepsAt = (direct ? 6 : 4) * N;
     tables.resize(stepsAt + 2 * conns);
     // The walk's counts: a one-shot pair's as empty (its CTAs have the call's own, a.pairs).
@@ -282,7 +297,7 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
         std::copy(tables.begin(), tables.end(), a.inlined);
     } else {
         r = uploadTables(comm, tables, stream);
-        if (r != loomSuccess) return r;
+        if (r != loomSuccess) return outOfStep(r);
         const size_t *t = static_cast<const size_t *>(p.tablesDev);
         a.s.sendCount = t;
         a.s.sendDispl = t + N;

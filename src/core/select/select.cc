@@ -30,7 +30,7 @@ bool exchangeOneShot(const loomComm *comm, size_t block, const char **why) {
 }
 
 size_t exchangeOneShotPairBound(const loomComm *comm) {
-    if (!comm->ll.allPeersMapped || !(comm->algoMask & (1u << kAlgoOneShot))) return 0;
+    if (!comm->ll.allPeersMapped || !(comm->algoMask & (1u << kAlgoOneShot)) || params().exchangeCopyEngines) return 0;
     return std::min((size_t)params().exchangeOneShotBytes, comm->ll.maxBytes);
 }
 

@@ -64,8 +64,10 @@ bool exchangeOneShot(const loomComm *comm, size_t block, const char **why);
 // whose block has at most this many bytes (an empty one too) moves as LL
 // lines through the one-shot slots. LOOM_EXCHANGE_ONESHOT_BYTES, at most a
 // one-shot slot's payload (LOOM_LL_MAX_BYTES), where every peer is mapped
-// and one-shot is in LOOM_ALGO; else 0 (none). From agreed facts only:
-// both ends of a pair judge it alike.
+// and one-shot is in LOOM_ALGO; else 0 (none; and in copy-engine mode,
+// LOOM_EXCHANGE_COPY_ENGINES=1, whose broadcast and allgather run as
+// exchanges for their blocks to go on the engines). From agreed facts
+// only: both ends of a pair judge it alike.
 size_t exchangeOneShotPairBound(const loomComm *comm);
 
 // Whether a side's blocks (counts, n of them) include a one-shot pair's

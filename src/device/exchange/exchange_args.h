@@ -45,9 +45,9 @@ struct ExchangeArgs {
     // bytes when both sides have views (its chunks go through it).
     DtView inView, outView;
     char *selfScratch;
-    // One-shot pairs (s.oneShotBytes): the call as a ragged one-shot
-    // alltoall whose pairBound is s.oneShotBytes, run by pairs.nblocks CTAs
-    // after the self lanes (0: none).
+    // One-shot pairs (exchange_schedule.h): the call as a ragged one-shot
+    // alltoall whose pairBound is the call's bound, run by pairs.nblocks
+    // CTAs after the self lanes (0: none).
     OneShotArgs pairs;
     // Small calls: send counts, send displacements, receive counts, receive
     // displacements (n each), with direct pairs directSend and directSrc (n

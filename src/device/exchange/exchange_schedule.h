@@ -84,19 +84,19 @@
  * LOOM_TIMEOUT), the copies may land in that receiver's output before its
  * call, and after a time-out every output of the call is suspect.
  *
- * One-shot pairs of the v-forms (oneShotBytes, LOOM_EXCHANGE_ONESHOT_BYTES;
+ * One-shot pairs of the v-forms (a bound B, LOOM_EXCHANGE_ONESHOT_BYTES;
  * inside a host where every pair maps the other's memory): a pair whose
- * block has at most oneShotBytes bytes, an empty one too, moves as the
- * one-shot alltoall moves it (device/oneshot/oneshot_schedule.h): LL lines
- * into the receiver's one-shot slot for the sender, tagged with the call's
- * one-shot flag, a token line where the block is empty. The walk skips such
- * pairs: the host gives it their counts as 0 (exchangeWalkBytes), so
- * neither end has a FIFO op or a step for them; CTAs of their own after the
- * self lanes write and await their lines (exchange_coll.cu). Both ends know the pair's bytes
- * (MPI makes the sender's and the receiver's counts agree), so they judge it
- * alike with no agreement per call, and a rank all of whose pairs are
- * one-shot runs the call on the one-shot kernel (or the resident kernel)
- * instead, its peers none the wiser. Every v-form call advances the
+ * block has at most B bytes, an empty one too, moves as the one-shot
+ * alltoall moves it (device/oneshot/oneshot_schedule.h): LL lines into the
+ * receiver's one-shot slot for the sender, tagged with the call's one-shot
+ * flag, a token line where the block is empty. The walk skips such pairs:
+ * the host gives it their counts as 0 (exchangeWalkBytes), so neither end
+ * has a FIFO op or a step for them; CTAs of their own after the self lanes
+ * write and await their lines (exchange_coll.cu). Both ends know the pair's
+ * bytes (MPI makes the sender's and the receiver's counts agree), so they
+ * judge it alike with no agreement per call, and a rank all of whose blocks
+ * are at most B runs the call on the one-shot kernel (or the resident
+ * kernel) instead, its peers none the wiser. Every v-form call advances the
  * communicator's one-shot flag on every rank, whichever kernel runs it.
  * One-shot pairs are never direct.
  *
