@@ -203,104 +203,23 @@ std::vector<std::vector<size_t>> countMatrix(int n, int shape, std::mt19937 &rng
     return sc;
 }
 
-// Slot-safety walk: returns "" or the first violation.
-std::string runSequence(int n, unsigned seed, int calls, bool tokens, const PieceFn &piece) {
-    struct Slot { uint32_t tag = 0; bool read = true; };
-    // slot[owner][sender][parity]
-    std::vector<std::vector<std::array<Slot, 2>>> slot(n, std::vector<std::array<Slot, 2>>(n));
-    std::mt19937 rng(seed);
-    std::vector<int> coll(calls), root(calls);
-    for (int c = 0; c < calls; ++c) {
-        coll[c] = (int)(rng() % kOneShotColls);
-        root[c] = (int)(rng() % n);
-    }
-    const OneShotBlocks blocks = {nullptr, nullptr, 16};
-    auto lines = [&](int c, int f, int t) {
-        OneShotPiece p = piece(coll[c], f, t, root[c], blocks);
-        return tokens ? oneShotLines(p) : (p.bytes + 7) / 8;
-    };
-    std::vector<int> at(n, 0);        // the call each rank is in
-    std::vector<bool> wrote(n, false); // its writes for that call are done
-    for (;;) {
-        std::vector<int> ready;
-        bool allDone = true;
-        for (int r = 0; r < n; ++r) {
-            if (at[r] == calls) continue;
-            allDone = false;
-            const int c = at[r];
-            bool can = !wrote[r];
-            if (wrote[r]) {
-                can = true;
-                for (int q = 0; q < n; ++q)
-                    if (q != r && lines(c, q, r) && slot[r][q][c & 1].tag != (uint32_t)c + 1) can = false;
-            }
-            if (can) ready.push_back(r);
-        }
-        if (allDone) return "";
-        if (ready.empty()) return "deadlock";
-        const int r = ready[rng() % ready.size()], c = at[r];
-        if (!wrote[r]) {
-            for (int q = 0; q < n; ++q) {
-                if (q == r || !lines(c, r, q)) continue;
-                Slot &s = slot[q][r][c & 1];
-                if (!s.read) return "call " + std::to_string(c) + ": rank " + std::to_string(r) +
-                                    " overwrote a line rank " + std::to_string(q) + " had not read";
-                s.tag = (uint32_t)c + 1;
-                s.read = false;
-            }
-            wrote[r] = true;
-        } else {
-            for (int q = 0; q < n; ++q)
-                if (q != r && lines(c, q, r)) slot[r][q][c & 1].read = true;
-            wrote[r] = false;
-            ++at[r];
-        }
-    }
-}
-
-// V-form sequences (exchange_schedule.h, one-shot pairs): one-shot calls
-// mixed with v-form exchanges of random blocks (alltoallv, gatherv and
-// scatterv shapes) whose pairs of at most `bound` bytes pass LL lines (a
-// token when empty) and whose larger pairs pass a block through the
-// exchange kernel's FIFOs, which its receiver awaits before its call ends
-// (a queue here, credit aside). A rank all of whose pairs are one-shot runs
-// the call on the one-shot kernel, any other on the exchange kernel; each
-// rank takes a flag per call (the tag it writes and awaits, its parity the
-// slots'). Ranks advance independently in a random order; no line may be
-// overwritten unread and no sequence may deadlock. Mutations: the exchange
-// kernel passing nothing on an empty pair, or taking no flag.
-enum VFormMutation { kVFormAsBuilt, kEmptyPairsSilent, kExchangeTakesNoFlag };
-std::string runVFormSequence(int n, unsigned seed, int calls, size_t bound, VFormMutation m) {
+// The slot-safety walk: calls 0..calls-1, each rank in them on its own,
+// advancing in a random order (rng): a rank writes its call's lines (and
+// queues its FIFO blocks), then waits for the lines and blocks meant for
+// it, marks them read and moves on. passes(c, f, t, end): what pair f -> t
+// passes in call c as rank `end` (f writing, t waiting) sees it: 'l' lines,
+// 'f' a FIFO block, 0 nothing. takesFlag(c, r): whether rank r takes a
+// one-shot flag for call c (its lines' tag; the tag's parity picks the
+// slots). Returns "" or the first violation: an unread line overwritten, or
+// a deadlock.
+using PassFn = std::function<char(int c, int f, int t, int end)>;
+using FlagFn = std::function<bool(int c, int r)>;
+std::string walkSequence(int n, int calls, std::mt19937 &rng, const PassFn &passes, const FlagFn &takesFlag) {
     struct Slot { uint32_t tag = 0; bool read = true; };
     std::vector<std::vector<std::array<Slot, 2>>> slot(n, std::vector<std::array<Slot, 2>>(n)); // [owner][sender][parity]
     std::vector<std::vector<std::vector<int>>> fifo(n, std::vector<std::vector<int>>(n)); // [from][to]: calls queued
-    std::mt19937 rng(seed);
-    std::vector<int> coll(calls), root(calls);
-    std::vector<std::vector<std::vector<size_t>>> sc(calls); // v-form calls: bytes [from][to]
-    for (int c = 0; c < calls; ++c) {
-        const bool vform = rng() % 3 != 0;
-        coll[c] = vform ? -1 : (int)(rng() % kOneShotColls);
-        root[c] = (int)(rng() % n);
-        if (!vform) continue;
-        const int shape = (int)(rng() % 3);
-        sc[c] = countMatrix(n, shape, rng);
-        for (int f = 0; shape && f < n; ++f) // gathers and scatters: odd pairs' blocks past the bounds
-            for (int t = 0; t < n; ++t) sc[c][f][t] *= (f + t) % 2 ? 10 : 1;
-    }
-    auto exchangeKernel = [&](int c, int r) { // some pair of r's is past the bound
-        for (int q = 0; coll[c] < 0 && q < n; ++q)
-            if (q != r && !(oneShotCarries(bound, sc[c][r][q]) && oneShotCarries(bound, sc[c][q][r]))) return true;
-        return false;
-    };
-    // What pair f -> t passes in call c: 'l' lines, 'f' a FIFO block, 0 nothing.
-    // `end`: the end whose kernel decides (f writing, t awaiting).
-    auto passes = [&](int c, int f, int t, int end) -> char {
-        if (coll[c] >= 0) return 'l';
-        if (!oneShotCarries(bound, sc[c][f][t])) return 'f';
-        return m == kEmptyPairsSilent && !sc[c][f][t] && exchangeKernel(c, end) ? 0 : 'l';
-    };
-    std::vector<int> at(n, 0);
-    std::vector<bool> wrote(n, false);
+    std::vector<int> at(n, 0);         // the call each rank is in
+    std::vector<bool> wrote(n, false); // its writes for that call are done
     std::vector<uint32_t> flag(n, 0), tag(n, 0); // flags taken; the current call's
     for (;;) {
         std::vector<int> ready;
@@ -322,7 +241,7 @@ std::string runVFormSequence(int n, unsigned seed, int calls, size_t bound, VFor
         if (ready.empty()) return "deadlock";
         const int r = ready[rng() % ready.size()], c = at[r];
         if (!wrote[r]) {
-            if (!(m == kExchangeTakesNoFlag && exchangeKernel(c, r))) ++flag[r];
+            if (takesFlag(c, r)) ++flag[r];
             tag[r] = flag[r];
             for (int q = 0; q < n; ++q) {
                 if (q == r) continue;
@@ -347,6 +266,61 @@ std::string runVFormSequence(int n, unsigned seed, int calls, size_t bound, VFor
             ++at[r];
         }
     }
+}
+
+// Random one-shot calls (random collectives and roots); without tokens a
+// pair with no payload passes nothing (a mutation).
+std::string runSequence(int n, unsigned seed, int calls, bool tokens, const PieceFn &piece) {
+    std::mt19937 rng(seed);
+    std::vector<int> coll(calls), root(calls);
+    for (int c = 0; c < calls; ++c) {
+        coll[c] = (int)(rng() % kOneShotColls);
+        root[c] = (int)(rng() % n);
+    }
+    const OneShotBlocks blocks = {nullptr, nullptr, 16};
+    auto passes = [&](int c, int f, int t, int) -> char {
+        const OneShotPiece p = piece(coll[c], f, t, root[c], blocks);
+        return (tokens ? oneShotLines(p) : (p.bytes + 7) / 8) ? 'l' : 0;
+    };
+    return walkSequence(n, calls, rng, passes, [](int, int) { return true; });
+}
+
+// V-form sequences (exchange_schedule.h, one-shot pairs): one-shot calls
+// mixed with v-form exchanges of random blocks (alltoallv, gatherv and
+// scatterv shapes) whose pairs of at most `bound` bytes pass LL lines (a
+// token when empty) and whose larger pairs pass a block through the
+// exchange kernel's FIFOs, which its receiver awaits before its call ends
+// (a queue here, credit aside). A rank all of whose pairs are one-shot runs
+// the call on the one-shot kernel, any other on the exchange kernel; each
+// rank takes a flag per call. Mutations: the exchange kernel passing nothing
+// on an empty pair, or taking no flag.
+enum VFormMutation { kVFormAsBuilt, kEmptyPairsSilent, kExchangeTakesNoFlag };
+std::string runVFormSequence(int n, unsigned seed, int calls, size_t bound, VFormMutation m) {
+    std::mt19937 rng(seed);
+    std::vector<int> coll(calls), root(calls);
+    std::vector<std::vector<std::vector<size_t>>> sc(calls); // v-form calls: bytes [from][to]
+    for (int c = 0; c < calls; ++c) {
+        const bool vform = rng() % 3 != 0;
+        coll[c] = vform ? -1 : (int)(rng() % kOneShotColls);
+        root[c] = (int)(rng() % n);
+        if (!vform) continue;
+        const int shape = (int)(rng() % 3);
+        sc[c] = countMatrix(n, shape, rng);
+        for (int f = 0; shape && f < n; ++f) // gathers and scatters: odd pairs' blocks past the bounds
+            for (int t = 0; t < n; ++t) sc[c][f][t] *= (f + t) % 2 ? 10 : 1;
+    }
+    auto exchangeKernel = [&](int c, int r) { // some pair of r's is past the bound
+        for (int q = 0; coll[c] < 0 && q < n; ++q)
+            if (q != r && !(oneShotCarries(bound, sc[c][r][q]) && oneShotCarries(bound, sc[c][q][r]))) return true;
+        return false;
+    };
+    auto passes = [&](int c, int f, int t, int end) -> char {
+        if (coll[c] >= 0) return 'l';
+        if (!oneShotCarries(bound, sc[c][f][t])) return 'f';
+        return m == kEmptyPairsSilent && !sc[c][f][t] && exchangeKernel(c, end) ? 0 : 'l';
+    };
+    auto takesFlag = [&](int c, int r) { return !(m == kExchangeTakesNoFlag && exchangeKernel(c, r)); };
+    return walkSequence(n, calls, rng, passes, takesFlag);
 }
 
 START_TEST(vform_sequences_never_overwrite_or_deadlock) {
