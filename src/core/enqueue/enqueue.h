@@ -54,14 +54,15 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
                                const size_t *displs = nullptr, const size_t *rcounts = nullptr,
                                const size_t *rdispls = nullptr);
 
-// The next one-shot call's flag (never 0), and where that call's lines go:
-// slot[q] this rank's slot in peer q's memory, mine[q] peer q's in ours
-// (the flag's parity). Every one-shot call takes one, and every v-form
-// exchange where one-shot pairs are on (enqueue_exchange.cc), alike on
-// every rank.
-struct LLLine; // device/oneshot/oneshot_args.h
-uint32_t oneShotNextFlag(loomComm *comm);
-void oneShotSlots(const loomComm *comm, uint32_t flag, LLLine **slot, const LLLine **mine);
+// A one-shot call's arguments but its CTA count and waits, with the call's
+// flag (never 0) and its slots (the flag's parity): slot[q] this rank's slot
+// in peer q's memory, mine[q] peer q's in ours. Every one-shot call takes a
+// flag, and every v-form exchange where one-shot pairs are on
+// (enqueue_exchange.cc), alike on every rank.
+struct OneShotArgs; // device/oneshot/oneshot_args.h
+void oneShotCallArgs(loomComm *comm, int coll, const void *in, void *out, size_t bytes, int root,
+                     const size_t *counts, const size_t *displs, const size_t *rcounts, const size_t *rdispls,
+                     OneShotArgs *a);
 
 // Copy-engine mode's broadcast and allgather (enqueue_engines.cc): whether
 // a call of this block takes it (the same answer on every rank), and the

@@ -74,44 +74,20 @@ bool deferToEngines(loomComm *comm, const ExchangeKnobs &k, const ExchangeSched 
 }
 
 // Whether every pair of this rank (both directions) is a one-shot pair.
-// Its own block too: the one-shot kernel would copy a large one 8 bytes a
-// thread on at most kMaxOneShotBlocks CTAs (a choice of this rank's alone).
+// Whether every block of this rank is a one-shot pair's, its own too: the
+// one-shot kernel would copy a large own block 8 bytes a thread on at most
+// kMaxOneShotBlocks CTAs (a choice of this rank's alone).
 bool allPairsOneShot(size_t bound, const size_t *sendcounts, const size_t *recvcounts, int n) {
-    for (int q = 0; bound && q < n; ++q)
+    if (!bound) return false;
+    for (int q = 0; q < n; ++q)
         if (sendcounts[q] > bound || recvcounts[q] > bound) return false;
-    return bound != 0;
+    return true;
 }
 
 // CTAs the exchange kernel gives its one-shot pairs at most, beside its
 // lanes (whose pairs are the call's large ones): its CTAs all spin at once,
 // so they are kept few (not yet timed).
 constexpr int kExchangePairCtas = 8;
-
-// The call's one-shot flag and slots (core/algo/oneshot/oneshot.cc) for the
-// exchange kernel's one-shot pairs: a ragged alltoall of the pairs of at
-// most `bound` bytes, not the own block.
-void oneShotPairsArgs(loomComm *comm, size_t bound, const void *in, void *out, const size_t *sendcounts,
-                      const size_t *sdispls, const size_t *recvcounts, const size_t *rdispls, OneShotArgs *a) {
-    const int n = comm->nranks, me = comm->rank;
-    memset(static_cast<void *>(a), 0, sizeof(*a));
-    a->coll = loomCollAllToAll;
-    a->in = in;
-    a->out = out;
-    a->ragged = true;
-    a->nranks = n;
-    a->rank = me;
-    a->pairBound = bound;
-    size_t most = 0; // the largest one-shot block, for the CTA count
-    for (int q = 0; q < n; ++q) {
-        a->counts[q] = sendcounts[q], a->displs[q] = sdispls[q];
-        a->rcounts[q] = recvcounts[q], a->rdispls[q] = rdispls[q];
-        if (q != me && sendcounts[q] <= bound) most = std::max(most, sendcounts[q]);
-        if (q != me && recvcounts[q] <= bound) most = std::max(most, recvcounts[q]);
-    }
-    a->nblocks = std::min(oneShotChannels((most + 7) / 8 * (size_t)n), kExchangePairCtas);
-    a->flag = oneShotNextFlag(comm);
-    oneShotSlots(comm, a->flag, a->slot, a->mine);
-}
 
 // n == 1: the rank's own block.
 loomResult_t selfCopy(loomComm *comm, const char *in, char *out, size_t bytes, cudaStream_t stream) {
@@ -175,7 +151,7 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     // The same choice on every rank (agreedBlock and the communicator's
     // settings are alike everywhere).
     const char *why = nullptr;
-    bool oneShot = exchangeOneShot(comm, agreedBlock, &why);
+    const bool agreedOneShot = exchangeOneShot(comm, agreedBlock, &why);
     // The v-forms' one-shot pairs (exchange_schedule.h): where every pair of
     // this rank is one (and its own block small), the call runs one-shot
     // here, whatever its peers run.
@@ -183,14 +159,15 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     const bool pairsOneShot = !inViewed && !outViewed && allPairsOneShot(pairBound, sendcounts, recvcounts, n);
     if (pairsOneShot) why = "every block of this rank within LOOM_EXCHANGE_ONESHOT_BYTES";
     LOOM_TRACE(kColl, "rank %d: exchange, blocks up to %zu B (agreed: %zu B): %s (%s)", me, largest, agreedBlock,
-               oneShot || pairsOneShot ? "one-shot" : "exchange kernel", why);
-    // Every rank connects its pairs at its first v-form call, whichever
-    // kernel runs it here (the connection is collective).
-    if (!agreedBlock && !comm->peers->ready) {
+               agreedOneShot || pairsOneShot ? "one-shot" : "exchange kernel", why);
+    // Collective: every rank connects its pairs at its first call that is
+    // not one-shot by an agreed block (a v-form's, whichever kernel runs it
+    // here).
+    if (!agreedOneShot && !comm->peers->ready) {
         loomResult_t r = connectPeers(comm);
         if (r != loomSuccess) return r;
     }
-    oneShot = oneShot || pairsOneShot;
+    const bool oneShot = agreedOneShot || pairsOneShot;
     // From here on the peers have taken this call's one-shot flag (or will,
     // whatever they hit): a call that fails before this rank takes its own
     // leaves its one-shot sequence out of step, so the communicator fails.
@@ -217,10 +194,6 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     if (oneShot)
         return oneShotCollective(comm, loomCollAllToAll, in, out, 0, loomUint8, loomSum, 0, stream, sendcounts,
                                  sdispls, recvcounts, rdispls);
-    if (!p.ready) { // collective: every rank's first exchange kernel
-        loomResult_t r = connectPeers(comm);
-        if (r != loomSuccess) return r;
-    }
     enterCollective(comm, "alltoallv");
     if (!inSpan && !outSpan && !pairBound) return loomSuccess; // nothing moves on any of this rank's pairs
     // Tables: send counts, send displacements, receive counts, receive
@@ -238,8 +211,8 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     size_t least = comm->order.hostWaitAllowed ? exchangeDirectLeast(knobs, fanIn != 0) : 0;
     if (least && least <= pairBound) least = pairBound + 1; // one-shot pairs are never direct (both ends know)
     // One-shot pairs move plain bytes: a side in its datatype layout has none (stage_datatype.cc packs it).
-    if ((inViewed && exchangeHasOneShotBlocks(pairBound, sendcounts, n, me)) ||
-        (outViewed && exchangeHasOneShotBlocks(pairBound, recvcounts, n, me)))
+    if ((inViewed && exchangeOneShotBlocks(pairBound, sendcounts, n, me)) ||
+        (outViewed && exchangeOneShotBlocks(pairBound, recvcounts, n, me)))
         return outOfStep(fail(loomInternalError, "rank %d: an exchange side in its datatype layout has blocks of at "
                               "most LOOM_EXCHANGE_ONESHOT_BYTES=%zu bytes (one-shot pairs)", me, pairBound));
     loomResult_t r = planDirectPairs(comm, least, push, in, sendcounts, sdispls, out, recvcounts, rdispls,
@@ -321,8 +294,15 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     a.nslots = p.nslots;
     a.slotBytes = p.slotBytes;
     kernelWaits(comm, a);
-    if (pairBound) { // every v-form call takes a one-shot flag, on every rank
-        oneShotPairsArgs(comm, pairBound, in, out, sendcounts, sdispls, recvcounts, rdispls, &a.pairs);
+    if (pairBound) { // a ragged one-shot alltoall of the small pairs: every v-form call takes a flag, on every rank
+        oneShotCallArgs(comm, loomCollAllToAll, in, out, 0, 0, sendcounts, sdispls, recvcounts, rdispls, &a.pairs);
+        a.pairs.pairBound = pairBound;
+        size_t most = 0; // the largest one-shot block, for the CTA count
+        for (int q = 0; q < n; ++q) {
+            if (q != me && exchangeOneShotPair(pairBound, sendcounts[q])) most = std::max(most, sendcounts[q]);
+            if (q != me && exchangeOneShotPair(pairBound, recvcounts[q])) most = std::max(most, recvcounts[q]);
+        }
+        a.pairs.nblocks = std::min(oneShotChannels((most + 7) / 8 * N), kExchangePairCtas);
         a.pairs.wait = a.wait;
         a.pairs.abortFlag = a.abortFlag;
     }
@@ -354,14 +334,11 @@ loomResult_t loom::exchangeCall(const void *sendbuff, const size_t *sendcounts, 
     recvs.resize(conns);
     exchangeStepCounts(s, sends.data(), recvs.data());
     for (int q = 0; q < n; ++q) commitPeerSteps(p, q, sends.data(), recvs.data());
-    int pairSends = 0, pairRecvs = 0; // for the trace alone
-    for (int q = 0; pairBound && logEnabled(LogLevel::Trace, kColl) && q < n; ++q) {
-        pairSends += q != me && sendcounts[q] && exchangeOneShotPair(pairBound, sendcounts[q]);
-        pairRecvs += q != me && recvcounts[q] && exchangeOneShotPair(pairBound, recvcounts[q]);
-    }
     LOOM_TRACE(kColl, "rank %d: alltoallv %zu B out, %zu B in, %d lanes of %d channels + %d for its own block%s; "
                "one-shot pairs' blocks: %d sent, %d received on %d CTAs", comm->rank, inSpan, outSpan, s.lanes,
-               s.channels, s.selfLanes, direct ? ", direct pairs" : "", pairSends, pairRecvs, a.pairs.nblocks);
+               s.channels, s.selfLanes, direct ? ", direct pairs" : "",
+               exchangeOneShotBlocks(pairBound, sendcounts, n, me), exchangeOneShotBlocks(pairBound, recvcounts, n, me),
+               a.pairs.nblocks);
     // A pair whose peer buffer this rank could not map: the kernel runs
     // the handshake (its peers are not left waiting); the error is returned
     // once it is done, so no buffer of the call is still in use.

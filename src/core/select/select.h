@@ -70,12 +70,12 @@ bool exchangeOneShot(const loomComm *comm, size_t block, const char **why);
 // only: both ends of a pair judge it alike.
 size_t exchangeOneShotPairBound(const loomComm *comm);
 
-// Whether a side's blocks (counts, n of them) include a one-shot pair's
-// payload (not the rank's own block, which is copied locally).
-inline bool exchangeHasOneShotBlocks(size_t bound, const size_t *counts, int n, int me) {
-    for (int q = 0; bound && q < n; ++q)
-        if (q != me && counts[q] && counts[q] <= bound) return true;
-    return false;
+// How many of a side's blocks (counts, n of them) are one-shot pairs'
+// payloads (not empty, not the rank's own block, which is copied locally).
+inline int exchangeOneShotBlocks(size_t bound, const size_t *counts, int n, int me) {
+    int k = 0;
+    for (int q = 0; bound && q < n; ++q) k += q != me && counts[q] && counts[q] <= bound;
+    return k;
 }
 
 // How the exchange kernel moves a call's blocks inside a host over p2p: the

@@ -247,9 +247,9 @@ extern "C" loomResult_t loomExchangeTyped(const void *sendbuff, const size_t *se
     // A side with one-shot pairs' blocks is packed: LL lines carry plain bytes (exchange_schedule.h).
     const size_t pairs = agreedBlock ? 0 : exchangeOneShotPairBound(comm);
     const bool fuse[2] = {kernel && v[0].nblocks && (mode == 1 || (mode == 2 && push)) &&
-                              !exchangeHasOneShotBlocks(pairs, sendcounts, n, comm->rank),
+                              !exchangeOneShotBlocks(pairs, sendcounts, n, comm->rank),
                           kernel && v[1].nblocks && (mode == 1 || (mode == 2 && !push)) &&
-                              !exchangeHasOneShotBlocks(pairs, recvcounts, n, comm->rank)};
+                              !exchangeOneShotBlocks(pairs, recvcounts, n, comm->rank)};
     LOOM_TRACE(kColl, "rank %d: datatype exchange, LOOM_DT_FUSE %d (set %d): send side %s, receive side %s",
                comm->rank, kernel ? mode : 0, params().dtFuse, !sendView ? "contiguous" : fuse[0] ? "in place" : "packed",
                !recvView ? "contiguous" : fuse[1] ? "in place" : "packed");

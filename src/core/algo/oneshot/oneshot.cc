@@ -20,20 +20,30 @@
 
 namespace loom {
 
-uint32_t oneShotNextFlag(loomComm *comm) {
+void oneShotCallArgs(loomComm *comm, int coll, const void *in, void *out, size_t bytes, int root,
+                     const size_t *counts, const size_t *displs, const size_t *rcounts, const size_t *rdispls,
+                     OneShotArgs *a) {
+    memset(static_cast<void *>(a), 0, sizeof(*a));
+    a->coll = coll;
+    a->root = root;
+    a->in = in;
+    a->out = out;
+    a->bytes = bytes;
+    a->nranks = comm->nranks;
+    a->rank = comm->rank;
+    a->ragged = counts != nullptr;
+    for (int q = 0; counts && q < comm->nranks; ++q) a->counts[q] = counts[q], a->displs[q] = displs[q];
+    for (int q = 0; rcounts && q < comm->nranks; ++q) a->rcounts[q] = rcounts[q], a->rdispls[q] = rdispls[q];
     uint32_t call = ++comm->ll.calls;
     if (call == 0) call = ++comm->ll.calls; // flag 0 would match zeroed slots
-    return call;
-}
-
-void oneShotSlots(const loomComm *comm, uint32_t flag, LLLine **slot, const LLLine **mine) {
-    const size_t parity = (size_t)(flag & 1) * comm->nranks;
-    const char *base = static_cast<const char *>(comm->region.base) + comm->ll.offset;
+    a->flag = call;
+    const size_t parity = (size_t)(call & 1) * comm->nranks;
+    const char *mine = static_cast<const char *>(comm->region.base) + comm->ll.offset;
     for (int q = 0; q < comm->nranks; ++q) {
-        mine[q] = reinterpret_cast<const LLLine *>(base + (parity + q) * comm->ll.slotBytes);
-        slot[q] = q == comm->rank ? nullptr
-                                  : reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->ll.offset +
-                                                               (parity + comm->rank) * comm->ll.slotBytes);
+        a->mine[q] = reinterpret_cast<const LLLine *>(mine + (parity + q) * comm->ll.slotBytes);
+        if (q != comm->rank)
+            a->slot[q] = reinterpret_cast<LLLine *>(comm->peerBase[q] + comm->ll.offset +
+                                                    (parity + comm->rank) * comm->ll.slotBytes);
     }
 }
 
@@ -41,23 +51,11 @@ loomResult_t oneShotCollective(loomComm *comm, int coll, const void *in, void *o
                                loomRedOp_t op, int root, cudaStream_t stream, const size_t *counts,
                                const size_t *displs, const size_t *rcounts, const size_t *rdispls) {
     OneShotArgs a;
-    memset(&a, 0, sizeof(a));
-    a.coll = coll;
-    a.root = root;
-    a.in = in;
-    a.out = out;
-    a.bytes = bytes;
-    a.nranks = comm->nranks;
-    a.rank = comm->rank;
-    a.ragged = counts != nullptr;
-    for (int q = 0; counts && q < comm->nranks; ++q) a.counts[q] = counts[q], a.displs[q] = displs[q];
-    for (int q = 0; rcounts && q < comm->nranks; ++q) a.rcounts[q] = rcounts[q], a.rdispls[q] = rdispls[q];
+    enterCollective(comm, loomCollName(coll));
+    oneShotCallArgs(comm, coll, in, out, bytes, root, counts, displs, rcounts, rdispls, &a);
     size_t units = (oneShotMaxPiece(coll, comm->nranks, OneShotBlocks{counts, displs, bytes, rcounts, rdispls}) + 7) / 8;
     if (coll == loomCollAllGather || coll == loomCollAllToAll) units *= (size_t)comm->nranks; // n output blocks
     a.nblocks = oneShotChannels(units); // core/select/tuning.h
-    a.flag = oneShotNextFlag(comm);
-    enterCollective(comm, loomCollName(coll));
-    oneShotSlots(comm, a.flag, a.slot, a.mine);
     kernelWaits(comm, a);
     const bool moves = coll == loomCollAllGather || coll == loomCollBroadcast || coll == loomCollAllToAll;
     const bool eligible = residentEligible(comm, units, stream);
